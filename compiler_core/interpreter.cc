@@ -1,1 +1,124 @@
-// placeholder
+// The reference interpreter: checks the inputs against the graph's declaration,
+// then runs each node's kernel from the operator table in topological order.
+#include "compiler_core/interpreter.h"
+
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler_core/op_registry.h"
+#include "compiler_core/shape_inference.h"
+#include "compiler_core/status_macros.h"
+
+namespace kiln {
+namespace {
+
+absl::Status CheckInput(const Value& v, const Tensor& t, std::map<std::string, int64_t>& symbols) {
+  const TensorType& type = v.type();
+  auto mismatch = [&]() {
+    return absl::InvalidArgumentError(absl::StrCat("input '", v.name(), "': expected ", type.ToString(), ", got ",
+                                                   DTypeName(t.dtype()), "[", absl::StrJoin(t.dims(), ","), "]"));
+  };
+  if (t.empty_storage() || t.dtype() != type.dtype || t.rank() != type.rank()) return mismatch();
+  for (int i = 0; i < type.rank(); ++i) {
+    const Dim& d = type.dims[i];
+    int64_t extent = t.dims()[i];
+    if (d.is_static()) {
+      if (d.value != extent) return mismatch();
+    } else if (!d.symbol.empty()) {
+      auto [it, inserted] = symbols.emplace(d.symbol, extent);
+      if (!inserted && it->second != extent) {
+        return absl::InvalidArgumentError(absl::StrCat("input '", v.name(), "' dimension ", i, " is ", extent,
+                                                       " but symbol '", d.symbol, "' is already bound to ",
+                                                       it->second));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Values by pointer: graph inputs and constants are not copied; node results
+// live in `results` (node-based map, so pointers into it stay valid).
+struct Env {
+  std::unordered_map<const Value*, const Tensor*> values;
+  std::unordered_map<const Value*, Tensor> results;
+};
+
+absl::Status RunNode(const Node& node, Env& env) {
+  const OpDef* def = FindOpDef(node.domain(), node.op_type());
+  if (def == nullptr) return absl::InvalidArgumentError("unsupported operator");
+  RETURN_IF_ERROR(ValidateNode(*def, node));
+  InputTensors in;
+  std::vector<TensorType> in_types;
+  in_types.reserve(node.num_inputs());
+  for (Value* v : node.inputs()) {
+    if (v == nullptr) {
+      in.push_back(nullptr);
+      continue;
+    }
+    auto it = env.values.find(v);
+    if (it == env.values.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", v->name(), "' has not been computed"));
+    }
+    in.push_back(it->second);
+  }
+  InputTypes types;
+  for (const Tensor* t : in) {
+    if (t == nullptr) {
+      types.push_back(nullptr);
+      continue;
+    }
+    in_types.push_back(TensorType::Static(t->dtype(), t->dims()));
+    types.push_back(&in_types.back());
+  }
+  // The actual output shapes, computed from the actual input shapes.
+  ASSIGN_OR_RETURN(std::vector<TensorType> out_types, def->infer(node, types));
+  std::vector<Tensor> outs;
+  for (const TensorType& t : out_types) {
+    std::vector<int64_t> dims = t.StaticDims();
+    RETURN_IF_ERROR(CheckedElementCount(dims).status());
+    outs.emplace_back(t.dtype, std::move(dims));
+  }
+  RETURN_IF_ERROR(def->eval(node, in, outs));
+  for (int i = 0; i < node.num_outputs(); ++i) {
+    Tensor& stored = env.results[node.output(i)] = std::move(outs[i]);
+    env.values[node.output(i)] = &stored;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, Tensor>> Evaluate(const Graph& graph,
+                                                       const std::map<std::string, Tensor>& inputs) {
+  Env env;
+  std::map<std::string, int64_t> symbols;
+  for (const auto& [name, t] : inputs) {
+    Value* v = graph.FindValue(name);
+    if (v == nullptr || !v->is_graph_input()) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", name, "' is not an input of the graph"));
+    }
+  }
+  for (Value* v : graph.inputs()) {
+    auto it = inputs.find(v->name());
+    if (it == inputs.end()) return absl::InvalidArgumentError(absl::StrCat("input '", v->name(), "' is missing"));
+    RETURN_IF_ERROR(CheckInput(*v, it->second, symbols));
+    env.values[v] = &it->second;
+  }
+  for (Value* v : graph.constants()) env.values[v] = &v->constant();
+  for (const auto& n : graph.nodes()) {
+    absl::Status s = RunNode(*n, env);
+    if (!s.ok()) return absl::Status(s.code(), absl::StrCat(NodeContext(*n), s.message()));
+  }
+  std::map<std::string, Tensor> result;
+  for (Value* v : graph.outputs()) {
+    auto it = env.values.find(v);
+    if (it == env.values.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("graph output '", v->name(), "' was not computed"));
+    }
+    result[v->name()] = *it->second;
+  }
+  return result;
+}
+
+}  // namespace kiln

@@ -1,1 +1,452 @@
-// placeholder
+// Kernel emission: explicit-vector LLVM IR for elementwise ops (vectorized,
+// unrolled, masked tails) and MatMul/Gemm (mr x nr register-blocked micro-kernel
+// of llvm.fmuladd, masked column tails, row tails by a one-row block).
+#include "compiler_core/kernel_emitter.h"
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "compiler_core/kernel_spec.h"
+#include "compiler_core/status_macros.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DerivedTypes.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/Module.h"
+
+namespace kiln {
+namespace {
+
+using llvm::BasicBlock;
+using llvm::Type;
+using llvm::Value;
+
+// Rows of one MatMul task: a multiple of mr near 32.
+int64_t RowsPerTask(int64_t mr) { return mr * std::max<int64_t>(1, 32 / mr); }
+
+int64_t CeilDiv(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
+
+bool ValidSymbol(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+class Emitter {
+ public:
+  Emitter(llvm::Module* module, const CpuTarget& target)
+      : ctx_(module->getContext()), module_(module), target_(target), b_(ctx_) {
+    f32_ = Type::getFloatTy(ctx_);
+    i32_ = Type::getInt32Ty(ctx_);
+    i64_ = Type::getInt64Ty(ctx_);
+    ptr_ = llvm::PointerType::get(ctx_, 0);
+  }
+
+  // Creates the function and its task loop; `task_body(t)` emits one task.
+  void EmitFunction(const std::string& symbol, int num_args, int64_t num_tasks,
+                    const std::function<void(Value*)>& task_body) {
+    auto* fty = llvm::FunctionType::get(Type::getVoidTy(ctx_), {ptr_, i64_, i64_}, false);
+    fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, symbol, module_);
+    fn_->setDSOLocal(true);
+    fn_->setDoesNotThrow();
+    fn_->addFnAttr("target-cpu", target_.cpu);
+    fn_->addFnAttr("target-features", target_.features);
+    fn_->addFnAttr("min-legal-vector-width", std::to_string(target_.VectorBits()));
+    fn_->addFnAttr("prefer-vector-width", std::to_string(target_.VectorBits()));
+    fn_->addParamAttr(0, llvm::Attribute::NoAlias);
+    fn_->addParamAttr(0, llvm::Attribute::ReadOnly);
+    fn_->addParamAttr(0, llvm::Attribute::NoCapture);
+    llvm::Argument* args = fn_->getArg(0);
+    args->setName("args");
+    fn_->getArg(1)->setName("task_begin");
+    fn_->getArg(2)->setName("task_end");
+    entry_ = BasicBlock::Create(ctx_, "entry", fn_);
+    b_.SetInsertPoint(entry_);
+    for (int i = 0; i < num_args; ++i) {
+      Value* p = b_.CreateAlignedLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, args, i),
+                                      llvm::Align(8), absl::StrCat("arg", i));
+      arg_ptrs_.push_back(p);
+    }
+    Value* begin = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, fn_->getArg(1), I64(0));
+    Value* end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, fn_->getArg(2), I64(num_tasks));
+    For(begin, end, 1, "task", task_body);
+    b_.CreateRetVoid();
+  }
+
+  // for (iv = lo; iv < hi; iv += step) body(iv); returns the exit value of iv.
+  Value* For(Value* lo, Value* hi, int64_t step, const std::string& name,
+             const std::function<void(Value*)>& body) {
+    BasicBlock* pre = b_.GetInsertBlock();
+    BasicBlock* header = BasicBlock::Create(ctx_, name + ".head", fn_);
+    BasicBlock* body_bb = BasicBlock::Create(ctx_, name + ".body", fn_);
+    BasicBlock* exit = BasicBlock::Create(ctx_, name + ".exit", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* iv = b_.CreatePHI(i64_, 2, name);
+    iv->addIncoming(lo, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), body_bb, exit);
+    b_.SetInsertPoint(body_bb);
+    body(iv);
+    Value* next = b_.CreateAdd(iv, I64(step), name + ".next", false, true);
+    iv->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+    return iv;
+  }
+
+  void If(Value* cond, const std::string& name, const std::function<void()>& then) {
+    BasicBlock* then_bb = BasicBlock::Create(ctx_, name + ".then", fn_);
+    BasicBlock* done = BasicBlock::Create(ctx_, name + ".done", fn_);
+    b_.CreateCondBr(cond, then_bb, done);
+    b_.SetInsertPoint(then_bb);
+    then();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
+  Value* I64(int64_t v) { return llvm::ConstantInt::get(i64_, v, true); }
+  Value* F32(Type* t, double v) { return llvm::ConstantFP::get(t, v); }
+  Type* Vec(Type* elem, int64_t lanes) {
+    return lanes == 1 ? elem : llvm::FixedVectorType::get(elem, static_cast<unsigned>(lanes));
+  }
+  Type* IntLike(Type* t) {
+    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t)) return Vec(i32_, vt->getNumElements());
+    return i32_;
+  }
+  Value* Gep(Value* base, Value* offset) { return b_.CreateInBoundsGEP(f32_, base, offset); }
+  Value* Splat(Value* scalar, int64_t lanes) {
+    return lanes == 1 ? scalar : b_.CreateVectorSplat(static_cast<unsigned>(lanes), scalar);
+  }
+  // Mask of the first `n` of `lanes` lanes; n may be a runtime i64.
+  Value* FirstLanesMask(Value* n, int64_t lanes) {
+    std::vector<llvm::Constant*> iota;
+    for (int64_t i = 0; i < lanes; ++i) iota.push_back(llvm::ConstantInt::get(i64_, i));
+    return b_.CreateICmpSLT(llvm::ConstantVector::get(iota), Splat(n, lanes));
+  }
+  Value* Load(Value* p, int64_t lanes, Value* mask) {
+    Type* t = Vec(f32_, lanes);
+    if (mask == nullptr) return b_.CreateAlignedLoad(t, p, llvm::Align(4));
+    return b_.CreateMaskedLoad(t, p, llvm::Align(4), mask, llvm::Constant::getNullValue(t));
+  }
+  void Store(Value* v, Value* p, Value* mask) {
+    if (mask == nullptr) {
+      b_.CreateAlignedStore(v, p, llvm::Align(4));
+    } else {
+      b_.CreateMaskedStore(v, p, llvm::Align(4), mask);
+    }
+  }
+
+  // exp(x) for x <= 0 (or NaN), Cephes-style: x = n ln2 + r, |r| <= ln2/2,
+  // degree-6 polynomial, scaling by 2^n in two steps so results down to the
+  // denormal range are right. No libm calls: vectorizes and links standalone.
+  Value* ExpNonPositive(Value* x) {
+    Type* t = x->getType();
+    Type* it = IntLike(t);
+    Value* lo = F32(t, -103.972084045410);
+    x = b_.CreateSelect(b_.CreateFCmpOLT(x, lo), lo, x);
+    Value* v = b_.CreateFAdd(b_.CreateFMul(x, F32(t, 1.44269504088896341)), F32(t, 0.5));
+    Value* tr = b_.CreateSIToFP(b_.CreateFPToSI(v, it), t);
+    Value* fx = b_.CreateFSub(tr, b_.CreateSelect(b_.CreateFCmpOGT(tr, v), F32(t, 1.0), F32(t, 0.0)));
+    Value* r = b_.CreateFSub(x, b_.CreateFMul(fx, F32(t, 0.693359375)));
+    r = b_.CreateFSub(r, b_.CreateFMul(fx, F32(t, -2.12194440e-4)));
+    Value* z = b_.CreateFMul(r, r);
+    Value* p = F32(t, 1.9875691500E-4);
+    for (double c : {1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1,
+                     5.0000001201E-1}) {
+      p = b_.CreateFAdd(b_.CreateFMul(p, r), F32(t, c));
+    }
+    Value* y = b_.CreateFAdd(b_.CreateFAdd(b_.CreateFMul(p, z), r), F32(t, 1.0));
+    Value* n = b_.CreateFPToSI(fx, it);  // in [-150, 0]
+    Value* n1 = b_.CreateAShr(n, llvm::ConstantInt::get(it, 1));
+    Value* n2 = b_.CreateSub(n, n1);
+    auto pow2 = [&](Value* k) {
+      Value* bits = b_.CreateShl(b_.CreateAdd(k, llvm::ConstantInt::get(it, 127)),
+                                 llvm::ConstantInt::get(it, 23));
+      return b_.CreateBitCast(bits, t);
+    };
+    return b_.CreateFMul(b_.CreateFMul(y, pow2(n1)), pow2(n2));
+  }
+
+  Value* Sigmoid(Value* x) {
+    Type* t = x->getType();
+    Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+    Value* e = ExpNonPositive(b_.CreateFNeg(ax));
+    Value* d = b_.CreateFAdd(F32(t, 1.0), e);
+    Value* pos = b_.CreateFDiv(F32(t, 1.0), d);
+    Value* neg = b_.CreateFDiv(e, d);
+    Value* s = b_.CreateSelect(b_.CreateFCmpOGE(x, F32(t, 0.0)), pos, neg);
+    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, s);
+  }
+
+  Value* ApplyOp(const std::string& op, const std::vector<Value*>& v) {
+    if (op == "Add") return b_.CreateFAdd(v[0], v[1]);
+    if (op == "Sub") return b_.CreateFSub(v[0], v[1]);
+    if (op == "Mul") return b_.CreateFMul(v[0], v[1]);
+    if (op == "Div") return b_.CreateFDiv(v[0], v[1]);
+    if (op == "Relu") {
+      Value* zero = llvm::Constant::getNullValue(v[0]->getType());
+      return b_.CreateSelect(b_.CreateFCmpOLT(v[0], zero), zero, v[0]);
+    }
+    assert(op == "Sigmoid");
+    return Sigmoid(v[0]);
+  }
+
+  // ---- elementwise ----------------------------------------------------------
+
+  EmittedKernel EmitElementwise(const KernelSpec& spec, const ScheduleConfig& config,
+                                const std::string& symbol) {
+    const ElementwiseSpec& s = spec.elementwise;
+    int64_t vw = config.Get("vw", target_.FloatLanes());
+    int64_t unroll = config.Get("unroll", 2);
+    int64_t chunk = config.Get("chunk", 16384);
+    int64_t num_tasks = CeilDiv(s.num_elements, chunk);
+    int64_t inner = s.dims.back();
+    size_t n_ops = spec.operand_args.size();
+    EmitFunction(symbol, spec.num_args, num_tasks, [&](Value* t) {
+      Value* start = b_.CreateMul(t, I64(chunk));
+      Value* stop = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin,
+                                             b_.CreateAdd(start, I64(chunk)), I64(s.num_elements));
+      // Runs of the innermost (coalesced) dim: while (pos < stop) { ...; pos += len; }
+      BasicBlock* pre = b_.GetInsertBlock();
+      BasicBlock* head = BasicBlock::Create(ctx_, "run.head", fn_);
+      BasicBlock* body = BasicBlock::Create(ctx_, "run.body", fn_);
+      BasicBlock* exit = BasicBlock::Create(ctx_, "run.exit", fn_);
+      b_.CreateBr(head);
+      b_.SetInsertPoint(head);
+      llvm::PHINode* pos = b_.CreatePHI(i64_, 2, "pos");
+      pos->addIncoming(start, pre);
+      b_.CreateCondBr(b_.CreateICmpSLT(pos, stop), body, exit);
+      b_.SetInsertPoint(body);
+      Value* row = s.dims.size() == 1 ? I64(0) : b_.CreateSDiv(pos, I64(inner), "row");
+      Value* col = s.dims.size() == 1 ? static_cast<Value*>(pos)
+                                      : b_.CreateSub(pos, b_.CreateMul(row, I64(inner)), "col");
+      Value* len = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(I64(inner), col),
+                                            b_.CreateSub(stop, pos));
+      std::vector<Value*> in_ptrs;
+      std::vector<bool> contiguous;
+      for (size_t i = 0; i < n_ops; ++i) {
+        const std::vector<int64_t>& st = s.strides[i];
+        Value* off = I64(0);
+        Value* rem = row;
+        for (size_t d = s.dims.size() - 1; d-- > 0;) {
+          Value* idx = d == 0 ? rem : b_.CreateSRem(rem, I64(s.dims[d]));
+          if (d > 0) rem = b_.CreateSDiv(rem, I64(s.dims[d]));
+          if (st[d] != 0) off = b_.CreateAdd(off, b_.CreateMul(idx, I64(st[d])));
+        }
+        contiguous.push_back(st.back() != 0);
+        if (st.back() != 0) off = b_.CreateAdd(off, col);
+        in_ptrs.push_back(Gep(arg_ptrs_[spec.operand_args[i]], off));
+      }
+      Value* out_ptr = Gep(arg_ptrs_[spec.output_arg], pos);
+      EmitElementwiseRun(spec.op_type, in_ptrs, contiguous, out_ptr, len, vw, unroll);
+      pos->addIncoming(b_.CreateAdd(pos, len), b_.GetInsertBlock());
+      b_.CreateBr(head);
+      b_.SetInsertPoint(exit);
+    });
+    return {num_tasks, spec.num_args};
+  }
+
+  // out[i] = op(in...[i]) for i in [0, len): `vw` lanes x `unroll`, then single
+  // vectors, then one masked vector (or scalars when vw == 1).
+  void EmitElementwiseRun(const std::string& op, const std::vector<Value*>& in,
+                          const std::vector<bool>& contiguous, Value* out, Value* len, int64_t vw,
+                          int64_t unroll) {
+    std::vector<Value*> splats(in.size(), nullptr);
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!contiguous[i]) splats[i] = Splat(b_.CreateAlignedLoad(f32_, in[i], llvm::Align(4)), vw);
+    }
+    auto step = [&](Value* i, Value* mask) {
+      std::vector<Value*> operands;
+      for (size_t k = 0; k < in.size(); ++k) {
+        operands.push_back(contiguous[k] ? Load(Gep(in[k], i), vw, mask) : splats[k]);
+      }
+      Store(ApplyOp(op, operands), Gep(out, i), mask);
+    };
+    int64_t block = vw * unroll;
+    Value* i = For(I64(0), b_.CreateSub(len, I64(block - 1)), block, "vec", [&](Value* iv) {
+      for (int64_t u = 0; u < unroll; ++u) step(b_.CreateAdd(iv, I64(u * vw)), nullptr);
+    });
+    if (unroll > 1) {
+      i = For(i, b_.CreateSub(len, I64(vw - 1)), vw, "vec1", [&](Value* iv) { step(iv, nullptr); });
+    }
+    if (vw > 1) {
+      Value* rest = b_.CreateSub(len, i);
+      If(b_.CreateICmpSGT(rest, I64(0)), "tail", [&] { step(i, FirstLanesMask(rest, vw)); });
+    }
+  }
+
+  // ---- matmul -----------------------------------------------------------------
+
+  EmittedKernel EmitMatMul(const KernelSpec& spec, const ScheduleConfig& config,
+                           const std::string& symbol) {
+    const MatMulSpec& s = spec.matmul;
+    lanes_ = target_.FloatLanes();
+    int64_t mr = config.Get("mr", 6);
+    int64_t nr = config.Get("nr", 2);
+    int64_t ku = config.Get("ku", 4);
+    int64_t rpt = RowsPerTask(mr);
+    int64_t blocks = CeilDiv(s.m, rpt);
+    int64_t num_tasks = s.num_batches() * blocks;
+    EmitFunction(symbol, spec.num_args, num_tasks, [&](Value* t) {
+      int64_t divisor = std::max<int64_t>(blocks, 1);  // no tasks at all when 0
+      Value* batch = b_.CreateUDiv(t, I64(divisor), "batch");
+      Value* blk = b_.CreateSub(t, b_.CreateMul(batch, I64(divisor)), "blk");
+      Value* off_a = I64(0);
+      Value* off_b = I64(0);
+      Value* rem = batch;
+      for (size_t d = s.batch_dims.size(); d-- > 0;) {
+        Value* idx = d == 0 ? rem : b_.CreateURem(rem, I64(s.batch_dims[d]));
+        if (d > 0) rem = b_.CreateUDiv(rem, I64(s.batch_dims[d]));
+        off_a = b_.CreateAdd(off_a, b_.CreateMul(idx, I64(s.a_batch_strides[d])));
+        off_b = b_.CreateAdd(off_b, b_.CreateMul(idx, I64(s.b_batch_strides[d])));
+      }
+      Value* off_o = b_.CreateMul(batch, I64(s.m * s.n));
+      MatMulPtrs p;
+      p.a = Gep(arg_ptrs_[spec.operand_args[0]], off_a);
+      p.b = Gep(arg_ptrs_[spec.operand_args[1]], off_b);
+      p.c = s.has_c ? arg_ptrs_[spec.operand_args[2]] : nullptr;
+      p.out = Gep(arg_ptrs_[spec.output_arg], off_o);
+      Value* m0 = b_.CreateMul(blk, I64(rpt), "m0");
+      Value* m1 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(m0, I64(rpt)), I64(s.m));
+      Value* m = For(m0, b_.CreateSub(m1, I64(mr - 1)), mr, "rows",
+                     [&](Value* mi) { EmitRowBlock(s, p, mi, mr, nr, ku); });
+      if (mr > 1) For(m, m1, 1, "rowtail", [&](Value* mi) { EmitRowBlock(s, p, mi, 1, nr, ku); });
+    });
+    return {num_tasks, spec.num_args};
+  }
+
+  struct MatMulPtrs {
+    Value* a;
+    Value* b;
+    Value* c;
+    Value* out;
+  };
+
+  void EmitRowBlock(const MatMulSpec& s, const MatMulPtrs& p, Value* m, int64_t rows, int64_t nr,
+                    int64_t ku) {
+    int64_t nb = nr * lanes_;
+    int64_t full = s.n / nb;
+    int64_t rest = s.n % nb;
+    if (full > 0) {
+      For(I64(0), I64(full * nb), nb, "cols",
+          [&](Value* n) { EmitMicroKernel(s, p, m, n, rows, nb, ku); });
+    }
+    if (rest > 0) EmitMicroKernel(s, p, m, I64(full * nb), rows, rest, ku);
+  }
+
+  // Out[m..m+rows, n..n+cols] with rows x ceil(cols/lanes) vector accumulators.
+  void EmitMicroKernel(const MatMulSpec& s, const MatMulPtrs& p, Value* m, Value* n, int64_t rows,
+                       int64_t cols, int64_t ku) {
+    Type* vt = Vec(f32_, lanes_);
+    int64_t nv = CeilDiv(cols, lanes_);
+    std::vector<Value*> masks(nv, nullptr);
+    if (cols % lanes_ != 0) masks[nv - 1] = FirstLanesMask(I64(cols % lanes_), lanes_);
+    // Accumulators live in allocas that SROA turns into registers.
+    std::vector<Value*> acc(rows * nv);
+    {
+      llvm::IRBuilder<> eb(entry_, entry_->begin());
+      for (auto& a : acc) a = eb.CreateAlloca(vt);
+    }
+    for (auto* a : acc) b_.CreateAlignedStore(llvm::Constant::getNullValue(vt), a, llvm::Align(4));
+    bool b_contiguous = s.b_stride_n == 1 || s.n == 1;
+    Value* b_col = b_.CreateMul(n, I64(b_contiguous ? 1 : s.b_stride_n));
+    std::vector<Value*> a_rows;
+    for (int64_t i = 0; i < rows; ++i) {
+      a_rows.push_back(Gep(p.a, b_.CreateMul(b_.CreateAdd(m, I64(i)), I64(s.a_stride_m))));
+    }
+    auto kstep = [&](Value* k) {
+      Value* b_row = Gep(p.b, b_.CreateAdd(b_.CreateMul(k, I64(s.b_stride_k)), b_col));
+      std::vector<Value*> bv;
+      for (int64_t j = 0; j < nv; ++j) {
+        if (b_contiguous) {
+          bv.push_back(Load(Gep(b_row, I64(j * lanes_)), lanes_, masks[j]));
+        } else {
+          std::vector<llvm::Constant*> offs;
+          for (int64_t l = 0; l < lanes_; ++l) {
+            offs.push_back(llvm::ConstantInt::get(i64_, (j * lanes_ + l) * s.b_stride_n));
+          }
+          Value* ptrs = b_.CreateInBoundsGEP(f32_, b_row, llvm::ConstantVector::get(offs));
+          Value* mask = masks[j] ? masks[j] : llvm::Constant::getAllOnesValue(Vec(b_.getInt1Ty(), lanes_));
+          bv.push_back(b_.CreateMaskedGather(vt, ptrs, llvm::Align(4), mask,
+                                             llvm::Constant::getNullValue(vt)));
+        }
+      }
+      for (int64_t i = 0; i < rows; ++i) {
+        Value* a = b_.CreateAlignedLoad(f32_, Gep(a_rows[i], b_.CreateMul(k, I64(s.a_stride_k))),
+                                        llvm::Align(4));
+        Value* av = Splat(a, lanes_);
+        for (int64_t j = 0; j < nv; ++j) {
+          Value* slot = acc[i * nv + j];
+          Value* cur = b_.CreateAlignedLoad(vt, slot, llvm::Align(4));
+          Value* next = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {av, bv[j], cur});
+          b_.CreateAlignedStore(next, slot, llvm::Align(4));
+        }
+      }
+    };
+    int64_t kfull = s.k / ku * ku;
+    if (kfull > 0) {
+      For(I64(0), I64(kfull), ku, "k", [&](Value* k) {
+        for (int64_t u = 0; u < ku; ++u) kstep(u == 0 ? k : b_.CreateAdd(k, I64(u)));
+      });
+    }
+    for (int64_t k = kfull; k < s.k; ++k) kstep(I64(k));
+    // Epilogue: alpha * acc + beta * C, then store.
+    for (int64_t i = 0; i < rows; ++i) {
+      Value* mi = b_.CreateAdd(m, I64(i));
+      for (int64_t j = 0; j < nv; ++j) {
+        Value* v = b_.CreateAlignedLoad(vt, acc[i * nv + j], llvm::Align(4));
+        if (s.alpha != 1.0f) v = b_.CreateFMul(v, F32(vt, s.alpha));
+        Value* nj = b_.CreateAdd(n, I64(j * lanes_));
+        if (s.has_c && s.beta != 0.0f) {
+          Value* c_row = Gep(p.c, b_.CreateMul(mi, I64(s.c_stride_m)));
+          Value* c = s.c_stride_n != 0 ? Load(Gep(c_row, nj), lanes_, masks[j])
+                                       : Splat(b_.CreateAlignedLoad(f32_, c_row, llvm::Align(4)), lanes_);
+          if (s.beta != 1.0f) c = b_.CreateFMul(c, F32(vt, s.beta));
+          v = b_.CreateFAdd(v, c);
+        }
+        Store(v, Gep(p.out, b_.CreateAdd(b_.CreateMul(mi, I64(s.n)), nj)), masks[j]);
+      }
+    }
+  }
+
+ private:
+  llvm::LLVMContext& ctx_;
+  llvm::Module* module_;
+  const CpuTarget& target_;
+  llvm::IRBuilder<> b_;
+  Type* f32_;
+  Type* i32_;
+  Type* i64_;
+  Type* ptr_;
+  llvm::Function* fn_ = nullptr;
+  BasicBlock* entry_ = nullptr;
+  std::vector<Value*> arg_ptrs_;
+  int64_t lanes_ = 1;
+};
+
+}  // namespace
+
+absl::StatusOr<EmittedKernel> EmitKernel(const Graph& workload, const ScheduleConfig& config,
+                                         const CpuTarget& target, const std::string& symbol,
+                                         llvm::Module* module) {
+  if (!ValidSymbol(symbol)) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel symbol \"", symbol, "\" is not a C identifier"));
+  }
+  if (module->getNamedValue(symbol) != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel symbol ", symbol, " is defined twice"));
+  }
+  ASSIGN_OR_RETURN(KernelSpec spec, AnalyzeWorkload(workload));
+  RETURN_IF_ERROR(ValidateSchedule(workload, config, target));
+  Emitter emitter(module, target);
+  if (spec.kind == KernelSpec::Kind::kMatMul) return emitter.EmitMatMul(spec, config, symbol);
+  return emitter.EmitElementwise(spec, config, symbol);
+}
+
+}  // namespace kiln

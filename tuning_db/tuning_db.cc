@@ -1,1 +1,506 @@
-// placeholder
+// TuningDb: queries and transactions over the schema in schema.cc, plus the
+// bookkeeping that keeps artifact rows and blob files consistent.
+#include "tuning_db/tuning_db.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler_core/status_macros.h"
+#include "tuning_db/schema.h"
+#include "tuning_db/sha256.h"
+
+namespace kiln::tuningdb {
+namespace {
+
+constexpr int kBusyTimeoutMs = 5000;
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+absl::Status CheckDigest(const std::string& digest) {
+  if (IsValidSha256Digest(digest)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("artifact digest \"", digest, "\" is not \"sha256:\" followed by 64 lower-case hex digits"));
+}
+
+absl::Status ValidateRecord(const Record& r, size_t index) {
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("record ", index, " (workload ", r.workload_key,
+                                                   ", target ", r.target_key, "): ", std::string(why)));
+  };
+  if (r.workload_key.empty()) return bad("empty workload_key");
+  if (r.target_key.empty()) return bad("empty target_key");
+  if (r.space_version < 0) return bad(absl::StrCat("negative space_version ", r.space_version));
+  int error = static_cast<int>(r.error);
+  if (error < 0 || error > static_cast<int>(RecordError::kTimeout)) {
+    return bad(absl::StrCat("unknown error code ", error));
+  }
+  for (auto [name, value] : {std::pair<const char*, double>{"median_ms", r.median_ms},
+                             {"p10_ms", r.p10_ms},
+                             {"p90_ms", r.p90_ms}}) {
+    if (!std::isfinite(value) || value < 0) return bad(absl::StrCat(name, " is ", value));
+  }
+  if (r.repeats < 0) return bad(absl::StrCat("negative repeats ", r.repeats));
+  return absl::OkStatus();
+}
+
+constexpr char kRecordColumns[] =
+    "workload_key, target_key, space_version, compiler_version, config, median_ms, p10_ms, "
+    "p90_ms, repeats, error, error_message, worker_id, created_unix_ms";
+
+Record ReadRecord(const SqliteStatement& s) {
+  Record r;
+  r.workload_key = s.ColumnText(0);
+  r.target_key = s.ColumnText(1);
+  r.space_version = static_cast<int>(s.ColumnInt(2));
+  r.compiler_version = s.ColumnText(3);
+  r.config = s.ColumnText(4);
+  r.median_ms = s.ColumnDouble(5);
+  r.p10_ms = s.ColumnDouble(6);
+  r.p90_ms = s.ColumnDouble(7);
+  r.repeats = static_cast<int>(s.ColumnInt(8));
+  r.error = static_cast<RecordError>(s.ColumnInt(9));
+  r.error_message = s.ColumnText(10);
+  r.worker_id = s.ColumnText(11);
+  r.created_unix_ms = s.ColumnInt(12);
+  return r;
+}
+
+// Bumps the artifact's recency: the next use_seq is one more than any so far,
+// so least-recently-used order is exact even within one millisecond.
+constexpr char kTouchArtifactSql[] =
+    "UPDATE artifacts SET last_used_unix_ms = ?1, "
+    "use_seq = (SELECT COALESCE(MAX(use_seq), 0) + 1 FROM artifacts) WHERE digest = ?2";
+
+}  // namespace
+
+std::string_view RecordErrorName(RecordError error) {
+  switch (error) {
+    case RecordError::kOk: return "ok";
+    case RecordError::kBuildError: return "build_error";
+    case RecordError::kWrongAnswer: return "wrong_answer";
+    case RecordError::kRuntimeError: return "runtime_error";
+    case RecordError::kTimeout: return "timeout";
+  }
+  return "unknown_error";
+}
+
+absl::StatusOr<std::unique_ptr<TuningDb>> TuningDb::Open(const std::string& path) {
+  if (path.empty()) return absl::InvalidArgumentError("tuning db path is empty");
+  if (path == ":memory:" || path.rfind("file:", 0) == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tuning db path \"", path, "\" must be a plain file path (artifacts live beside it)"));
+  }
+  std::error_code ec;
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);  // Open reports failures.
+
+  ASSIGN_OR_RETURN(std::unique_ptr<SqliteConnection> conn, SqliteConnection::Open(path, kBusyTimeoutMs));
+  RETURN_IF_ERROR(MigrateSchema(*conn));
+  return std::unique_ptr<TuningDb>(new TuningDb(std::move(conn), path + ".artifacts"));
+}
+
+absl::Status TuningDb::UpsertTarget(const TargetInfo& t) {
+  if (t.key.empty()) return absl::InvalidArgumentError("target key is empty");
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t now = NowUnixMs();
+  ASSIGN_OR_RETURN(SqliteStatement s,
+                   conn_->Prepare(
+                       "INSERT INTO targets (key, kind, arch, cpu_name, features, device_model, "
+                       "driver_version, toolkit_version, created_unix_ms, updated_unix_ms) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) "
+                       "ON CONFLICT (key) DO UPDATE SET kind = excluded.kind, arch = excluded.arch, "
+                       "cpu_name = excluded.cpu_name, features = excluded.features, "
+                       "device_model = excluded.device_model, driver_version = excluded.driver_version, "
+                       "toolkit_version = excluded.toolkit_version, "
+                       "updated_unix_ms = excluded.updated_unix_ms"));
+  s.Bind(1, t.key).Bind(2, t.kind).Bind(3, t.arch).Bind(4, t.cpu_name).Bind(5, t.features);
+  s.Bind(6, t.device_model).Bind(7, t.driver_version).Bind(8, t.toolkit_version).Bind(9, now);
+  return s.Run();
+}
+
+absl::Status TuningDb::UpsertWorkload(const WorkloadInfo& w) {
+  if (w.key.empty()) return absl::InvalidArgumentError("workload key is empty");
+  if (!std::isfinite(w.flops) || w.flops < 0 || !std::isfinite(w.bytes) || w.bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("workload ", w.key, ": flops (", w.flops,
+                                                   ") and bytes (", w.bytes,
+                                                   ") must be finite and non-negative"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t now = NowUnixMs();
+  ASSIGN_OR_RETURN(SqliteStatement s,
+                   conn_->Prepare(
+                       "INSERT INTO workloads (key, canonical_text, kind, op_summary, flops, bytes, "
+                       "created_unix_ms, updated_unix_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7) "
+                       "ON CONFLICT (key) DO UPDATE SET canonical_text = excluded.canonical_text, "
+                       "kind = excluded.kind, op_summary = excluded.op_summary, "
+                       "flops = excluded.flops, bytes = excluded.bytes, "
+                       "updated_unix_ms = excluded.updated_unix_ms"));
+  s.Bind(1, w.key).Bind(2, w.canonical_text).Bind(3, w.kind).Bind(4, w.op_summary);
+  s.Bind(5, w.flops).Bind(6, w.bytes).Bind(7, now);
+  return s.Run();
+}
+
+absl::StatusOr<std::optional<TargetInfo>> TuningDb::GetTarget(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteStatement s,
+                   conn_->Prepare("SELECT key, kind, arch, cpu_name, features, device_model, "
+                                  "driver_version, toolkit_version FROM targets WHERE key = ?1"));
+  s.Bind(1, key);
+  ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return std::nullopt;
+  return TargetInfo{s.ColumnText(0), s.ColumnText(1), s.ColumnText(2), s.ColumnText(3),
+                    s.ColumnText(4), s.ColumnText(5), s.ColumnText(6), s.ColumnText(7)};
+}
+
+absl::StatusOr<std::optional<WorkloadInfo>> TuningDb::GetWorkload(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteStatement s,
+                   conn_->Prepare("SELECT key, canonical_text, kind, op_summary, flops, bytes "
+                                  "FROM workloads WHERE key = ?1"));
+  s.Bind(1, key);
+  ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return std::nullopt;
+  return WorkloadInfo{s.ColumnText(0), s.ColumnText(1), s.ColumnText(2),
+                      s.ColumnText(3), s.ColumnDouble(4), s.ColumnDouble(5)};
+}
+
+absl::Status TuningDb::AddRecords(const std::vector<Record>& records) {
+  for (size_t i = 0; i < records.size(); ++i) RETURN_IF_ERROR(ValidateRecord(records[i], i));
+  if (records.empty()) return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t now = NowUnixMs();
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::BeginImmediate(*conn_));
+  for (const Record& r : records) {
+    ASSIGN_OR_RETURN(SqliteStatement s,
+                     conn_->Prepare(absl::StrCat("INSERT INTO records (", kRecordColumns,
+                                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+                                                 "?10, ?11, ?12, ?13)")));
+    s.Bind(1, r.workload_key).Bind(2, r.target_key).Bind(3, r.space_version);
+    s.Bind(4, r.compiler_version).Bind(5, r.config).Bind(6, r.median_ms).Bind(7, r.p10_ms);
+    s.Bind(8, r.p90_ms).Bind(9, r.repeats).Bind(10, static_cast<int>(r.error));
+    s.Bind(11, r.error_message).Bind(12, r.worker_id);
+    s.Bind(13, r.created_unix_ms != 0 ? r.created_unix_ms : now);
+    RETURN_IF_ERROR(s.Run());
+  }
+  return txn.Commit();
+}
+
+absl::StatusOr<std::vector<Record>> TuningDb::TopK(const std::string& workload_key,
+                                                   const std::string& target_key, int space_version,
+                                                   int k) {
+  if (k < 0) return absl::InvalidArgumentError(absl::StrCat("top-k query with negative k ", k));
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteStatement s,
+                   conn_->Prepare(absl::StrCat(
+                       "SELECT ", kRecordColumns,
+                       " FROM records WHERE workload_key = ?1 AND target_key = ?2 AND "
+                       "space_version = ?3 AND error = 0 ORDER BY median_ms ASC, id ASC LIMIT ?4")));
+  s.Bind(1, workload_key).Bind(2, target_key).Bind(3, space_version).Bind(4, k);
+  std::vector<Record> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out.push_back(ReadRecord(s));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> TuningDb::ExplainMiss(const std::string& workload_key,
+                                                  const std::string& target_key,
+                                                  int space_version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string where = absl::StrCat("target ", target_key, ", schedule-space version ", space_version);
+
+  // Error counts for the exact triple.
+  ASSIGN_OR_RETURN(SqliteStatement by_error,
+                   conn_->Prepare("SELECT error, COUNT(*) FROM records WHERE workload_key = ?1 AND "
+                                  "target_key = ?2 AND space_version = ?3 GROUP BY error ORDER BY error"));
+  by_error.Bind(1, workload_key).Bind(2, target_key).Bind(3, space_version);
+  std::map<int, int64_t> counts;
+  int64_t failed = 0;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, by_error.Step());
+    if (!row) break;
+    counts[static_cast<int>(by_error.ColumnInt(0))] = by_error.ColumnInt(1);
+    if (by_error.ColumnInt(0) != 0) failed += by_error.ColumnInt(1);
+  }
+  if (counts.count(0)) {
+    return absl::StrCat("hit: ", counts[0], " valid records for workload ", workload_key, " on ", where);
+  }
+  if (!counts.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [error, n] : counts) {
+      parts.push_back(absl::StrCat(std::string(RecordErrorName(static_cast<RecordError>(error))), " x", n));
+    }
+    return absl::StrCat("only failed records (", failed, ") for workload ", workload_key, " on ", where,
+                        ": ", absl::StrJoin(parts, ", "));
+  }
+
+  // Other schedule-space versions for the same workload and target.
+  ASSIGN_OR_RETURN(SqliteStatement versions,
+                   conn_->Prepare("SELECT DISTINCT space_version FROM records WHERE workload_key = ?1 "
+                                  "AND target_key = ?2 ORDER BY space_version"));
+  versions.Bind(1, workload_key).Bind(2, target_key);
+  std::vector<std::string> version_list;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, versions.Step());
+    if (!row) break;
+    version_list.push_back(absl::StrCat(versions.ColumnInt(0)));
+  }
+  if (!version_list.empty()) {
+    return absl::StrCat("workload ", workload_key, " on target ", target_key,
+                        " has records only for schedule-space versions: ",
+                        absl::StrJoin(version_list, ", "), " (wanted ", space_version, ")");
+  }
+
+  // Other targets for the same workload.
+  ASSIGN_OR_RETURN(SqliteStatement targets,
+                   conn_->Prepare("SELECT DISTINCT target_key FROM records WHERE workload_key = ?1 "
+                                  "ORDER BY target_key"));
+  targets.Bind(1, workload_key);
+  std::vector<std::string> target_list;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, targets.Step());
+    if (!row) break;
+    target_list.push_back(targets.ColumnText(0));
+  }
+  if (!target_list.empty()) {
+    return absl::StrCat("workload ", workload_key, " known but measured only for targets: ",
+                        absl::StrJoin(target_list, ", "), " (wanted ", target_key, ")");
+  }
+
+  ASSIGN_OR_RETURN(SqliteStatement workload, conn_->Prepare("SELECT 1 FROM workloads WHERE key = ?1"));
+  workload.Bind(1, workload_key);
+  ASSIGN_OR_RETURN(bool known, workload.Step());
+  if (known) return absl::StrCat("workload ", workload_key, " known but never measured");
+  return absl::StrCat("no workload ", workload_key);
+}
+
+absl::StatusOr<int64_t> TuningDb::CountLocked(const std::string& sql,
+                                              const std::vector<std::string>& args) {
+  ASSIGN_OR_RETURN(SqliteStatement s, conn_->Prepare(sql));
+  for (size_t i = 0; i < args.size(); ++i) s.Bind(static_cast<int>(i) + 1, args[i]);
+  ASSIGN_OR_RETURN(bool row, s.Step());
+  return row ? s.ColumnInt(0) : 0;
+}
+
+int64_t TuningDb::CountRecords(const std::string& workload_key, const std::string& target_key,
+                               int space_version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::StatusOr<SqliteStatement> s =
+      conn_->Prepare("SELECT COUNT(*) FROM records WHERE workload_key = ?1 AND target_key = ?2 AND "
+                     "space_version = ?3");
+  if (!s.ok()) return -1;
+  s->Bind(1, workload_key).Bind(2, target_key).Bind(3, space_version);
+  absl::StatusOr<bool> row = s->Step();
+  if (!row.ok()) return -1;
+  return *row ? s->ColumnInt(0) : 0;
+}
+
+absl::Status TuningDb::PutCompileEntry(const CompileEntry& e) {
+  if (e.compile_key.empty()) return absl::InvalidArgumentError("compile key is empty");
+  RETURN_IF_ERROR(CheckDigest(e.package_digest));
+  if (e.package_size < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("compile entry ", e.compile_key, ": negative package size ", e.package_size));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteStatement s,
+                   conn_->Prepare("INSERT INTO compile_entries (compile_key, package_digest, "
+                                  "package_size, created_unix_ms) VALUES (?1, ?2, ?3, ?4) "
+                                  "ON CONFLICT (compile_key) DO UPDATE SET "
+                                  "package_digest = excluded.package_digest, "
+                                  "package_size = excluded.package_size, "
+                                  "created_unix_ms = excluded.created_unix_ms"));
+  s.Bind(1, e.compile_key).Bind(2, e.package_digest).Bind(3, e.package_size);
+  s.Bind(4, e.created_unix_ms != 0 ? e.created_unix_ms : NowUnixMs());
+  return s.Run();
+}
+
+absl::StatusOr<std::optional<CompileEntry>> TuningDb::GetCompileEntry(const std::string& compile_key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteStatement s,
+                   conn_->Prepare("SELECT compile_key, package_digest, package_size, created_unix_ms "
+                                  "FROM compile_entries WHERE compile_key = ?1"));
+  s.Bind(1, compile_key);
+  ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return std::nullopt;
+  return CompileEntry{s.ColumnText(0), s.ColumnText(1), s.ColumnInt(2), s.ColumnInt(3)};
+}
+
+absl::StatusOr<std::string> TuningDb::PutArtifact(std::string_view bytes, bool pin) {
+  std::string digest = Sha256Digest(bytes);
+  int64_t size = static_cast<int64_t>(bytes.size());
+  // The blob is written outside the mutex (it may be large); an existing file of
+  // the right size is kept (GetArtifact catches a corrupt one).
+  ASSIGN_OR_RETURN(std::optional<int64_t> on_disk, blobs_.FileSize(digest));
+  if (on_disk != size) RETURN_IF_ERROR(blobs_.Write(digest, bytes));
+
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t now = NowUnixMs();
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::BeginImmediate(*conn_));
+  ASSIGN_OR_RETURN(SqliteStatement s,
+                   conn_->Prepare("INSERT INTO artifacts (digest, size, created_unix_ms, "
+                                  "last_used_unix_ms, use_seq, pinned) VALUES (?1, ?2, ?3, ?3, "
+                                  "(SELECT COALESCE(MAX(use_seq), 0) + 1 FROM artifacts), ?4) "
+                                  "ON CONFLICT (digest) DO UPDATE SET "
+                                  "last_used_unix_ms = excluded.last_used_unix_ms, "
+                                  "use_seq = excluded.use_seq, "
+                                  "pinned = MAX(pinned, excluded.pinned)"));
+  s.Bind(1, digest).Bind(2, size).Bind(3, now).Bind(4, pin ? 1 : 0);
+  RETURN_IF_ERROR(s.Run());
+  // A GC (in this or another process) may have removed the file between the
+  // write above and this transaction; under the write lock no GC can run.
+  ASSIGN_OR_RETURN(on_disk, blobs_.FileSize(digest));
+  if (on_disk != size) RETURN_IF_ERROR(blobs_.Write(digest, bytes));
+  RETURN_IF_ERROR(txn.Commit());
+  return digest;
+}
+
+absl::Status TuningDb::DropBrokenArtifact(const std::string& digest, const std::string& reason) {
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::BeginImmediate(*conn_));
+  ASSIGN_OR_RETURN(SqliteStatement del, conn_->Prepare("DELETE FROM artifacts WHERE digest = ?1"));
+  del.Bind(1, digest);
+  RETURN_IF_ERROR(del.Run());
+  RETURN_IF_ERROR(blobs_.Remove(digest));
+  RETURN_IF_ERROR(txn.Commit());
+  return absl::DataLossError(reason);
+}
+
+absl::StatusOr<std::optional<std::string>> TuningDb::GetArtifact(const std::string& digest) {
+  RETURN_IF_ERROR(CheckDigest(digest));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ASSIGN_OR_RETURN(int64_t listed,
+                     CountLocked("SELECT COUNT(*) FROM artifacts WHERE digest = ?1", {digest}));
+    if (listed == 0) return std::nullopt;
+  }
+  // Read and hash outside the mutex.
+  ASSIGN_OR_RETURN(std::optional<std::string> bytes, blobs_.Read(digest));
+  std::string actual = bytes ? Sha256Digest(*bytes) : "";
+
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!bytes) {
+    // Re-check under the write lock: a concurrent GC may have evicted it.
+    ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::BeginImmediate(*conn_));
+    ASSIGN_OR_RETURN(int64_t listed,
+                     CountLocked("SELECT COUNT(*) FROM artifacts WHERE digest = ?1", {digest}));
+    ASSIGN_OR_RETURN(std::optional<int64_t> on_disk, blobs_.FileSize(digest));
+    RETURN_IF_ERROR(txn.Commit());
+    if (listed == 0) return std::nullopt;
+    if (!on_disk) {
+      return DropBrokenArtifact(digest, absl::StrCat("artifact ", digest, " is listed but its blob ",
+                                                     blobs_.BlobPath(digest),
+                                                     " is missing; dropped it from the store"));
+    }
+    // Re-written meanwhile: read it again under the lock.
+    ASSIGN_OR_RETURN(bytes, blobs_.Read(digest));
+    if (!bytes) return absl::UnavailableError(absl::StrCat("artifact ", digest, ": blob vanished while reading"));
+    actual = Sha256Digest(*bytes);
+  }
+  if (actual != digest) {
+    return DropBrokenArtifact(digest, absl::StrCat("artifact ", digest, ": blob ", blobs_.BlobPath(digest),
+                                                   " is corrupt (its content hashes to ", actual,
+                                                   "); dropped it from the store"));
+  }
+  ASSIGN_OR_RETURN(SqliteStatement touch, conn_->Prepare(kTouchArtifactSql));
+  touch.Bind(1, NowUnixMs()).Bind(2, digest);
+  RETURN_IF_ERROR(touch.Run());
+  return bytes;
+}
+
+absl::StatusOr<bool> TuningDb::HasArtifact(const std::string& digest) {
+  RETURN_IF_ERROR(CheckDigest(digest));
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(int64_t listed,
+                   CountLocked("SELECT COUNT(*) FROM artifacts WHERE digest = ?1", {digest}));
+  if (listed == 0) return false;
+  ASSIGN_OR_RETURN(std::optional<int64_t> on_disk, blobs_.FileSize(digest));
+  return on_disk.has_value();
+}
+
+absl::Status TuningDb::SetArtifactPinned(const std::string& digest, bool pinned) {
+  RETURN_IF_ERROR(CheckDigest(digest));
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteStatement s, conn_->Prepare("UPDATE artifacts SET pinned = ?1 WHERE digest = ?2"));
+  s.Bind(1, pinned ? 1 : 0).Bind(2, digest);
+  RETURN_IF_ERROR(s.Run());
+  if (sqlite3_changes(conn_->raw()) == 0) {
+    return absl::NotFoundError(absl::StrCat("no artifact ", digest));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> TuningDb::GcArtifacts(int64_t max_bytes) {
+  if (max_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("artifact gc with negative byte limit ", max_bytes));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::BeginImmediate(*conn_));
+  ASSIGN_OR_RETURN(int64_t total, CountLocked("SELECT COALESCE(SUM(size), 0) FROM artifacts", {}));
+  if (total <= max_bytes) return 0;
+
+  std::vector<std::pair<std::string, int64_t>> victims;
+  {
+    ASSIGN_OR_RETURN(SqliteStatement lru,
+                     conn_->Prepare("SELECT digest, size FROM artifacts WHERE pinned = 0 "
+                                    "ORDER BY use_seq ASC, id ASC"));
+    int64_t remaining = total;
+    while (remaining > max_bytes) {
+      ASSIGN_OR_RETURN(bool row, lru.Step());
+      if (!row) break;
+      victims.emplace_back(lru.ColumnText(0), lru.ColumnInt(1));
+      remaining -= lru.ColumnInt(1);
+    }
+  }
+  int64_t freed = 0;
+  for (const auto& [digest, size] : victims) {
+    ASSIGN_OR_RETURN(SqliteStatement del, conn_->Prepare("DELETE FROM artifacts WHERE digest = ?1"));
+    del.Bind(1, digest);
+    RETURN_IF_ERROR(del.Run());
+    // Files go while the write lock is held, so no PutArtifact can re-list one
+    // in between without re-checking its file.
+    RETURN_IF_ERROR(blobs_.Remove(digest));
+    freed += size;
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return freed;
+}
+
+absl::StatusOr<TuningDb::Stats> TuningDb::GetStats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stats stats;
+  ASSIGN_OR_RETURN(stats.workloads, CountLocked("SELECT COUNT(*) FROM workloads", {}));
+  ASSIGN_OR_RETURN(stats.targets, CountLocked("SELECT COUNT(*) FROM targets", {}));
+  ASSIGN_OR_RETURN(stats.records, CountLocked("SELECT COUNT(*) FROM records", {}));
+  ASSIGN_OR_RETURN(stats.valid_records, CountLocked("SELECT COUNT(*) FROM records WHERE error = 0", {}));
+  ASSIGN_OR_RETURN(stats.artifacts, CountLocked("SELECT COUNT(*) FROM artifacts", {}));
+  ASSIGN_OR_RETURN(stats.artifact_bytes, CountLocked("SELECT COALESCE(SUM(size), 0) FROM artifacts", {}));
+  ASSIGN_OR_RETURN(stats.compile_entries, CountLocked("SELECT COUNT(*) FROM compile_entries", {}));
+  return stats;
+}
+
+absl::Status TuningDb::CheckIntegrity() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteStatement s, conn_->Prepare("PRAGMA quick_check"));
+  std::vector<std::string> problems;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    std::string line = s.ColumnText(0);
+    if (line != "ok" && problems.size() < 5) problems.push_back(line);
+  }
+  if (problems.empty()) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat("tuning db ", conn_->path(), " failed its integrity check: ",
+                                          absl::StrJoin(problems, "; ")));
+}
+
+}  // namespace kiln::tuningdb

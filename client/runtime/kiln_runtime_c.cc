@@ -1,1 +1,136 @@
-// placeholder
+// The C API of kiln_runtime.h over Package, Session and ThreadPool.
+#include "client/runtime/kiln_runtime.h"
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "client/runtime/package_reader.h"
+#include "client/runtime/session.h"
+#include "client/runtime/thread_pool.h"
+
+struct kiln_package_t {
+  std::shared_ptr<const kiln::runtime::Package> package;
+};
+
+struct kiln_session_t {
+  std::unique_ptr<kiln::runtime::ThreadPool> pool;  // outlives session (declared first)
+  std::unique_ptr<kiln::runtime::Session> session;
+};
+
+namespace {
+
+thread_local std::string t_last_error;
+
+kiln_status_t Fail(kiln_status_t code, std::string message) {
+  t_last_error = std::move(message);
+  return code;
+}
+
+kiln_status_t FromStatus(const absl::Status& s) {
+  if (s.ok()) return KILN_OK;
+  return Fail(static_cast<kiln_status_t>(s.code()), std::string(s.message()));
+}
+
+kiln_status_t TensorInfo(const kiln::v1::PackageTensor& t, kiln_dtype_t* dtype, int64_t* dims, int* rank) {
+  if (dims != nullptr && t.dims_size() > KILN_MAX_RANK) {
+    return Fail(KILN_OUT_OF_RANGE, absl::StrCat("tensor '", t.name(), "' has rank ", t.dims_size(),
+                                                 ", more than KILN_MAX_RANK"));
+  }
+  if (dtype != nullptr) *dtype = static_cast<kiln_dtype_t>(t.dtype());
+  if (rank != nullptr) *rank = t.dims_size();
+  if (dims != nullptr) {
+    for (int i = 0; i < t.dims_size(); ++i) dims[i] = t.dims(i);
+  }
+  return KILN_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* kiln_last_error_message(void) { return t_last_error.c_str(); }
+
+kiln_status_t kiln_package_load(const char* path, kiln_package_t** out_package) {
+  if (path == nullptr || out_package == nullptr) return Fail(KILN_INVALID_ARGUMENT, "kiln_package_load: null argument");
+  *out_package = nullptr;
+  auto pkg = kiln::runtime::Package::Load(path);
+  if (!pkg.ok()) return FromStatus(pkg.status());
+  *out_package = new kiln_package_t{std::shared_ptr<const kiln::runtime::Package>(std::move(*pkg))};
+  return KILN_OK;
+}
+
+const char* kiln_package_digest(const kiln_package_t* package) {
+  return package == nullptr ? "" : package->package->digest().c_str();
+}
+
+void kiln_package_release(kiln_package_t* package) { delete package; }
+
+kiln_status_t kiln_session_create(kiln_package_t* package, int num_threads, kiln_session_t** out_session) {
+  if (package == nullptr || out_session == nullptr) {
+    return Fail(KILN_INVALID_ARGUMENT, "kiln_session_create: null argument");
+  }
+  if (num_threads < 0) return Fail(KILN_INVALID_ARGUMENT, absl::StrCat("kiln_session_create: ", num_threads, " threads"));
+  *out_session = nullptr;
+  auto handle = std::make_unique<kiln_session_t>();
+  handle->pool = std::make_unique<kiln::runtime::ThreadPool>(num_threads);
+  auto session = kiln::runtime::Session::Create(package->package, handle->pool.get());
+  if (!session.ok()) return FromStatus(session.status());
+  handle->session = std::move(*session);
+  *out_session = handle.release();
+  return KILN_OK;
+}
+
+int kiln_session_num_inputs(const kiln_session_t* session) {
+  return session == nullptr ? 0 : session->session->num_inputs();
+}
+
+int kiln_session_num_outputs(const kiln_session_t* session) {
+  return session == nullptr ? 0 : session->session->num_outputs();
+}
+
+const char* kiln_session_input_name(const kiln_session_t* session, int index) {
+  if (session == nullptr || index < 0 || index >= session->session->num_inputs()) return nullptr;
+  return session->session->input_info(index).name().c_str();
+}
+
+const char* kiln_session_output_name(const kiln_session_t* session, int index) {
+  if (session == nullptr || index < 0 || index >= session->session->num_outputs()) return nullptr;
+  return session->session->output_info(index).name().c_str();
+}
+
+kiln_status_t kiln_session_input_info(const kiln_session_t* session, int index, kiln_dtype_t* dtype,
+                                      int64_t* dims, int* rank) {
+  if (session == nullptr) return Fail(KILN_INVALID_ARGUMENT, "kiln_session_input_info: null session");
+  if (index < 0 || index >= session->session->num_inputs()) {
+    return Fail(KILN_OUT_OF_RANGE, absl::StrCat("input index ", index, " out of range"));
+  }
+  return TensorInfo(session->session->input_info(index), dtype, dims, rank);
+}
+
+kiln_status_t kiln_session_set_input(kiln_session_t* session, const char* name, const void* data, size_t bytes) {
+  if (session == nullptr || name == nullptr) return Fail(KILN_INVALID_ARGUMENT, "kiln_session_set_input: null argument");
+  return FromStatus(session->session->SetInput(name, data, bytes));
+}
+
+kiln_status_t kiln_session_run(kiln_session_t* session) {
+  if (session == nullptr) return Fail(KILN_INVALID_ARGUMENT, "kiln_session_run: null session");
+  return FromStatus(session->session->Run());
+}
+
+kiln_status_t kiln_session_output(const kiln_session_t* session, int index, const void** data, size_t* bytes,
+                                  kiln_dtype_t* dtype, int64_t* dims, int* rank) {
+  if (session == nullptr) return Fail(KILN_INVALID_ARGUMENT, "kiln_session_output: null session");
+  if (index < 0 || index >= session->session->num_outputs()) {
+    return Fail(KILN_OUT_OF_RANGE, absl::StrCat("output index ", index, " out of range"));
+  }
+  kiln_status_t s = TensorInfo(session->session->output_info(index), dtype, dims, rank);
+  if (s != KILN_OK) return s;
+  if (data != nullptr) *data = session->session->OutputData(index);
+  if (bytes != nullptr) *bytes = session->session->OutputBytes(index);
+  return KILN_OK;
+}
+
+void kiln_session_release(kiln_session_t* session) { delete session; }
+
+}  // extern "C"

@@ -1,0 +1,93 @@
+// Helpers shared by the CLI's subcommands: flag parsing, files, error output.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/commands.h"
+
+namespace kiln::client {
+
+int ReportError(const std::string& command, const absl::Status& status) {
+  std::fprintf(stderr, "kiln %s: %s: %s\n", command.c_str(),
+               absl::StatusCodeToString(status.code()).c_str(), std::string(status.message()).c_str());
+  return 1;
+}
+
+absl::Status ParseShapeFlag(const std::string& flag, std::string* name, std::vector<int64_t>* dims) {
+  size_t eq = flag.rfind('=');
+  if (eq == std::string::npos || eq == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--shape '", flag, "': expected NAME=D0,D1,..."));
+  }
+  *name = flag.substr(0, eq);
+  dims->clear();
+  std::string rest = flag.substr(eq + 1);
+  if (rest.empty()) return absl::OkStatus();  // a scalar
+  for (absl::string_view part : absl::StrSplit(rest, ',')) {
+    int64_t d;
+    if (!absl::SimpleAtoi(part, &d) || d < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--shape '", flag, "': '", std::string(part),
+                                                     "' is not a dimension"));
+    }
+    dims->push_back(d);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseInputFlag(const std::string& flag, std::string* name, std::string* path) {
+  size_t eq = flag.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == flag.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("--input '", flag, "': expected NAME=FILE"));
+  }
+  *name = flag.substr(0, eq);
+  *path = flag.substr(eq + 1);
+  return absl::OkStatus();
+}
+
+std::string DefaultKilnHome() {
+  const char* home = std::getenv("HOME");
+  return absl::StrCat(home && *home ? home : "/tmp", "/.kiln");
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) return absl::DataLossError(absl::StrCat("cannot read '", path, "'"));
+  return ss.str();
+}
+
+absl::Status WriteFileAtomic(const std::string& path, const std::string& bytes) {
+  std::filesystem::path p(path);
+  if (p.has_parent_path()) {
+    std::error_code ec;
+    std::filesystem::create_directories(p.parent_path(), ec);
+  }
+  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f) return absl::PermissionDeniedError(absl::StrCat("cannot write '", path, "'"));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot rename onto '", path, "'"));
+  }
+  return absl::OkStatus();
+}
+
+std::string FileNameFor(const std::string& tensor_name) {
+  std::string s = tensor_name;
+  for (char& c : s) {
+    if (c == '/' || c == ':' || c == '\\') c = '_';
+  }
+  return s;
+}
+
+}  // namespace kiln::client

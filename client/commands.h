@@ -1,0 +1,81 @@
+// The `kiln` CLI's subcommands. Each takes its typed options and returns the
+// process exit code; errors are printed as "kiln <cmd>: <CODE>: <message>".
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace kiln::client {
+
+struct CompileOptions {
+  std::string model;
+  std::vector<std::string> shapes;  // NAME=D0,D1,...
+  std::string target = "cpu";
+  int trials = 16;
+  std::string server;               // empty: embedded farm
+  std::string db;                   // embedded farm's database
+  std::string output;
+  bool quiet = false;
+  bool json = false;
+};
+
+struct RunOptions {
+  std::string package;
+  std::vector<std::string> inputs;  // NAME=FILE
+  std::string output_dir;
+  int repeat = 0;
+  int threads = 1;
+  bool json = false;
+};
+
+struct EvalOptions {
+  std::string model;
+  std::vector<std::string> shapes;
+  std::vector<std::string> inputs;
+  std::string output_dir;
+  bool dump_graph = false;
+};
+
+struct LookupOptions {
+  std::string model;
+  std::vector<std::string> shapes;
+  std::string target = "cpu";
+  std::string server;
+  std::string cache_dir;  // local package cache, checked first
+  std::string output;
+};
+
+struct CompareOptions {
+  std::string expected_dir;
+  std::string actual_dir;
+  double atol = 1e-5;
+  double rtol = 1e-4;
+};
+
+struct ExampleOptions {
+  std::string name = "mlp";
+  std::string output_dir;
+};
+
+int RunCompile(const CompileOptions& options);
+int RunRun(const RunOptions& options);
+int RunEval(const EvalOptions& options);
+int RunLookup(const LookupOptions& options);
+int RunCompare(const CompareOptions& options);
+int RunExample(const ExampleOptions& options);
+
+// Shared by the subcommands.
+int ReportError(const std::string& command, const absl::Status& status);
+absl::Status ParseShapeFlag(const std::string& flag, std::string* name, std::vector<int64_t>* dims);
+absl::Status ParseInputFlag(const std::string& flag, std::string* name, std::string* path);
+std::string DefaultKilnHome();  // $HOME/.kiln
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+absl::Status WriteFileAtomic(const std::string& path, const std::string& bytes);
+// Output names may contain '/' or ':'; those become '_' in file names.
+std::string FileNameFor(const std::string& tensor_name);
+
+}  // namespace kiln::client

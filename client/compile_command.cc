@@ -1,0 +1,140 @@
+// `kiln compile`: send a model to a Kiln server (or an embedded farm), show
+// progress, fetch the package and write it.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_cat.h"
+#include "client/commands.h"
+#include "client/embedded_farm.h"
+#include "client/kiln_client.h"
+
+namespace kiln::client {
+namespace {
+
+std::string FormatLatency(double ms) {
+  char buf[32];
+  if (ms < 1) {
+    std::snprintf(buf, sizeof(buf), "%.2f us", ms * 1000);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.3f ms", ms);
+  }
+  return buf;
+}
+
+// A one-line progress display on a terminal; a line per stage change otherwise.
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(bool quiet) : quiet_(quiet), tty_(::isatty(2)) {}
+  ~ProgressPrinter() { Finish(); }
+
+  void Update(const kiln::v1::Progress& p) {
+    if (quiet_) return;
+    std::string line;
+    if (p.groups_total() > 0) {
+      int width = 24;
+      int filled = p.groups_total() ? width * p.groups_done() / p.groups_total() : 0;
+      line = absl::StrCat("[", std::string(filled, '#'), std::string(width - filled, '.'), "] ",
+                          p.groups_done(), "/", p.groups_total(), " groups, ", p.trials_measured(),
+                          " trials  ");
+    }
+    absl::StrAppend(&line, p.stage(), ": ", p.message());
+    if (p.best_so_far_ms() > 0) absl::StrAppend(&line, " best ", FormatLatency(p.best_so_far_ms()));
+    if (tty_) {
+      std::fprintf(stderr, "\r\033[K%s", line.c_str());
+      dirty_ = true;
+    } else if (p.stage() != last_stage_ || p.message() != last_message_) {
+      if (p.stage() != "tune" || p.message().find("trials") == std::string::npos) {
+        std::fprintf(stderr, "%s\n", line.c_str());
+      }
+    }
+    last_stage_ = p.stage();
+    last_message_ = p.message();
+  }
+  void Finish() {
+    if (dirty_) std::fprintf(stderr, "\n");
+    dirty_ = false;
+  }
+
+ private:
+  bool quiet_;
+  bool tty_;
+  bool dirty_ = false;
+  std::string last_stage_, last_message_;
+};
+
+}  // namespace
+
+int RunCompile(const CompileOptions& o) {
+  auto model = ReadFile(o.model);
+  if (!model.ok()) return ReportError("compile", model.status());
+  kiln::v1::CompileRequest request;
+  request.set_onnx_model(*model);
+  request.set_target(o.target);
+  request.set_trials_per_group(o.trials);
+  request.set_model_name(std::filesystem::path(o.model).stem().string());
+  for (const std::string& flag : o.shapes) {
+    kiln::v1::ShapeBinding* b = request.add_shapes();
+    std::string name;
+    std::vector<int64_t> dims;
+    if (absl::Status s = ParseShapeFlag(flag, &name, &dims); !s.ok()) return ReportError("compile", s);
+    b->set_input(name);
+    for (int64_t d : dims) b->add_dims(d);
+  }
+
+  std::unique_ptr<EmbeddedFarm> farm;
+  std::string address = o.server;
+  if (address.empty()) {
+    std::string db = o.db.empty() ? DefaultKilnHome() + "/tuning.db" : o.db;
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(db).parent_path(), ec);
+    auto started = EmbeddedFarm::Start(db);
+    if (!started.ok()) return ReportError("compile", started.status());
+    farm = std::move(*started);
+    address = farm->address();
+  }
+
+  KilnClient client(address);
+  kiln::v1::CompileResult result;
+  {
+    ProgressPrinter printer(o.quiet);
+    auto r = client.Compile(request, [&](const kiln::v1::Progress& p) { printer.Update(p); });
+    printer.Finish();
+    if (!r.ok()) return ReportError("compile", r.status());
+    result = *r;
+  }
+  auto bytes = client.FetchArtifact(result.package_digest());
+  if (!bytes.ok()) return ReportError("compile", bytes.status());
+  if (absl::Status s = WriteFileAtomic(o.output, *bytes); !s.ok()) return ReportError("compile", s);
+
+  if (o.json) {
+    std::string json;
+    google::protobuf::util::JsonPrintOptions jo;
+    jo.preserve_proto_field_names = true;
+    (void)google::protobuf::util::MessageToJsonString(result, &json, jo);
+    std::printf("%s\n", json.c_str());
+    return 0;
+  }
+  int cached = 0;
+  for (const auto& g : result.groups()) cached += g.from_database() ? 1 : 0;
+  std::printf("package %s\n", o.output.c_str());
+  std::printf("digest %s\n", result.package_digest().c_str());
+  std::printf("size %lld bytes, %d groups (%d from the tuning database), %d trials measured, %.2f s\n",
+              static_cast<long long>(result.package_size()), result.groups_size(), cached,
+              result.trials_measured(), result.compile_seconds());
+  if (!o.quiet) {
+    for (const auto& g : result.groups()) {
+      std::string ops;
+      for (const auto& op : g.ops()) ops += (ops.empty() ? "" : "+") + op;
+      std::printf("  group %d %-11s %-8s %-26s %s%s\n", g.index(), g.kind().c_str(), ops.c_str(),
+                  g.schedule_config().c_str(), g.median_ms() > 0 ? FormatLatency(g.median_ms()).c_str() : "untuned",
+                  g.from_database() ? " (database)" : "");
+    }
+  }
+  return 0;
+}
+
+}  // namespace kiln::client

@@ -1,0 +1,53 @@
+// `kiln eval`: run a model through the reference interpreter (no compile).
+#include <cstdio>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "client/commands.h"
+#include "client/tensor_io.h"
+#include "compiler_core/interpreter.h"
+#include "compiler_core/onnx_importer.h"
+
+namespace kiln::client {
+
+int RunEval(const EvalOptions& o) {
+  auto bytes = ReadFile(o.model);
+  if (!bytes.ok()) return ReportError("eval", bytes.status());
+  ImportOptions io;
+  for (const std::string& flag : o.shapes) {
+    std::string name;
+    std::vector<int64_t> dims;
+    if (absl::Status s = ParseShapeFlag(flag, &name, &dims); !s.ok()) return ReportError("eval", s);
+    io.input_shapes[name] = dims;
+  }
+  std::map<std::string, Tensor> inputs;
+  for (const std::string& flag : o.inputs) {
+    std::string name, path;
+    if (absl::Status s = ParseInputFlag(flag, &name, &path); !s.ok()) return ReportError("eval", s);
+    auto t = ReadTensorFile(path);
+    if (!t.ok()) return ReportError("eval", t.status());
+    // An input file also binds that input's shape, unless --shape did.
+    if (!io.input_shapes.count(name)) io.input_shapes[name] = t->dims();
+    inputs.emplace(name, std::move(*t));
+  }
+  auto graph = ImportOnnxModel(*bytes, io);
+  if (!graph.ok()) return ReportError("eval", graph.status());
+  if (o.dump_graph) std::fprintf(stderr, "%s", (*graph)->ToText().c_str());
+  auto outputs = Evaluate(**graph, inputs);
+  if (!outputs.ok()) return ReportError("eval", outputs.status());
+  if (!o.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.output_dir, ec);
+  }
+  for (const auto& [name, t] : *outputs) {
+    if (o.output_dir.empty()) {
+      std::printf("%s = %s\n", name.c_str(), t.DebugString(16).c_str());
+      continue;
+    }
+    std::string path = absl::StrCat(o.output_dir, "/", FileNameFor(name), ".npy");
+    if (absl::Status s = WriteNpy(path, t); !s.ok()) return ReportError("eval", s);
+  }
+  return 0;
+}
+
+}  // namespace kiln::client

@@ -1,0 +1,33 @@
+// The client library of Kiln's services: remote compile with streamed
+// progress, artifact download verified by digest, and cached lookup.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "kiln/v1/compile.grpc.pb.h"
+#include "kiln/v1/lookup.grpc.pb.h"
+
+namespace kiln::client {
+
+class KilnClient {
+ public:
+  explicit KilnClient(const std::string& address);
+
+  // Streams the compile; calls on_progress for every progress event; returns the result.
+  absl::StatusOr<kiln::v1::CompileResult> Compile(
+      const kiln::v1::CompileRequest& request,
+      const std::function<void(const kiln::v1::Progress&)>& on_progress);
+  // The artifact's bytes; fails with DATA_LOSS if they do not hash to `digest`.
+  absl::StatusOr<std::string> FetchArtifact(const std::string& digest);
+  absl::StatusOr<kiln::v1::LookupResponse> Lookup(const kiln::v1::LookupRequest& request);
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<kiln::v1::CompileService::Stub> compile_;
+  std::unique_ptr<kiln::v1::LookupService::Stub> lookup_;
+};
+
+}  // namespace kiln::client

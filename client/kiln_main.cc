@@ -1,0 +1,74 @@
+// kiln: the command-line client of Kiln (compile, run, eval, lookup, compare, example).
+#include <CLI/CLI.hpp>
+
+#include "client/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace kiln::client;
+  CLI::App app{"kiln: compile ONNX models with a Kiln tuning farm and run the packages"};
+  app.require_subcommand(1);
+
+  CompileOptions compile;
+  auto* c = app.add_subcommand("compile", "compile a model into a package");
+  c->add_option("model", compile.model, "ONNX model file")->required();
+  c->add_option("--shape", compile.shapes, "bind an input's shape: NAME=D0,D1,...");
+  c->add_option("--target", compile.target, "target to compile for")->capture_default_str();
+  c->add_option("--trials", compile.trials, "candidate schedules measured per new workload (0: none)")
+      ->capture_default_str();
+  c->add_option("--server", compile.server, "HOST:PORT of a kiln-server; omitted: an embedded farm");
+  c->add_option("--db", compile.db, "embedded farm's tuning database (default ~/.kiln/tuning.db)");
+  c->add_option("-o,--output", compile.output, "package file to write")->required();
+  c->add_flag("-q,--quiet", compile.quiet, "no progress output");
+  c->add_flag("--json", compile.json, "print the compile result as JSON");
+
+  RunOptions run;
+  auto* r = app.add_subcommand("run", "run a package");
+  r->add_option("package", run.package, ".kpkg file")->required();
+  r->add_option("--input", run.inputs, "NAME=FILE (.npy or ONNX TensorProto .pb)");
+  r->add_option("--output-dir", run.output_dir, "write each output as DIR/<name>.npy");
+  r->add_option("--repeat", run.repeat, "time N more runs and print latency as JSON");
+  r->add_option("--threads", run.threads, "threads of the runtime's pool")->capture_default_str();
+  r->add_flag("--json", run.json, "print a JSON summary");
+
+  EvalOptions eval;
+  auto* e = app.add_subcommand("eval", "run a model through the reference interpreter");
+  e->add_option("model", eval.model, "ONNX model file")->required();
+  e->add_option("--shape", eval.shapes, "bind an input's shape: NAME=D0,D1,...");
+  e->add_option("--input", eval.inputs, "NAME=FILE (.npy or .pb)");
+  e->add_option("--output-dir", eval.output_dir, "write each output as DIR/<name>.npy");
+  e->add_flag("--dump-graph", eval.dump_graph, "print the imported graph IR to stderr");
+
+  LookupOptions lookup;
+  auto* l = app.add_subcommand("lookup", "fetch the package of an earlier compile; never compiles");
+  l->add_option("model", lookup.model, "ONNX model file")->required();
+  l->add_option("--shape", lookup.shapes, "NAME=D0,D1,...");
+  l->add_option("--target", lookup.target)->capture_default_str();
+  l->add_option("--server", lookup.server, "HOST:PORT of a kiln-server")->required();
+  l->add_option("--cache-dir", lookup.cache_dir, "local package cache (default ~/.kiln/packages)");
+  l->add_option("-o,--output", lookup.output, "package file to write")->required();
+
+  CompareOptions compare;
+  auto* cmp = app.add_subcommand("compare", "compare two folders of .npy outputs");
+  cmp->add_option("expected", compare.expected_dir, "reference outputs")->required();
+  cmp->add_option("actual", compare.actual_dir, "outputs to check")->required();
+  cmp->add_option("--atol", compare.atol)->capture_default_str();
+  cmp->add_option("--rtol", compare.rtol)->capture_default_str();
+
+  ExampleOptions example;
+  auto* ex = app.add_subcommand("example", "write an example model and its input");
+  ex->add_option("name", example.name, "example name (mlp)")->capture_default_str();
+  ex->add_option("-o,--output-dir", example.output_dir, "folder to write into")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& err) {
+    return app.exit(err) == 0 ? 0 : 2;
+  }
+  if (*c) return RunCompile(compile);
+  if (*r) return RunRun(run);
+  if (*e) return RunEval(eval);
+  if (*l) return RunLookup(lookup);
+  if (*cmp) return RunCompare(compare);
+  if (*ex) return RunExample(example);
+  return 2;
+}

@@ -1,0 +1,53 @@
+// `kiln lookup`: fetch the package an earlier compile produced, never compile.
+// Packages are cached locally by digest and verified on every use.
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "client/commands.h"
+#include "client/kiln_client.h"
+#include "compiler_core/digest.h"
+
+namespace kiln::client {
+
+int RunLookup(const LookupOptions& o) {
+  auto model = ReadFile(o.model);
+  if (!model.ok()) return ReportError("lookup", model.status());
+  kiln::v1::LookupRequest request;
+  request.set_onnx_model(*model);
+  request.set_target(o.target);
+  for (const std::string& flag : o.shapes) {
+    std::string name;
+    std::vector<int64_t> dims;
+    if (absl::Status s = ParseShapeFlag(flag, &name, &dims); !s.ok()) return ReportError("lookup", s);
+    kiln::v1::ShapeBinding* b = request.add_shapes();
+    b->set_input(name);
+    for (int64_t d : dims) b->add_dims(d);
+  }
+  KilnClient client(o.server);
+  auto response = client.Lookup(request);
+  if (!response.ok()) return ReportError("lookup", response.status());
+  if (!response->found()) {
+    std::fprintf(stderr, "kiln lookup: no package: %s\n", response->reason().c_str());
+    return 3;
+  }
+  const std::string& digest = response->package_digest();
+  std::string cache_dir = o.cache_dir.empty() ? DefaultKilnHome() + "/packages" : o.cache_dir;
+  std::string cached_path = absl::StrCat(cache_dir, "/", digest.substr(digest.find(':') + 1), ".kpkg");
+  std::string bytes;
+  const char* source = "cache";
+  auto cached = ReadFile(cached_path);
+  if (cached.ok() && ContentDigest(*cached) == digest) {
+    bytes = std::move(*cached);
+  } else {
+    auto fetched = client.FetchArtifact(digest);
+    if (!fetched.ok()) return ReportError("lookup", fetched.status());
+    bytes = std::move(*fetched);
+    source = "server";
+    (void)WriteFileAtomic(cached_path, bytes);
+  }
+  if (absl::Status s = WriteFileAtomic(o.output, bytes); !s.ok()) return ReportError("lookup", s);
+  std::printf("package %s\ndigest %s (from %s)\n", o.output.c_str(), digest.c_str(), source);
+  return 0;
+}
+
+}  // namespace kiln::client

@@ -1,0 +1,101 @@
+// `kiln run`: load a package with the runtime, bind inputs from files, run,
+// write outputs as .npy, optionally time repeated runs.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/commands.h"
+#include "client/runtime/package_reader.h"
+#include "client/runtime/session.h"
+#include "client/runtime/thread_pool.h"
+#include "client/tensor_io.h"
+
+namespace kiln::client {
+namespace {
+
+double Percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  double pos = q * static_cast<double>(v.size() - 1);
+  size_t lo = static_cast<size_t>(pos);
+  size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+}  // namespace
+
+int RunRun(const RunOptions& o) {
+  auto package = runtime::Package::Load(o.package);
+  if (!package.ok()) return ReportError("run", package.status());
+  std::shared_ptr<const runtime::Package> pkg(std::move(*package));
+  runtime::ThreadPool pool(std::max(1, o.threads));
+  auto session = runtime::Session::Create(pkg, &pool);
+  if (!session.ok()) return ReportError("run", session.status());
+  runtime::Session& s = **session;
+
+  for (const std::string& flag : o.inputs) {
+    std::string name, path;
+    if (absl::Status st = ParseInputFlag(flag, &name, &path); !st.ok()) return ReportError("run", st);
+    auto tensor = ReadTensorFile(path);
+    if (!tensor.ok()) return ReportError("run", tensor.status());
+    int index = -1;
+    for (int i = 0; i < s.num_inputs(); ++i) {
+      if (s.input_info(i).name() == name) index = i;
+    }
+    if (index < 0) {
+      return ReportError("run", absl::InvalidArgumentError(
+                                    absl::StrCat("package has no input '", name, "'")));
+    }
+    const auto& info = s.input_info(index);
+    std::vector<int64_t> want(info.dims().begin(), info.dims().end());
+    if (static_cast<int>(tensor->dtype()) != static_cast<int>(info.dtype()) || tensor->dims() != want) {
+      return ReportError("run", absl::InvalidArgumentError(absl::StrCat(
+                                    "input '", name, "' from ", path, " is ", tensor->DebugString(0),
+                                    "; the package expects ", DTypeName(static_cast<DType>(info.dtype())),
+                                    "[", absl::StrJoin(want, ","), "]")));
+    }
+    if (absl::Status st = s.SetInput(name, tensor->raw(), tensor->size_bytes()); !st.ok()) {
+      return ReportError("run", st);
+    }
+  }
+
+  if (absl::Status st = s.Run(); !st.ok()) return ReportError("run", st);
+  std::vector<double> times_ms;
+  for (int i = 0; i < o.repeat; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (absl::Status st = s.Run(); !st.ok()) return ReportError("run", st);
+    times_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+
+  if (!o.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.output_dir, ec);
+    for (int i = 0; i < s.num_outputs(); ++i) {
+      const auto& info = s.output_info(i);
+      Tensor t = Tensor::FromBytes(
+          static_cast<DType>(info.dtype()), std::vector<int64_t>(info.dims().begin(), info.dims().end()),
+          std::string_view(static_cast<const char*>(s.OutputData(i)), s.OutputBytes(i)));
+      std::string path = absl::StrCat(o.output_dir, "/", FileNameFor(info.name()), ".npy");
+      if (absl::Status st = WriteNpy(path, t); !st.ok()) return ReportError("run", st);
+    }
+  }
+  if (o.json || !times_ms.empty()) {
+    std::string json = absl::StrCat("{\"package\":\"", pkg->digest(), "\",\"threads\":", pool.num_threads(),
+                                    ",\"repeat\":", times_ms.size());
+    if (!times_ms.empty()) {
+      absl::StrAppend(&json, ",\"median_ms\":", Percentile(times_ms, 0.5),
+                      ",\"p10_ms\":", Percentile(times_ms, 0.1), ",\"p90_ms\":", Percentile(times_ms, 0.9));
+    }
+    absl::StrAppend(&json, "}");
+    std::printf("%s\n", json.c_str());
+  } else if (o.output_dir.empty()) {
+    for (int i = 0; i < s.num_outputs(); ++i) {
+      std::printf("output %s: %zu bytes\n", s.output_info(i).name().c_str(), s.OutputBytes(i));
+    }
+  }
+  return 0;
+}
+
+}  // namespace kiln::client

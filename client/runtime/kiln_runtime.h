@@ -1,0 +1,94 @@
+/* The Kiln runtime's C API: load a package, bind inputs, run, read outputs.
+ * Plain C99; everything a deployment needs without C++ or the compiler. */
+#ifndef KILN_RUNTIME_H_
+#define KILN_RUNTIME_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define KILN_API __attribute__((visibility("default")))
+#else
+#define KILN_API
+#endif
+
+/* Status codes; numerically equal to absl/gRPC canonical codes. */
+typedef enum kiln_status_t {
+  KILN_OK = 0,
+  KILN_CANCELLED = 1,
+  KILN_UNKNOWN = 2,
+  KILN_INVALID_ARGUMENT = 3,
+  KILN_NOT_FOUND = 5,
+  KILN_FAILED_PRECONDITION = 9,
+  KILN_OUT_OF_RANGE = 11,
+  KILN_UNIMPLEMENTED = 12,
+  KILN_INTERNAL = 13,
+  KILN_RESOURCE_EXHAUSTED = 8,
+  KILN_DATA_LOSS = 15
+} kiln_status_t;
+
+/* Element types; numerically equal to kiln.v1.DataType. */
+typedef enum kiln_dtype_t {
+  KILN_DTYPE_UNSPECIFIED = 0,
+  KILN_DTYPE_FLOAT32 = 1,
+  KILN_DTYPE_FLOAT16 = 2,
+  KILN_DTYPE_FLOAT64 = 3,
+  KILN_DTYPE_INT8 = 4,
+  KILN_DTYPE_INT16 = 5,
+  KILN_DTYPE_INT32 = 6,
+  KILN_DTYPE_INT64 = 7,
+  KILN_DTYPE_UINT8 = 8,
+  KILN_DTYPE_BOOL = 9
+} kiln_dtype_t;
+
+/* Capacity a caller's dims array must have for kiln_session_*_info/output. */
+#define KILN_MAX_RANK 16
+
+typedef struct kiln_package_t kiln_package_t;
+typedef struct kiln_session_t kiln_session_t;
+
+/* The message of the last failing call on this thread ("" if none). Valid until
+ * the next call on this thread. */
+KILN_API const char* kiln_last_error_message(void);
+
+/* Loads and verifies a .kpkg (checksum, bounds). */
+KILN_API kiln_status_t kiln_package_load(const char* path, kiln_package_t** out_package);
+/* "sha256:<hex>" of the package file; owned by the package. */
+KILN_API const char* kiln_package_digest(const kiln_package_t* package);
+/* Sessions keep their package alive: releasing it while sessions exist is fine.
+ * NULL is ignored. */
+KILN_API void kiln_package_release(kiln_package_t* package);
+
+/* num_threads: 1 runs on the calling thread, 0 uses every hardware thread. */
+KILN_API kiln_status_t kiln_session_create(kiln_package_t* package, int num_threads,
+                                           kiln_session_t** out_session);
+KILN_API int kiln_session_num_inputs(const kiln_session_t* session);
+KILN_API int kiln_session_num_outputs(const kiln_session_t* session);
+/* NULL if index is out of range. Owned by the session. */
+KILN_API const char* kiln_session_input_name(const kiln_session_t* session, int index);
+KILN_API const char* kiln_session_output_name(const kiln_session_t* session, int index);
+/* dtype, dims (KILN_MAX_RANK entries) and rank of an input; any out-pointer may be NULL. */
+KILN_API kiln_status_t kiln_session_input_info(const kiln_session_t* session, int index, kiln_dtype_t* dtype,
+                                               int64_t* dims, int* rank);
+/* Copies `bytes` bytes, which must equal the input's size. */
+KILN_API kiln_status_t kiln_session_set_input(kiln_session_t* session, const char* name, const void* data,
+                                              size_t bytes);
+/* Fails with KILN_FAILED_PRECONDITION if an input is unbound. */
+KILN_API kiln_status_t kiln_session_run(kiln_session_t* session);
+/* Output `index` after a run: data (owned by the session, valid until the next
+ * run or release), size in bytes, dtype, dims (KILN_MAX_RANK entries) and rank.
+ * Any out-pointer may be NULL. */
+KILN_API kiln_status_t kiln_session_output(const kiln_session_t* session, int index, const void** data,
+                                           size_t* bytes, kiln_dtype_t* dtype, int64_t* dims, int* rank);
+/* NULL is ignored. */
+KILN_API void kiln_session_release(kiln_session_t* session);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif  /* KILN_RUNTIME_H_ */

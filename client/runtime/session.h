@@ -1,0 +1,67 @@
+// One execution context for a package: bound inputs, owned outputs, the arena,
+// and the kernel steps to run over them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "client/runtime/package_reader.h"
+#include "client/runtime/thread_pool.h"
+
+namespace kiln::runtime {
+
+// A session owns 64-byte aligned memory for every INPUT and OUTPUT buffer and
+// the SCRATCH arena (manifest.arena_bytes); CONSTANT buffers point into the
+// package's weights. The package's code object is loaded once per Package and
+// shared by its sessions. Run() executes the steps in order, each over all its
+// tasks [0, num_tasks), split across the pool's threads. A session is used by
+// one thread at a time; several sessions may share a package and a pool.
+class Session {
+ public:
+  // `pool` may be null (run on the calling thread) and must outlive the session.
+  static absl::StatusOr<std::unique_ptr<Session>> Create(std::shared_ptr<const Package> package,
+                                                         ThreadPool* pool);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Copies `bytes` bytes into the input named `name`. NOT_FOUND for an unknown
+  // name, INVALID_ARGUMENT if the size differs from the manifest's.
+  absl::Status SetInput(const std::string& name, const void* data, size_t bytes);
+  // FAILED_PRECONDITION if an input was never bound.
+  absl::Status Run();
+
+  int num_inputs() const { return package_->manifest().inputs_size(); }
+  int num_outputs() const { return package_->manifest().outputs_size(); }
+  const kiln::v1::PackageTensor& input_info(int index) const { return package_->manifest().inputs(index); }
+  const kiln::v1::PackageTensor& output_info(int index) const { return package_->manifest().outputs(index); }
+  // Valid after Run(), until the next Run() or the session's end. index must be
+  // in [0, num_outputs()).
+  const void* OutputData(int index) const;
+  size_t OutputBytes(int index) const;
+  const Package& package() const { return *package_; }
+
+ private:
+  using Kernel = void (*)(void* const* args, int64_t task_begin, int64_t task_end);
+  struct Step {
+    Kernel kernel;
+    std::vector<void*> args;
+    int64_t num_tasks;
+  };
+  Session() = default;
+
+  std::shared_ptr<const Package> package_;
+  ThreadPool* pool_ = nullptr;
+  std::vector<void*> buffers_;           // base pointer of every manifest buffer
+  std::vector<std::pair<void*, int64_t>> owned_;  // allocations to free, with sizes
+  std::vector<bool> input_bound_;
+  std::vector<Step> steps_;
+};
+
+}  // namespace kiln::runtime

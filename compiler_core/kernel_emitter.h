@@ -1,0 +1,35 @@
+// Emits one workload's kernel as an LLVM function with Kiln's kernel ABI:
+//   extern "C" void SYMBOL(void* const* args, int64_t task_begin, int64_t task_end)
+// args: the workload's inputs then outputs (dense row-major float*). The kernel
+// computes tasks [task_begin, task_end) of [0, num_tasks); tasks write disjoint
+// output regions. Elementwise: a task is a chunk of the flattened output;
+// MatMul/Gemm: a task is (batch, block of rows). Shared by jit and object_emitter.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/graph.h"
+#include "compiler_core/schedule_space.h"
+#include "compiler_core/target.h"
+
+namespace llvm {
+class Module;
+}  // namespace llvm
+
+namespace kiln {
+
+struct EmittedKernel {
+  int64_t num_tasks = 0;
+  int num_args = 0;
+};
+
+// Adds the external function `symbol` to `module` (whose context it uses).
+// UNIMPLEMENTED for unsupported operators, INVALID_ARGUMENT for a bad workload,
+// config or symbol name, or a symbol already defined in the module.
+absl::StatusOr<EmittedKernel> EmitKernel(const Graph& workload, const ScheduleConfig& config,
+                                         const CpuTarget& target, const std::string& symbol,
+                                         llvm::Module* module);
+
+}  // namespace kiln

@@ -1,0 +1,32 @@
+// The CPU a kernel is compiled for: LLVM triple, CPU name and feature string,
+// plus the canonical target key that tuning records are filed under.
+#pragma once
+
+#include <string>
+
+namespace kiln {
+
+struct CpuTarget {
+  std::string triple;    // "x86_64-pc-linux-gnu"
+  std::string cpu;       // "znver4"
+  std::string features;  // LLVM feature string, "+avx2,+avx512f,-amx-tile,...", sorted by name
+
+  // The machine this process runs on (llvm::sys::getHostCPUName/getHostCPUFeatures).
+  static CpuTarget Host();
+  // Canonical key, "cpu/x86_64/znver4/1a2b3c4d": arch, cpu and a short stable hash
+  // of the feature string. Two targets with the same key compile identical code.
+  std::string Key() const;
+  // Widest float vector the features allow: 512 (avx512f), 256 (avx2) or 128.
+  int VectorBits() const;
+  // VectorBits() / 32.
+  int FloatLanes() const { return VectorBits() / 32; }
+  // Architectural vector registers: 32 with AVX-512, else 16.
+  int NumVectorRegisters() const { return VectorBits() == 512 ? 32 : 16; }
+  bool HasFeature(const std::string& name) const;  // "avx512f" -> is "+avx512f" present
+
+  bool operator==(const CpuTarget& o) const {
+    return triple == o.triple && cpu == o.cpu && features == o.features;
+  }
+};
+
+}  // namespace kiln

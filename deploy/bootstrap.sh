@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Sets up a Debian 12 machine for Kiln and runs one of its jobs:
+#   deploy/bootstrap.sh demo   install deps, build, run the end-to-end demo
+#   deploy/bootstrap.sh test   install deps, build, run the whole test suite (ctest)
+#   deploy/bootstrap.sh build  install deps and build only
+# Idempotent and non-interactive; needs root (or sudo) for apt-get only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BUILD=${KILN_BUILD_DIR:-$ROOT/build}
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev prometheus-cpp-dev libsqlite3-dev libssl-dev libcli11-dev
+  libgtest-dev libgmock-dev llvm-19-dev clang-19 libonnx-dev libonnx-testdata
+  libxgboost-dev libdnnl-dev libopenblas-dev
+)
+
+install_deps() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "bootstrap: all ${#PACKAGES[@]} Debian packages present"
+    return
+  fi
+  echo "bootstrap: installing ${missing[*]}"
+  local SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+build() {
+  export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  local start=$SECONDS
+  ninja -C "$BUILD" -j"$(nproc)"
+  echo "bootstrap: build finished in $((SECONDS - start)) s"
+}
+
+case "${1:-}" in
+  demo)  install_deps; build; exec "$ROOT/deploy/demo.sh" "$BUILD" ;;
+  test)  install_deps; build
+         cd "$BUILD" && exec ctest --output-on-failure -j"$(nproc)" --timeout 900 ;;
+  build) install_deps; build ;;
+  *) echo "usage: $0 demo|test|build" >&2; exit 2 ;;
+esac

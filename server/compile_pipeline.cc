@@ -1,0 +1,169 @@
+// The compile pipeline as a flat list of stages.
+#include "server/compile_pipeline.h"
+
+#include <chrono>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler_core/digest.h"
+#include "compiler_core/fusion.h"
+#include "compiler_core/graph_proto.h"
+#include "compiler_core/onnx_importer.h"
+#include "compiler_core/package_writer.h"
+#include "compiler_core/status_macros.h"
+#include "compiler_core/version.h"
+#include "server/farm_target.h"
+#include "server/log.h"
+
+namespace kiln::server {
+
+std::string CompileKey(const std::string& model_bytes,
+                       const google::protobuf::RepeatedPtrField<kiln::v1::ShapeBinding>& shapes,
+                       const std::string& target_key) {
+  std::map<std::string, std::string> sorted;
+  for (const auto& b : shapes) sorted[b.input()] = absl::StrJoin(b.dims(), ",");
+  std::string text = absl::StrCat("model=", Sha256Hex(model_bytes), "\n");
+  for (const auto& [name, dims] : sorted) absl::StrAppend(&text, "shape ", name, "=", dims, "\n");
+  absl::StrAppend(&text, "target=", target_key, "\ncompiler=", kCompilerVersion,
+                  "\nspace=", kScheduleSpaceVersion, "\n");
+  return Sha256Hex(text);
+}
+
+absl::StatusOr<std::pair<std::string, CpuTarget>> CompilePipeline::ResolveTarget(
+    const std::string& target) const {
+  CpuTarget host = HostFarmTarget();
+  if (target.empty() || target == "cpu" || target == absl::StrCat("cpu:", host.cpu) ||
+      target == host.Key()) {
+    return std::make_pair(host.Key(), host);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "target '", target, "' is not served here; this server compiles for 'cpu' (", host.Key(), ")"));
+}
+
+absl::StatusOr<CompileOutput> CompilePipeline::Run(
+    const kiln::v1::CompileRequest& request,
+    const std::function<void(const kiln::v1::Progress&)>& on_progress,
+    const std::function<bool()>& cancelled) {
+  auto start = std::chrono::steady_clock::now();
+  kiln::v1::Progress p;
+  auto report = [&](const std::string& stage, const std::string& message) {
+    p.set_stage(stage);
+    p.set_message(message);
+    on_progress(p);
+  };
+
+  // 1. Import.
+  report("import", "importing the model");
+  std::unique_ptr<Graph> graph;
+  std::string model_bytes;
+  if (request.has_graph()) {
+    ASSIGN_OR_RETURN(graph, GraphFromProto(request.graph()));
+    model_bytes = request.graph().SerializeAsString();
+  } else if (!request.onnx_model().empty()) {
+    ImportOptions options;
+    for (const auto& b : request.shapes()) {
+      options.input_shapes[b.input()] = std::vector<int64_t>(b.dims().begin(), b.dims().end());
+    }
+    ASSIGN_OR_RETURN(graph, ImportOnnxModel(request.onnx_model(), options));
+    model_bytes = request.onnx_model();
+  } else {
+    return absl::InvalidArgumentError("compile request carries no model (set onnx_model or graph)");
+  }
+  ASSIGN_OR_RETURN(auto resolved, ResolveTarget(request.target()));
+  const auto& [target_key, target] = resolved;
+
+  // 2. Partition into fusion groups, one workload per group.
+  report("partition", "partitioning into fusion groups");
+  ASSIGN_OR_RETURN(Partition partition, PartitionGraph(*graph));
+  std::vector<Workload> workloads;
+  for (const FusionGroup& g : partition.groups) {
+    ASSIGN_OR_RETURN(Workload w, ExtractWorkload(*graph, g));
+    workloads.push_back(std::move(w));
+  }
+  p.set_groups_total(static_cast<int>(partition.groups.size()));
+
+  // 3. Tune each distinct workload once.
+  int trials = std::max(0, request.trials_per_group());
+  std::map<std::string, TuneOutcome> tuned;
+  int trials_measured = 0;
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    if (cancelled()) return absl::CancelledError("compile cancelled");
+    const Workload& w = workloads[i];
+    if (!tuned.count(w.key)) {
+      p.set_best_so_far_ms(0);
+      report("tune", absl::StrCat("group ", i, " (", w.op_summary, ")"));
+      auto outcome = tuner_->Tune(
+          w, target_key, target, trials,
+          [&](const TuneProgress& tp) {
+            p.set_trials_measured(trials_measured + tp.trials_done);
+            p.set_best_so_far_ms(tp.best_ms);
+            report("tune", absl::StrCat("group ", i, " (", w.op_summary, "): ", tp.trials_done, "/",
+                                        tp.trials_total, " trials"));
+          },
+          cancelled);
+      if (!outcome.ok()) {
+        return absl::Status(outcome.status().code(),
+                            absl::StrCat("tuning group ", i, " (", w.op_summary, "): ",
+                                         outcome.status().message()));
+      }
+      trials_measured += outcome->trials_measured;
+      tuned[w.key] = *outcome;
+    }
+    p.set_groups_done(static_cast<int>(i + 1));
+    p.set_trials_measured(trials_measured);
+  }
+
+  // 4. Codegen and package.
+  report("codegen", "generating code and writing the package");
+  std::vector<ScheduleConfig> configs;
+  for (const Workload& w : workloads) configs.push_back(tuned[w.key].config);
+  PackageOptions popts;
+  popts.model_name = request.model_name();
+  popts.target = target;
+  ASSIGN_OR_RETURN(PackageBytes pkg, WritePackage(*graph, partition, workloads, configs, popts));
+
+  // 5. Store: the artifact and the compile key that finds it again.
+  report("package", "storing the package");
+  ASSIGN_OR_RETURN(std::string digest, db_->PutArtifact(pkg.bytes));
+  if (digest != pkg.digest) return absl::InternalError("artifact store digest differs from the package's");
+  tuningdb::CompileEntry entry;
+  entry.compile_key = CompileKey(model_bytes, request.shapes(), target_key);
+  entry.package_digest = digest;
+  entry.package_size = static_cast<int64_t>(pkg.bytes.size());
+  entry.created_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  RETURN_IF_ERROR(db_->PutCompileEntry(entry));
+
+  CompileOutput out;
+  kiln::v1::CompileResult& r = out.result;
+  r.set_package_digest(digest);
+  r.set_package_size(static_cast<int64_t>(pkg.bytes.size()));
+  r.set_trials_measured(trials_measured);
+  r.set_target(target_key);
+  for (size_t i = 0; i < partition.groups.size(); ++i) {
+    const FusionGroup& g = partition.groups[i];
+    const TuneOutcome& t = tuned[workloads[i].key];
+    kiln::v1::GroupReport* gr = r.add_groups();
+    gr->set_index(static_cast<int>(i));
+    gr->set_workload_key(workloads[i].key);
+    gr->set_kind(g.kind);
+    for (const Node* n : g.nodes) {
+      gr->add_ops(n->op_type());
+      gr->add_nodes(n->name());
+    }
+    gr->set_schedule_config(configs[i].ToString());
+    gr->set_median_ms(t.median_ms);
+    gr->set_from_database(t.from_database);
+    gr->set_trials_measured(t.trials_measured);
+  }
+  r.set_compile_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  out.package_bytes = std::move(pkg.bytes);
+  LogInfo("compiled", {{"model", request.model_name()}, {"digest", digest},
+                       {"groups", absl::StrCat(partition.groups.size())},
+                       {"trials", absl::StrCat(trials_measured)}});
+  return out;
+}
+
+}  // namespace kiln::server

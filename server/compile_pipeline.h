@@ -1,0 +1,43 @@
+// One compile request, start to end: import, partition, key workloads, tune
+// each distinct workload, generate code, write and store the package. Progress
+// is reported through a callback; the gRPC layer streams it.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "kiln/v1/compile.pb.h"
+#include "server/tuner.h"
+#include "tuning_db/tuning_db.h"
+
+namespace kiln::server {
+
+struct CompileOutput {
+  kiln::v1::CompileResult result;
+  std::string package_bytes;
+};
+
+// The key under which a compile's package is remembered for lookups: model
+// bytes, bound shapes, target and compiler version.
+std::string CompileKey(const std::string& model_bytes,
+                       const google::protobuf::RepeatedPtrField<kiln::v1::ShapeBinding>& shapes,
+                       const std::string& target_key);
+
+class CompilePipeline {
+ public:
+  CompilePipeline(tuningdb::TuningDb* db, Tuner* tuner) : db_(db), tuner_(tuner) {}
+
+  // Resolves "cpu" / "" / "cpu:<key>" to the target key and codegen target.
+  absl::StatusOr<std::pair<std::string, CpuTarget>> ResolveTarget(const std::string& target) const;
+
+  absl::StatusOr<CompileOutput> Run(const kiln::v1::CompileRequest& request,
+                                    const std::function<void(const kiln::v1::Progress&)>& on_progress,
+                                    const std::function<bool()>& cancelled);
+
+ private:
+  tuningdb::TuningDb* db_;
+  Tuner* tuner_;
+};
+
+}  // namespace kiln::server

@@ -1,0 +1,28 @@
+// kiln.v1.CompileService over the compile pipeline and the artifact store.
+#pragma once
+
+#include "kiln/v1/compile.grpc.pb.h"
+#include "server/compile_pipeline.h"
+#include "server/metrics.h"
+#include "tuning_db/tuning_db.h"
+
+namespace kiln::server {
+
+class CompileServiceImpl final : public kiln::v1::CompileService::Service {
+ public:
+  CompileServiceImpl(CompilePipeline* pipeline, tuningdb::TuningDb* db, ServerMetrics* metrics)
+      : pipeline_(pipeline), db_(db), metrics_(metrics) {}
+
+  grpc::Status Compile(grpc::ServerContext* context, const kiln::v1::CompileRequest* request,
+                       grpc::ServerWriter<kiln::v1::CompileEvent>* writer) override;
+  grpc::Status FetchArtifact(grpc::ServerContext* context,
+                             const kiln::v1::FetchArtifactRequest* request,
+                             grpc::ServerWriter<kiln::v1::ArtifactChunk>* writer) override;
+
+ private:
+  CompilePipeline* pipeline_;
+  tuningdb::TuningDb* db_;
+  ServerMetrics* metrics_;
+};
+
+}  // namespace kiln::server

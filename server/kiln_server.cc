@@ -1,0 +1,104 @@
+// Wiring of the compile server: database, broker, tuner, pipeline, services.
+#include "server/kiln_server.h"
+
+#include <fstream>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/compile_pipeline.h"
+#include "server/compile_service.h"
+#include "server/log.h"
+#include "server/lookup_service.h"
+#include "server/metrics.h"
+#include "server/task_broker.h"
+#include "server/tuner.h"
+#include "server/worker_service.h"
+#include "tuning_db/tuning_db.h"
+
+namespace kiln::server {
+
+struct KilnServer::State {
+  std::unique_ptr<tuningdb::TuningDb> db;
+  std::unique_ptr<ServerMetrics> metrics;
+  std::unique_ptr<TaskBroker> broker;
+  std::unique_ptr<Tuner> tuner;
+  std::unique_ptr<CompilePipeline> pipeline;
+  std::unique_ptr<CompileServiceImpl> compile_service;
+  std::unique_ptr<WorkerServiceImpl> worker_service;
+  std::unique_ptr<LookupServiceImpl> lookup_service;
+  std::unique_ptr<grpc::Server> server;
+  std::string host;
+  int port = 0;
+};
+
+KilnServer::KilnServer(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+KilnServer::~KilnServer() { Shutdown(); }
+
+absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOptions& options) {
+  auto state = std::make_unique<State>();
+  if (options.db_path.empty()) return absl::InvalidArgumentError("--db is required");
+  auto db = tuningdb::TuningDb::Open(options.db_path);
+  if (!db.ok()) return db.status();
+  state->db = std::move(*db);
+  state->metrics = std::make_unique<ServerMetrics>();
+  if (!options.metrics_address.empty() && !state->metrics->Expose(options.metrics_address)) {
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", options.metrics_address));
+  }
+  TaskBroker::Options bopts;
+  bopts.heartbeat_interval = options.heartbeat_interval;
+  bopts.worker_timeout = options.worker_timeout;
+  state->broker = std::make_unique<TaskBroker>(bopts);
+  state->tuner = std::make_unique<Tuner>(state->db.get(), state->broker.get(),
+                                         Tuner::Options{options.worker_wait});
+  state->pipeline = std::make_unique<CompilePipeline>(state->db.get(), state->tuner.get());
+  state->compile_service = std::make_unique<CompileServiceImpl>(state->pipeline.get(), state->db.get(),
+                                                                state->metrics.get());
+  state->worker_service = std::make_unique<WorkerServiceImpl>(state->broker.get(), state->metrics.get());
+  state->lookup_service = std::make_unique<LookupServiceImpl>(state->pipeline.get(), state->db.get());
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &state->port);
+  builder.SetMaxReceiveMessageSize(1 << 30);
+  builder.SetMaxSendMessageSize(64 << 20);
+  builder.RegisterService(state->compile_service.get());
+  builder.RegisterService(state->worker_service.get());
+  builder.RegisterService(state->lookup_service.get());
+  state->server = builder.BuildAndStart();
+  if (!state->server || state->port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
+  }
+  state->host = options.listen.substr(0, options.listen.rfind(':'));
+  if (state->host.empty() || state->host == "0.0.0.0" || state->host == "[::]") state->host = "127.0.0.1";
+  if (!options.port_file.empty()) {
+    std::string tmp = options.port_file + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << state->port << "\n";
+      if (!f) return absl::UnavailableError(absl::StrCat("cannot write port file ", options.port_file));
+    }
+    std::rename(tmp.c_str(), options.port_file.c_str());
+  }
+  LogInfo("server listening", {{"address", absl::StrCat(state->host, ":", state->port)},
+                               {"db", options.db_path}});
+  return std::unique_ptr<KilnServer>(new KilnServer(std::move(state)));
+}
+
+int KilnServer::port() const { return state_->port; }
+
+std::string KilnServer::address() const { return absl::StrCat(state_->host, ":", state_->port); }
+
+void KilnServer::Wait() { state_->server->Wait(); }
+
+void KilnServer::Shutdown() {
+  if (state_ && state_->server) {
+    state_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  }
+}
+
+}  // namespace kiln::server

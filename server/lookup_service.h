@@ -1,0 +1,23 @@
+// kiln.v1.LookupService: answers with the package an earlier compile produced
+// for the same model, shapes, target and compiler version. Never compiles.
+#pragma once
+
+#include "kiln/v1/lookup.grpc.pb.h"
+#include "server/compile_pipeline.h"
+#include "tuning_db/tuning_db.h"
+
+namespace kiln::server {
+
+class LookupServiceImpl final : public kiln::v1::LookupService::Service {
+ public:
+  LookupServiceImpl(CompilePipeline* pipeline, tuningdb::TuningDb* db) : pipeline_(pipeline), db_(db) {}
+
+  grpc::Status Lookup(grpc::ServerContext* context, const kiln::v1::LookupRequest* request,
+                      kiln::v1::LookupResponse* response) override;
+
+ private:
+  CompilePipeline* pipeline_;
+  tuningdb::TuningDb* db_;
+};
+
+}  // namespace kiln::server

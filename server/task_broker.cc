@@ -1,0 +1,207 @@
+// Lease bookkeeping for the tuning farm.
+#include "server/task_broker.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/log.h"
+
+namespace kiln::server {
+
+TaskBroker::TaskBroker(Options options) : options_(options) {
+  reaper_ = std::thread([this] { ReaperLoop(); });
+}
+
+TaskBroker::~TaskBroker() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    for (auto& [id, task] : tasks_) {
+      TaskOutcome o;
+      o.result.set_task_id(id);
+      o.result.set_error(kiln::v1::TIMEOUT);
+      o.result.set_error_message("server shutting down");
+      task.promise.set_value(o);
+    }
+    tasks_.clear();
+  }
+  work_cv_.notify_all();
+  reaper_cv_.notify_all();
+  reaper_.join();
+}
+
+std::string TaskBroker::RegisterWorker(const std::string& target_key, const std::string& hostname,
+                                       const kiln::v1::DeviceInfo& device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string id = absl::StrCat("w", next_worker_++, "-", hostname);
+  Worker w;
+  w.view.id = id;
+  w.view.target_key = target_key;
+  w.view.hostname = hostname;
+  w.view.device = device;
+  w.last_seen = Clock::now();
+  workers_[id] = std::move(w);
+  LogInfo("worker registered", {{"worker", id}, {"target", target_key}});
+  return id;
+}
+
+bool TaskBroker::Heartbeat(const std::string& worker_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) return false;
+  it->second.last_seen = Clock::now();
+  return true;
+}
+
+std::vector<kiln::v1::MeasureTask> TaskBroker::Lease(const std::string& worker_id, int max_tasks,
+                                                     std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto deadline = Clock::now() + wait;
+  std::vector<kiln::v1::MeasureTask> out;
+  if (!workers_.count(worker_id)) return out;
+  workers_[worker_id].polling++;
+  while (!stopping_) {
+    auto wit = workers_.find(worker_id);
+    if (wit == workers_.end()) return out;
+    wit->second.last_seen = Clock::now();
+    auto& queue = queues_[wit->second.view.target_key];
+    while (!queue.empty() && static_cast<int>(out.size()) < std::max(1, max_tasks)) {
+      std::string id = queue.front();
+      queue.pop_front();
+      auto tit = tasks_.find(id);
+      if (tit == tasks_.end()) continue;
+      Task& t = tit->second;
+      t.worker_id = worker_id;
+      t.attempts++;
+      t.lease_deadline = Clock::now() + options_.task_timeout;
+      t.proto.set_deadline_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::system_clock::now().time_since_epoch() +
+                                       options_.task_timeout)
+                                       .count());
+      wit->second.view.leased_tasks++;
+      out.push_back(t.proto);
+    }
+    if (!out.empty() || Clock::now() >= deadline) break;
+    work_cv_.wait_until(lock, deadline);
+  }
+  auto wit = workers_.find(worker_id);
+  if (wit != workers_.end()) {
+    wit->second.polling--;
+    wit->second.last_seen = Clock::now();
+  }
+  return out;
+}
+
+std::pair<int, int> TaskBroker::Report(const std::string& worker_id,
+                                       const std::vector<kiln::v1::MeasureResult>& results) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int accepted = 0, rejected = 0;
+  auto wit = workers_.find(worker_id);
+  if (wit != workers_.end()) wit->second.last_seen = Clock::now();
+  for (const auto& r : results) {
+    auto it = tasks_.find(r.task_id());
+    if (it == tasks_.end() || it->second.worker_id != worker_id || wit == workers_.end()) {
+      ++rejected;
+      continue;
+    }
+    wit->second.view.leased_tasks--;
+    FinishLocked(r.task_id(), TaskOutcome{r, worker_id});
+    ++accepted;
+  }
+  return {accepted, rejected};
+}
+
+std::shared_future<TaskOutcome> TaskBroker::Submit(const std::string& target_key,
+                                                   kiln::v1::MeasureTask task) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string dedup = absl::StrCat(target_key, "|", task.workload_key(), "|", task.space_version(),
+                                   "|", task.schedule_config());
+  auto dit = by_dedup_key_.find(dedup);
+  if (dit != by_dedup_key_.end()) return tasks_.at(dit->second).future;
+  std::string id = absl::StrCat("t", next_task_++);
+  task.set_task_id(id);
+  Task t;
+  t.proto = std::move(task);
+  t.target_key = target_key;
+  t.dedup_key = dedup;
+  t.future = t.promise.get_future().share();
+  auto future = t.future;
+  tasks_.emplace(id, std::move(t));
+  by_dedup_key_[dedup] = id;
+  queues_[target_key].push_back(id);
+  work_cv_.notify_all();
+  return future;
+}
+
+bool TaskBroker::HasLiveWorker(const std::string& target_key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, w] : workers_) {
+    if (w.view.target_key == target_key) return true;
+  }
+  return false;
+}
+
+std::vector<WorkerView> TaskBroker::Workers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<WorkerView> out;
+  for (const auto& [id, w] : workers_) out.push_back(w.view);
+  return out;
+}
+
+int64_t TaskBroker::pending_tasks() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(tasks_.size());
+}
+
+void TaskBroker::FinishLocked(const std::string& task_id, TaskOutcome outcome) {
+  auto it = tasks_.find(task_id);
+  if (it == tasks_.end()) return;
+  outcome.result.set_task_id(task_id);
+  by_dedup_key_.erase(it->second.dedup_key);
+  it->second.promise.set_value(std::move(outcome));
+  tasks_.erase(it);
+}
+
+void TaskBroker::RequeueLocked(const std::string& task_id, const std::string& why) {
+  auto it = tasks_.find(task_id);
+  if (it == tasks_.end()) return;
+  Task& t = it->second;
+  LogWarn("lease lost", {{"task", task_id}, {"worker", t.worker_id}, {"why", why}});
+  t.worker_id.clear();
+  if (t.attempts >= options_.max_attempts) {
+    TaskOutcome o;
+    o.result.set_error(kiln::v1::TIMEOUT);
+    o.result.set_error_message(absl::StrCat("lost its lease ", t.attempts, " times; last: ", why));
+    FinishLocked(task_id, std::move(o));
+    return;
+  }
+  queues_[t.target_key].push_front(task_id);
+  work_cv_.notify_all();
+}
+
+void TaskBroker::ReaperLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    reaper_cv_.wait_for(lock, std::chrono::milliseconds(200));
+    if (stopping_) break;
+    auto now = Clock::now();
+    std::vector<std::string> dead;
+    for (const auto& [id, w] : workers_) {
+      if (w.polling == 0 && now - w.last_seen > options_.worker_timeout) dead.push_back(id);
+    }
+    for (const std::string& id : dead) {
+      LogWarn("worker expired", {{"worker", id}});
+      workers_.erase(id);
+    }
+    std::vector<std::pair<std::string, std::string>> lost;
+    for (const auto& [tid, t] : tasks_) {
+      if (t.worker_id.empty()) continue;
+      if (!workers_.count(t.worker_id)) {
+        lost.emplace_back(tid, absl::StrCat("worker ", t.worker_id, " went silent"));
+      } else if (now > t.lease_deadline) {
+        lost.emplace_back(tid, "lease deadline passed");
+      }
+    }
+    for (const auto& [tid, why] : lost) RequeueLocked(tid, why);
+  }
+}
+
+}  // namespace kiln::server

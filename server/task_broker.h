@@ -1,0 +1,107 @@
+// The tuning farm's lease manager: measurement tasks wait in a queue per
+// target, workers lease them with a deadline, a worker that goes silent loses
+// its leases and the tasks go back to the queue to be measured elsewhere.
+// Identical in-flight tasks (same target, workload, schedule, space version)
+// are measured once; results count only from the worker holding the task.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kiln/v1/worker.pb.h"
+
+namespace kiln::server {
+
+struct TaskOutcome {
+  kiln::v1::MeasureResult result;
+  std::string worker_id;  // who measured it ("" when the broker gave up)
+};
+
+struct WorkerView {
+  std::string id;
+  std::string target_key;
+  std::string hostname;
+  kiln::v1::DeviceInfo device;
+  int leased_tasks = 0;
+};
+
+class TaskBroker {
+ public:
+  struct Options {
+    std::chrono::milliseconds heartbeat_interval{1000};
+    // A worker silent this long is dropped and its leases are re-queued.
+    std::chrono::milliseconds worker_timeout{10000};
+    // A lease not reported within this long is re-queued even if the worker beats.
+    std::chrono::milliseconds task_timeout{120000};
+    int max_attempts = 3;
+  };
+  explicit TaskBroker(Options options);
+  ~TaskBroker();
+
+  // Returns the new worker's id.
+  std::string RegisterWorker(const std::string& target_key, const std::string& hostname,
+                             const kiln::v1::DeviceInfo& device);
+  // false when the worker is unknown (expired or never registered).
+  bool Heartbeat(const std::string& worker_id);
+  // Blocks up to `wait` for work for the worker's target. Unknown worker: empty.
+  std::vector<kiln::v1::MeasureTask> Lease(const std::string& worker_id, int max_tasks,
+                                           std::chrono::milliseconds wait);
+  // Returns {accepted, rejected}.
+  std::pair<int, int> Report(const std::string& worker_id,
+                             const std::vector<kiln::v1::MeasureResult>& results);
+
+  // Queues a task for `target_key`; task_id and deadline are set by the broker.
+  std::shared_future<TaskOutcome> Submit(const std::string& target_key, kiln::v1::MeasureTask task);
+
+  bool HasLiveWorker(const std::string& target_key) const;
+  std::vector<WorkerView> Workers() const;
+  const Options& options() const { return options_; }
+  int64_t pending_tasks() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Task {
+    kiln::v1::MeasureTask proto;
+    std::string target_key;
+    std::string dedup_key;
+    std::string worker_id;  // holder, "" while pending
+    Clock::time_point lease_deadline;
+    int attempts = 0;
+    std::promise<TaskOutcome> promise;
+    std::shared_future<TaskOutcome> future;
+  };
+  struct Worker {
+    WorkerView view;
+    Clock::time_point last_seen;
+    int polling = 0;  // Lease calls in progress: a long-polling worker is alive
+  };
+
+  void ReaperLoop();
+  // Requires mu_. Puts a leased task back in its queue or fails it after max_attempts.
+  void RequeueLocked(const std::string& task_id, const std::string& why);
+  void FinishLocked(const std::string& task_id, TaskOutcome outcome);
+
+  Options options_;
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::condition_variable reaper_cv_;
+  bool stopping_ = false;
+  int64_t next_worker_ = 1;
+  int64_t next_task_ = 1;
+  std::map<std::string, Worker> workers_;
+  std::map<std::string, Task> tasks_;                     // in flight (pending or leased)
+  std::map<std::string, std::deque<std::string>> queues_;  // target -> pending task ids
+  std::map<std::string, std::string> by_dedup_key_;        // dedup key -> task id
+  std::thread reaper_;
+};
+
+}  // namespace kiln::server

@@ -1,0 +1,58 @@
+// WorkerService: validates worker requests and forwards them to the broker.
+#include "server/worker_service.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "server/farm_target.h"
+
+namespace kiln::server {
+
+std::string TargetKeyOf(const kiln::v1::DeviceInfo& device) {
+  if (device.kind() != "cpu") return absl::StrCat(device.kind(), "/", device.arch());
+  return FarmTargetOf(device).Key();
+}
+
+grpc::Status WorkerServiceImpl::Register(grpc::ServerContext*, const kiln::v1::RegisterRequest* request,
+                                         kiln::v1::RegisterResponse* response) {
+  if (request->device().kind().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "register: device.kind is empty");
+  }
+  std::string key = TargetKeyOf(request->device());
+  response->set_worker_id(broker_->RegisterWorker(key, request->hostname(), request->device()));
+  response->set_target_key(key);
+  response->set_heartbeat_interval_ms(static_cast<int>(broker_->options().heartbeat_interval.count()));
+  response->set_lease_timeout_ms(static_cast<int>(broker_->options().worker_timeout.count()));
+  metrics_->workers.Set(static_cast<double>(broker_->Workers().size()));
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext*, const kiln::v1::HeartbeatRequest* request,
+                                          kiln::v1::HeartbeatResponse* response) {
+  response->set_known(broker_->Heartbeat(request->worker_id()));
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::LeaseTasks(grpc::ServerContext* context,
+                                           const kiln::v1::LeaseTasksRequest* request,
+                                           kiln::v1::LeaseTasksResponse* response) {
+  int wait_ms = std::clamp(request->wait_ms(), 0, 30000);
+  for (auto& t : broker_->Lease(request->worker_id(), std::max(1, request->max_tasks()),
+                                std::chrono::milliseconds(wait_ms))) {
+    *response->add_tasks() = std::move(t);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::ReportResults(grpc::ServerContext*,
+                                              const kiln::v1::ReportResultsRequest* request,
+                                              kiln::v1::ReportResultsResponse* response) {
+  std::vector<kiln::v1::MeasureResult> results(request->results().begin(), request->results().end());
+  auto [accepted, rejected] = broker_->Report(request->worker_id(), results);
+  response->set_accepted(accepted);
+  response->set_rejected(rejected);
+  metrics_->tasks_reported.Increment(accepted);
+  return grpc::Status::OK;
+}
+
+}  // namespace kiln::server

@@ -1,0 +1,66 @@
+// Helpers for the codegen tests: workload graphs built with the Graph API,
+// deterministic random inputs, plain-loop references and a kernel runner that
+// splits the tasks into uneven ranges.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compiler_core/graph.h"
+#include "compiler_core/jit.h"
+#include "gtest/gtest.h"
+
+namespace kiln::codegen_testing {
+
+// One node `op` over inputs x0, x1, ... (shapes given), output y of `out_dims`.
+inline std::unique_ptr<Graph> MakeWorkload(const std::string& op,
+                                           const std::vector<std::vector<int64_t>>& in_shapes,
+                                           const std::vector<int64_t>& out_dims,
+                                           std::map<std::string, AttrValue> attrs = {}) {
+  auto g = std::make_unique<Graph>();
+  std::vector<Value*> ins;
+  for (size_t i = 0; i < in_shapes.size(); ++i) {
+    ins.push_back(*g->AddInput("x" + std::to_string(i), TensorType::Static(DType::kFloat32, in_shapes[i])));
+  }
+  Value* y = *g->AddValue("y", TensorType::Static(DType::kFloat32, out_dims));
+  EXPECT_TRUE(g->AddNode(op, "n_" + op, ins, {y}, std::move(attrs)).ok());
+  g->AddOutput(y);
+  return g;
+}
+
+inline std::vector<float> RandomData(int64_t n, uint32_t seed, float lo = -2.0f, float hi = 2.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+inline int64_t Product(const std::vector<int64_t>& d) {
+  int64_t n = 1;
+  for (int64_t x : d) n *= x;
+  return n;
+}
+
+// Runs all tasks in three uneven ranges (or fewer when there are few tasks).
+inline std::vector<float> RunKernel(const JitKernel& k, std::vector<std::vector<float>>& inputs,
+                                    int64_t out_elements) {
+  std::vector<float> out(out_elements, std::numeric_limits<float>::quiet_NaN());
+  std::vector<void*> args;
+  for (auto& in : inputs) args.push_back(in.data());
+  args.push_back(out.data());
+  int64_t t = k.num_tasks();
+  int64_t a = t / 3, b = a + (t - a) * 3 / 4;
+  k.Run(args.data(), b, t);
+  k.Run(args.data(), 0, a);
+  k.Run(args.data(), a, b);
+  return out;
+}
+
+}  // namespace kiln::codegen_testing

@@ -1,0 +1,230 @@
+// End to end with real processes: kiln-server and kiln-worker on 127.0.0.1,
+// the `kiln` CLI compiling through them, the package run by `kiln run`, and
+// every output compared with the reference interpreter. Bad input: the CLI
+// exits non-zero naming the node, and the server keeps serving.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "client/example_models.h"
+#include "client/tensor_io.h"
+#include "compiler_core/interpreter.h"
+#include "compiler_core/onnx_importer.h"
+#include "tests/frontend/onnx_model_builder.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kBin = KILN_BINARY_DIR;
+
+struct CommandResult {
+  int exit_code;
+  std::string output;  // stdout and stderr
+};
+
+CommandResult RunCommand(const std::string& cmd, const fs::path& log) {
+  int rc = std::system((cmd + " >" + log.string() + " 2>&1").c_str());
+  std::ifstream f(log);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, ss.str()};
+}
+
+pid_t Spawn(const std::vector<std::string>& argv, const fs::path& log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    FILE* f = std::fopen(log.c_str(), "w");
+    if (f) {
+      dup2(fileno(f), 1);
+      dup2(fileno(f), 2);
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+class CliEndToEndTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::path(::testing::TempDir()) / ("kiln_e2e_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    server_ = Spawn({kBin + "/server/kiln-server", "--listen", "127.0.0.1:0", "--db",
+                     (dir_ / "tuning.db").string(), "--port-file", (dir_ / "port").string()},
+                    dir_ / "server.log");
+    for (int i = 0; i < 300 && !fs::exists(dir_ / "port"); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::ifstream pf(dir_ / "port");
+    int port = 0;
+    pf >> port;
+    ASSERT_GT(port, 0) << "kiln-server did not write its port";
+    address_ = "127.0.0.1:" + std::to_string(port);
+    worker_ = Spawn({kBin + "/worker/kiln-worker", "--server", address_, "--device", "cpu"},
+                    dir_ / "worker.log");
+  }
+  static void TearDownTestSuite() {
+    for (pid_t p : {worker_, server_}) {
+      if (p > 0) {
+        kill(p, SIGTERM);
+        int status;
+        waitpid(p, &status, 0);
+      }
+    }
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  static std::string Kiln(const std::string& args) { return kBin + "/client/kiln " + args; }
+
+  static inline fs::path dir_;
+  static inline std::string address_;
+  static inline pid_t server_ = -1;
+  static inline pid_t worker_ = -1;
+};
+
+TEST_F(CliEndToEndTest, CompileRunAndCompareWithTheInterpreter) {
+  fs::path work = dir_ / "mlp";
+  auto ex = RunCommand(Kiln("example mlp -o " + work.string()), dir_ / "example.log");
+  ASSERT_EQ(ex.exit_code, 0) << ex.output;
+  fs::path pkg = work / "mlp.kpkg";
+  auto compile = RunCommand(Kiln("compile " + (work / "mlp.onnx").string() +
+                                 " --shape x=8,64 --target cpu --trials 3 --server " + address_ +
+                                 " -o " + pkg.string()),
+                            dir_ / "compile.log");
+  ASSERT_EQ(compile.exit_code, 0) << compile.output;
+  EXPECT_NE(compile.output.find("digest sha256:"), std::string::npos) << compile.output;
+
+  auto run = RunCommand(Kiln("run " + pkg.string() + " --input x=" + (work / "x.npy").string() +
+                             " --output-dir " + (work / "out").string() + " --threads 2"),
+                        dir_ / "run.log");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+
+  // Every output against the reference interpreter, in this process.
+  auto model = client::MakeExampleModel("mlp");
+  ImportOptions io;
+  io.input_shapes = model->shapes;
+  auto graph = ImportOnnxModel(model->onnx_bytes, io);
+  ASSERT_TRUE(graph.ok());
+  auto x = ReadTensorFile((work / "x.npy").string());
+  ASSERT_TRUE(x.ok()) << x.status();
+  auto ref = Evaluate(**graph, {{"x", *x}});
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  for (const auto& [name, want] : *ref) {
+    auto got = ReadTensorFile((work / "out" / (name + ".npy")).string());
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->dims(), want.dims());
+    for (int64_t i = 0; i < want.num_elements(); ++i) {
+      ASSERT_NEAR(got->data<float>()[i], want.data<float>()[i], 1e-5) << name << "[" << i << "]";
+    }
+  }
+
+  // Latency as JSON.
+  auto timed = RunCommand(Kiln("run " + pkg.string() + " --input x=" + (work / "x.npy").string() +
+                               " --repeat 5 --json"),
+                          dir_ / "timed.log");
+  ASSERT_EQ(timed.exit_code, 0) << timed.output;
+  EXPECT_NE(timed.output.find("\"median_ms\":"), std::string::npos) << timed.output;
+  EXPECT_NE(timed.output.find("\"p90_ms\":"), std::string::npos) << timed.output;
+
+  // A second compile measures nothing and reproduces the digest.
+  auto again = RunCommand(Kiln("compile " + (work / "mlp.onnx").string() +
+                               " --shape x=8,64 --trials 3 --json --server " + address_ + " -o " +
+                               (work / "again.kpkg").string()),
+                          dir_ / "again.log");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  std::string digest_line = compile.output.substr(compile.output.find("digest sha256:") + 7, 71);
+  EXPECT_NE(again.output.find(digest_line), std::string::npos) << digest_line << "\n" << again.output;
+  EXPECT_EQ(again.output.find("\"trials_measured\":"), std::string::npos)
+      << "the second compile measured trials:\n" << again.output;
+}
+
+TEST_F(CliEndToEndTest, EachErrorClassExitsNonZeroNamingTheProblem) {
+  fs::path work = dir_ / "bad";
+  fs::create_directories(work);
+  struct Case {
+    std::string name, bytes, must_mention;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"malformed", "this is not an onnx model", "malformed"});
+  {
+    testing::OnnxModelBuilder b;
+    b.Input("x", {"4"});
+    b.Node("FancyOp", "fancy0", {"x"}, {"y"});
+    b.graph()->add_output()->set_name("y");
+    cases.push_back({"unsupported", b.model().SerializeAsString(), "fancy0"});
+  }
+  {
+    testing::OnnxModelBuilder b;
+    b.Input("x", {"4"});
+    b.Node("Add", "add0", {"x", "nowhere"}, {"y"});
+    b.graph()->add_output()->set_name("y");
+    cases.push_back({"dangling", b.model().SerializeAsString(), "add0"});
+  }
+  {
+    testing::OnnxModelBuilder b;
+    b.Input("x", {"2", "3"});
+    b.Initializer("w", {4}, {1, 2, 3, 4});
+    b.Node("Add", "add_mismatch", {"x", "w"}, {"y"});
+    b.graph()->add_output()->set_name("y");
+    cases.push_back({"shape", b.model().SerializeAsString(), "add_mismatch"});
+  }
+  for (const Case& c : cases) {
+    fs::path model = work / (c.name + ".onnx");
+    std::ofstream(model, std::ios::binary) << c.bytes;
+    auto r = RunCommand(Kiln("compile " + model.string() + " --server " + address_ + " -o " +
+                             (work / (c.name + ".kpkg")).string()),
+                        work / (c.name + ".log"));
+    EXPECT_NE(r.exit_code, 0) << c.name;
+    EXPECT_NE(r.output.find("INVALID_ARGUMENT"), std::string::npos) << c.name << ": " << r.output;
+    EXPECT_NE(r.output.find(c.must_mention), std::string::npos) << c.name << ": " << r.output;
+    EXPECT_FALSE(fs::exists(work / (c.name + ".kpkg"))) << c.name;
+  }
+  // The server is still serving.
+  EXPECT_EQ(kill(server_, 0), 0);
+  auto ex = RunCommand(Kiln("example mlp -o " + work.string()), work / "example.log");
+  ASSERT_EQ(ex.exit_code, 0);
+  auto ok = RunCommand(Kiln("compile " + (work / "mlp.onnx").string() + " --shape x=8,64 --trials 0 --server " +
+                            address_ + " -o " + (work / "ok.kpkg").string()),
+                       work / "ok.log");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+}
+
+TEST_F(CliEndToEndTest, EmbeddedFarmCompilesWithoutAServer) {
+  fs::path work = dir_ / "embedded";
+  ASSERT_EQ(RunCommand(Kiln("example mlp -o " + work.string()), dir_ / "ex2.log").exit_code, 0);
+  auto r = RunCommand(Kiln("compile " + (work / "mlp.onnx").string() + " --shape x=8,64 --trials 2 --db " +
+                           (work / "own.db").string() + " -o " + (work / "mlp.kpkg").string()),
+                      dir_ / "embedded.log");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(work / "own.db"));
+  auto run = RunCommand(Kiln("run " + (work / "mlp.kpkg").string() + " --input x=" + (work / "x.npy").string() +
+                             " --output-dir " + (work / "out").string()),
+                        dir_ / "embedded_run.log");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto eval = RunCommand(Kiln("eval " + (work / "mlp.onnx").string() + " --input x=" + (work / "x.npy").string() +
+                              " --output-dir " + (work / "ref").string()),
+                         dir_ / "embedded_eval.log");
+  ASSERT_EQ(eval.exit_code, 0) << eval.output;
+  auto cmp = RunCommand(Kiln("compare " + (work / "ref").string() + " " + (work / "out").string()),
+                        dir_ / "embedded_cmp.log");
+  EXPECT_EQ(cmp.exit_code, 0) << cmp.output;
+  EXPECT_NE(cmp.output.find("outputs match the reference"), std::string::npos) << cmp.output;
+}
+
+}  // namespace
+}  // namespace kiln

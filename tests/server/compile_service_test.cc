@@ -1,0 +1,186 @@
+// CompileService, LookupService and WorkerService through real gRPC with a
+// real worker: compile, fetch, run; the database makes the second compile
+// measure nothing; bad input is INVALID_ARGUMENT naming the node, and the
+// server keeps serving.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "client/example_models.h"
+#include "client/kiln_client.h"
+#include "client/runtime/package_reader.h"
+#include "client/runtime/session.h"
+#include "client/runtime/thread_pool.h"
+#include "compiler_core/interpreter.h"
+#include "compiler_core/onnx_importer.h"
+#include "tests/frontend/onnx_model_builder.h"
+#include "tests/server/test_farm.h"
+
+namespace kiln {
+namespace {
+
+using client::KilnClient;
+
+kiln::v1::CompileRequest MlpRequest(int trials) {
+  auto model = client::MakeExampleModel("mlp");
+  EXPECT_TRUE(model.ok());
+  kiln::v1::CompileRequest r;
+  r.set_onnx_model(model->onnx_bytes);
+  r.set_target("cpu");
+  r.set_trials_per_group(trials);
+  r.set_model_name("mlp");
+  auto* b = r.add_shapes();
+  b->set_input("x");
+  b->add_dims(8);
+  b->add_dims(64);
+  return r;
+}
+
+absl::StatusOr<kiln::v1::CompileResult> Compile(KilnClient& c, const kiln::v1::CompileRequest& r,
+                                                int* progress_events = nullptr) {
+  return c.Compile(r, [&](const kiln::v1::Progress&) {
+    if (progress_events) ++*progress_events;
+  });
+}
+
+class CompileServiceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { farm_ = new testing::TestFarm(); }
+  static void TearDownTestSuite() {
+    delete farm_;
+    farm_ = nullptr;
+  }
+  static testing::TestFarm* farm_;
+};
+testing::TestFarm* CompileServiceTest::farm_ = nullptr;
+
+TEST_F(CompileServiceTest, CompilesRunsAndRemembers) {
+  KilnClient client(farm_->address());
+  int events = 0;
+  auto first = Compile(client, MlpRequest(3), &events);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_GT(events, 3);
+  EXPECT_EQ(first->groups_size(), 8);
+  EXPECT_GT(first->trials_measured(), 0);
+  EXPECT_EQ(first->package_digest().rfind("sha256:", 0), 0u);
+
+  auto bytes = client.FetchArtifact(first->package_digest());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(static_cast<int64_t>(bytes->size()), first->package_size());
+
+  // Run the package and compare with the reference interpreter.
+  auto model = client::MakeExampleModel("mlp");
+  ImportOptions io;
+  io.input_shapes = model->shapes;
+  auto graph = ImportOnnxModel(model->onnx_bytes, io);
+  ASSERT_TRUE(graph.ok());
+  const Tensor& x = model->inputs.at("x");
+  auto ref = Evaluate(**graph, {{"x", x}});
+  ASSERT_TRUE(ref.ok());
+  auto pkg = runtime::Package::FromBytes(*bytes);
+  ASSERT_TRUE(pkg.ok()) << pkg.status();
+  runtime::ThreadPool pool(2);
+  auto session = runtime::Session::Create(std::shared_ptr<const runtime::Package>(std::move(*pkg)), &pool);
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->SetInput("x", x.raw(), x.size_bytes()).ok());
+  ASSERT_TRUE((*session)->Run().ok());
+  const float* got = static_cast<const float*>((*session)->OutputData(0));
+  const Tensor& want = ref->at("y");
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    ASSERT_NEAR(got[i], want.data<float>()[i], 1e-5) << i;
+  }
+
+  // Second compile: every group from the database, nothing measured, same bytes.
+  auto second = Compile(client, MlpRequest(3));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->trials_measured(), 0);
+  EXPECT_EQ(second->package_digest(), first->package_digest());
+  for (const auto& g : second->groups()) EXPECT_TRUE(g.from_database()) << g.index();
+
+  // Lookup finds it; other shapes do not, and say why.
+  kiln::v1::LookupRequest lookup;
+  lookup.set_onnx_model(model->onnx_bytes);
+  lookup.set_target("cpu");
+  *lookup.mutable_shapes() = MlpRequest(0).shapes();
+  auto found = client.Lookup(lookup);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_TRUE(found->found());
+  EXPECT_EQ(found->package_digest(), first->package_digest());
+  lookup.mutable_shapes(0)->set_dims(0, 9);
+  auto missing = client.Lookup(lookup);
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->found());
+  EXPECT_NE(missing->reason().find("no compile"), std::string::npos);
+}
+
+TEST_F(CompileServiceTest, FetchOfUnknownDigestIsNotFound) {
+  KilnClient client(farm_->address());
+  auto r = client.FetchArtifact("sha256:" + std::string(64, '0'));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+}
+
+// One test per error class: each is INVALID_ARGUMENT naming what is wrong, and
+// the server compiles a good model right after.
+struct BadModel {
+  const char* name;
+  std::string bytes;
+  const char* must_mention;
+};
+
+std::vector<BadModel> BadModels() {
+  std::vector<BadModel> out;
+  out.push_back({"malformed bytes", std::string("\x08\x96\x01garbage\xff\xff\xff", 13), "malformed"});
+  {
+    testing::OnnxModelBuilder b;
+    b.Input("x", {"4"});
+    b.Node("FancyOp", "fancy0", {"x"}, {"y"});
+    b.graph()->add_output()->set_name("y");
+    out.push_back({"unsupported operator", b.model().SerializeAsString(), "fancy0"});
+  }
+  {
+    testing::OnnxModelBuilder b;
+    b.Input("x", {"4"});
+    b.Node("Add", "add0", {"x", "nowhere"}, {"y"});
+    b.graph()->add_output()->set_name("y");
+    out.push_back({"dangling input", b.model().SerializeAsString(), "add0"});
+  }
+  {
+    testing::OnnxModelBuilder b;
+    b.Input("x", {"2", "3"});
+    b.Initializer("w", {4}, {1, 2, 3, 4});
+    b.Node("Add", "add_mismatch", {"x", "w"}, {"y"});
+    b.graph()->add_output()->set_name("y");
+    out.push_back({"shape mismatch", b.model().SerializeAsString(), "add_mismatch"});
+  }
+  return out;
+}
+
+TEST_F(CompileServiceTest, BadInputIsInvalidArgumentAndTheServerKeepsServing) {
+  KilnClient client(farm_->address());
+  for (const BadModel& bad : BadModels()) {
+    kiln::v1::CompileRequest r;
+    r.set_onnx_model(bad.bytes);
+    r.set_target("cpu");
+    auto result = Compile(client, r);
+    ASSERT_FALSE(result.ok()) << bad.name;
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument) << bad.name << ": " << result.status();
+    EXPECT_NE(result.status().message().find(bad.must_mention), std::string::npos)
+        << bad.name << ": " << result.status();
+  }
+  auto ok = Compile(client, MlpRequest(0));
+  EXPECT_TRUE(ok.ok()) << ok.status();
+}
+
+TEST_F(CompileServiceTest, UnknownTargetIsInvalidArgument) {
+  KilnClient client(farm_->address());
+  auto r = MlpRequest(0);
+  r.set_target("tpu:v9");
+  auto result = Compile(client, r);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(result.status().message().find("tpu:v9"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln

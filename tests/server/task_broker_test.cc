@@ -1,0 +1,133 @@
+// The farm's lease rules: leases go to workers of the right target, a silent
+// worker loses its lease and the task is measured elsewhere, identical tasks
+// are measured once, and results count only from the holder.
+#include "server/task_broker.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace kiln::server {
+namespace {
+
+using std::chrono::milliseconds;
+
+kiln::v1::MeasureTask Task(const std::string& config) {
+  kiln::v1::MeasureTask t;
+  t.set_workload_key("wk");
+  t.set_schedule_config(config);
+  t.set_space_version(1);
+  return t;
+}
+
+kiln::v1::MeasureResult Ok(const std::string& task_id, double ms) {
+  kiln::v1::MeasureResult r;
+  r.set_task_id(task_id);
+  r.set_median_ms(ms);
+  return r;
+}
+
+TaskBroker::Options FastOptions() {
+  TaskBroker::Options o;
+  o.worker_timeout = milliseconds(300);
+  o.task_timeout = milliseconds(5000);
+  return o;
+}
+
+TEST(TaskBrokerTest, LeaseGoesToWorkersOfTheTarget) {
+  TaskBroker broker(FastOptions());
+  std::string cpu = broker.RegisterWorker("cpu/a", "h1", {});
+  std::string other = broker.RegisterWorker("cpu/b", "h2", {});
+  auto f = broker.Submit("cpu/a", Task("x=1"));
+  EXPECT_TRUE(broker.Lease(other, 1, milliseconds(50)).empty());
+  auto leased = broker.Lease(cpu, 1, milliseconds(50));
+  ASSERT_EQ(leased.size(), 1u);
+  EXPECT_EQ(leased[0].schedule_config(), "x=1");
+  EXPECT_GT(leased[0].deadline_unix_ms(), 0);
+  auto [accepted, rejected] = broker.Report(cpu, {Ok(leased[0].task_id(), 1.5)});
+  EXPECT_EQ(accepted, 1);
+  EXPECT_EQ(rejected, 0);
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(1)), std::future_status::ready);
+  EXPECT_DOUBLE_EQ(f.get().result.median_ms(), 1.5);
+  EXPECT_EQ(f.get().worker_id, cpu);
+}
+
+TEST(TaskBrokerTest, ResultsFromANonHolderAreRejected) {
+  TaskBroker broker(FastOptions());
+  std::string a = broker.RegisterWorker("cpu", "a", {});
+  std::string b = broker.RegisterWorker("cpu", "b", {});
+  auto f = broker.Submit("cpu", Task("x=1"));
+  auto leased = broker.Lease(a, 1, milliseconds(50));
+  ASSERT_EQ(leased.size(), 1u);
+  EXPECT_EQ(broker.Report(b, {Ok(leased[0].task_id(), 1.0)}), std::make_pair(0, 1));
+  EXPECT_EQ(broker.Report("nobody", {Ok(leased[0].task_id(), 1.0)}), std::make_pair(0, 1));
+  EXPECT_NE(f.wait_for(milliseconds(10)), std::future_status::ready);
+  EXPECT_EQ(broker.Report(a, {Ok(leased[0].task_id(), 2.0)}), std::make_pair(1, 0));
+  EXPECT_DOUBLE_EQ(f.get().result.median_ms(), 2.0);
+}
+
+TEST(TaskBrokerTest, SilentWorkerLosesItsLeaseToAnother) {
+  TaskBroker broker(FastOptions());
+  std::string dead = broker.RegisterWorker("cpu", "dead", {});
+  auto f = broker.Submit("cpu", Task("x=1"));
+  auto leased = broker.Lease(dead, 1, milliseconds(50));
+  ASSERT_EQ(leased.size(), 1u);
+  // `dead` never beats again; a live worker keeps beating and gets the task.
+  std::string live = broker.RegisterWorker("cpu", "live", {});
+  std::vector<kiln::v1::MeasureTask> again;
+  for (int i = 0; i < 40 && again.empty(); ++i) {
+    ASSERT_TRUE(broker.Heartbeat(live));
+    again = broker.Lease(live, 1, milliseconds(50));
+  }
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].task_id(), leased[0].task_id());
+  EXPECT_FALSE(broker.Heartbeat(dead));  // forgotten: it must register again
+  EXPECT_EQ(broker.Report(dead, {Ok(leased[0].task_id(), 1.0)}), std::make_pair(0, 1));
+  EXPECT_EQ(broker.Report(live, {Ok(again[0].task_id(), 3.0)}), std::make_pair(1, 0));
+  EXPECT_EQ(f.get().worker_id, live);
+}
+
+TEST(TaskBrokerTest, IdenticalInFlightTasksAreMeasuredOnce) {
+  TaskBroker broker(FastOptions());
+  std::string w = broker.RegisterWorker("cpu", "w", {});
+  auto f1 = broker.Submit("cpu", Task("x=1"));
+  auto f2 = broker.Submit("cpu", Task("x=1"));
+  auto f3 = broker.Submit("cpu", Task("x=2"));
+  auto leased = broker.Lease(w, 10, milliseconds(50));
+  ASSERT_EQ(leased.size(), 2u);
+  std::vector<kiln::v1::MeasureResult> results;
+  for (const auto& t : leased) results.push_back(Ok(t.task_id(), 1.0));
+  broker.Report(w, results);
+  EXPECT_EQ(f1.get().result.task_id(), f2.get().result.task_id());
+  EXPECT_NE(f1.get().result.task_id(), f3.get().result.task_id());
+}
+
+TEST(TaskBrokerTest, GivesUpAfterMaxAttempts) {
+  auto options = FastOptions();
+  options.max_attempts = 2;
+  TaskBroker broker(options);
+  auto f = broker.Submit("cpu", Task("x=1"));
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::string w = broker.RegisterWorker("cpu", "flaky", {});
+    ASSERT_EQ(broker.Lease(w, 1, milliseconds(2000)).size(), 1u);
+    // ...and dies.
+  }
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(3)), std::future_status::ready);
+  EXPECT_EQ(f.get().result.error(), kiln::v1::TIMEOUT);
+  EXPECT_NE(f.get().result.error_message().find("lost its lease 2 times"), std::string::npos);
+}
+
+TEST(TaskBrokerTest, LeaseLongPollWakesOnSubmit) {
+  TaskBroker broker(FastOptions());
+  std::string w = broker.RegisterWorker("cpu", "w", {});
+  std::thread submitter([&] {
+    std::this_thread::sleep_for(milliseconds(50));
+    broker.Submit("cpu", Task("x=1"));
+  });
+  auto leased = broker.Lease(w, 1, milliseconds(3000));
+  submitter.join();
+  EXPECT_EQ(leased.size(), 1u);
+}
+
+}  // namespace
+}  // namespace kiln::server

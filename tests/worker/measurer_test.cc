@@ -1,0 +1,174 @@
+// Tests of Measure on real workloads: real JIT kernels, checked against the
+// reference interpreter and timed (no timing values are asserted).
+#include "worker/measurer.h"
+
+#include <cmath>
+#include <limits>
+
+#include "compiler_core/graph_proto.h"
+#include "compiler_core/schedule_space.h"
+#include "gtest/gtest.h"
+#include "tests/worker/workload_protos.h"
+#include "worker/isolation.h"
+
+namespace kiln::worker {
+namespace {
+
+using testing::AddGraph;
+using testing::MakeTask;
+using testing::MatMulGraph;
+
+TEST(MeasurerTest, AddMeasuresOk) {
+  kiln::v1::MeasureTask task = MakeTask("add-1", AddGraph(8, 37), "");
+  absl::StatusOr<kiln::v1::MeasureResult> r = Measure(task, CpuTarget::Host());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->error(), kiln::v1::MEASURE_OK) << r->error_message();
+  EXPECT_EQ(r->task_id(), "add-1");
+  EXPECT_GT(r->median_ms(), 0.0);
+  EXPECT_GE(r->repeats(), 3);
+  EXPECT_LE(r->p10_ms(), r->median_ms());
+  EXPECT_LE(r->median_ms(), r->p90_ms());
+  EXPECT_LE(r->max_abs_error(), 1e-5);
+}
+
+TEST(MeasurerTest, MatMulMeasuresOkWithDefaultsAndCacheFlush) {
+  kiln::v1::MeasureTask task = MakeTask("mm-1", MatMulGraph(16, 32, 24), "");
+  task.clear_options();  // all defaults: 2 warm-ups, >= 5 repeats, >= 20 ms
+  task.mutable_options()->set_flush_cache(true);
+  absl::StatusOr<kiln::v1::MeasureResult> r = Measure(task, CpuTarget::Host());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->error(), kiln::v1::MEASURE_OK) << r->error_message();
+  EXPECT_GT(r->median_ms(), 0.0);
+  EXPECT_GE(r->repeats(), 5);
+}
+
+TEST(MeasurerTest, EveryEnumeratedMatMulScheduleIsCorrect) {
+  kiln::v1::Graph g = MatMulGraph(7, 19, 33);
+  absl::StatusOr<std::unique_ptr<Graph>> graph = GraphFromProto(g);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::vector<ScheduleConfig> configs = EnumerateSchedules(**graph, CpuTarget::Host());
+  ASSERT_FALSE(configs.empty());
+  // A handful spread over the space keeps the test quick.
+  const size_t step = std::max<size_t>(1, configs.size() / 6);
+  for (size_t i = 0; i < configs.size(); i += step) {
+    kiln::v1::MeasureTask task = MakeTask("mm-" + std::to_string(i), g, configs[i].ToString());
+    task.mutable_options()->set_min_repeats(1);
+    task.mutable_options()->set_min_time_ms(0.01);
+    absl::StatusOr<kiln::v1::MeasureResult> r = Measure(task, CpuTarget::Host());
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->error(), kiln::v1::MEASURE_OK) << configs[i].ToString() << ": "
+                                                << r->error_message();
+  }
+}
+
+TEST(MeasurerTest, UnparsableConfigIsBuildError) {
+  kiln::v1::MeasureTask task = MakeTask("bad-config", AddGraph(4, 4), "vw==x,,");
+  absl::StatusOr<kiln::v1::MeasureResult> r = Measure(task, CpuTarget::Host());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->error(), kiln::v1::BUILD_ERROR);
+  EXPECT_EQ(r->task_id(), "bad-config");
+  EXPECT_NE(r->error_message().find("vw==x"), std::string::npos) << r->error_message();
+}
+
+TEST(MeasurerTest, OutOfRangeKnobIsBuildError) {
+  kiln::v1::MeasureTask task = MakeTask("bad-knob", MatMulGraph(4, 4, 4), "mr=100000");
+  absl::StatusOr<kiln::v1::MeasureResult> r = Measure(task, CpuTarget::Host());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->error(), kiln::v1::BUILD_ERROR) << r->error_message();
+}
+
+TEST(MeasurerTest, SpaceVersionMismatchIsBuildError) {
+  kiln::v1::MeasureTask task = MakeTask("old", AddGraph(4, 4), "");
+  task.set_space_version(kScheduleSpaceVersion + 100);
+  absl::StatusOr<kiln::v1::MeasureResult> r = Measure(task, CpuTarget::Host());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->error(), kiln::v1::BUILD_ERROR);
+  EXPECT_NE(r->error_message().find("schedule space version"), std::string::npos);
+}
+
+TEST(MeasurerTest, MalformedWorkloadIsInvalidArgumentOrBuildErrorResult) {
+  kiln::v1::Graph g = AddGraph(4, 4);
+  g.mutable_nodes(0)->set_inputs(1, "nowhere");
+  kiln::v1::MeasureTask task = MakeTask("broken", g, "");
+  absl::StatusOr<kiln::v1::MeasureResult> r = Measure(task, CpuTarget::Host());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+
+  kiln::v1::MeasureResult folded = MeasureAsResult(task, CpuTarget::Host());
+  EXPECT_EQ(folded.error(), kiln::v1::BUILD_ERROR);
+  EXPECT_EQ(folded.task_id(), "broken");
+  EXPECT_NE(folded.error_message().find("invalid workload"), std::string::npos);
+}
+
+TEST(MeasurerTest, MeasuresInAnIsolatedChild) {
+  kiln::v1::MeasureTask task = MakeTask("iso", MatMulGraph(8, 8, 8), "");
+  absl::StatusOr<kiln::v1::MeasureResult> r = RunIsolated(
+      task.task_id(), [&] { return MeasureAsResult(task, CpuTarget::Host()); },
+      absl::Seconds(60));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->error(), kiln::v1::MEASURE_OK) << r->error_message();
+  EXPECT_GT(r->median_ms(), 0.0);
+}
+
+TEST(MeasurerTest, InputsAreDeterministicAndInRange) {
+  absl::StatusOr<std::unique_ptr<Graph>> graph = GraphFromProto(AddGraph(3, 50));
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  auto a = MakeMeasureInputs(**graph, "key-1");
+  auto b = MakeMeasureInputs(**graph, "key-1");
+  auto c = MakeMeasureInputs(**graph, "key-2");
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  ASSERT_EQ(a->size(), 2u);
+  EXPECT_EQ(a->at("a").bytes(), b->at("a").bytes());
+  EXPECT_NE(a->at("a").bytes(), c->at("a").bytes());
+  EXPECT_NE(a->at("a").bytes(), a->at("b").bytes());
+  const float* p = a->at("a").data<float>();
+  for (int i = 0; i < 150; ++i) {
+    EXPECT_GE(p[i], -1.0f);
+    EXPECT_LT(p[i], 1.0f);
+  }
+}
+
+TEST(MeasurerTest, CompareOutputTolerancesAndNaN) {
+  Tensor ref = Tensor::FromVector<float>(DType::kFloat32, {4}, {1.0f, -2.0f, 0.0f, 100.0f});
+  double err = -1;
+  Tensor same = ref;
+  EXPECT_EQ(CompareOutput("y", same, ref, 1e-4, 1e-5, &err), "");
+  EXPECT_EQ(err, 0.0);
+
+  Tensor close = Tensor::FromVector<float>(DType::kFloat32, {4}, {1.0f, -2.0f, 5e-6f, 100.005f});
+  EXPECT_EQ(CompareOutput("y", close, ref, 1e-4, 1e-5, &err), "");
+  EXPECT_GT(err, 0.0);
+
+  Tensor off = Tensor::FromVector<float>(DType::kFloat32, {4}, {1.0f, -2.5f, 0.0f, 100.0f});
+  std::string msg = CompareOutput("y", off, ref, 1e-4, 1e-5, &err);
+  EXPECT_NE(msg.find("first at index 1"), std::string::npos) << msg;
+  EXPECT_NEAR(err, 0.5, 1e-6);
+
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor with_nan = Tensor::FromVector<float>(DType::kFloat32, {4}, {1.0f, -2.0f, nan, 100.0f});
+  msg = CompareOutput("y", with_nan, ref, 1e-4, 1e-5, &err);
+  EXPECT_NE(msg.find("first at index 2"), std::string::npos) << msg;
+  EXPECT_TRUE(std::isinf(err));
+
+  Tensor ref_nan = with_nan;
+  EXPECT_EQ(CompareOutput("y", with_nan, ref_nan, 1e-4, 1e-5, &err), "");
+}
+
+TEST(MeasurerTest, SettingsDefaults) {
+  MeasureSettings s = MeasureSettings::FromProto(kiln::v1::MeasureOptions());
+  EXPECT_EQ(s.warmup_runs, 2);
+  EXPECT_EQ(s.min_repeats, 5);
+  EXPECT_DOUBLE_EQ(s.min_time_ms, 20.0);
+  EXPECT_DOUBLE_EQ(s.rtol, 1e-4);
+  EXPECT_DOUBLE_EQ(s.atol, 1e-5);
+  EXPECT_FALSE(s.flush_cache);
+  kiln::v1::MeasureOptions o;
+  o.set_min_repeats(5000);
+  o.set_rtol(1e-2);
+  s = MeasureSettings::FromProto(o);
+  EXPECT_EQ(s.min_repeats, 5000);
+  EXPECT_GE(s.max_repeats, 5000);
+  EXPECT_DOUBLE_EQ(s.rtol, 1e-2);
+}
+
+}  // namespace
+}  // namespace kiln::worker

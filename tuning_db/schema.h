@@ -1,0 +1,21 @@
+// The tuning database's schema and its migrations. The file's schema version
+// lives in the one-row table schema_version; Migrate() brings a file from any
+// older version (0 = empty file) up to kSchemaVersion inside one write
+// transaction, and refuses a file written by a newer build.
+#pragma once
+
+#include "absl/status/status.h"
+#include "tuning_db/sqlite_connection.h"
+
+namespace kiln::tuningdb {
+
+inline constexpr int kSchemaVersion = 1;
+
+// Creates or upgrades the schema. Safe when several processes open the same
+// new file at once: the version is re-read under the write lock.
+absl::Status MigrateSchema(SqliteConnection& conn);
+
+// The version recorded in the file (0 when it has no schema_version table).
+absl::StatusOr<int> ReadSchemaVersion(SqliteConnection& conn);
+
+}  // namespace kiln::tuningdb

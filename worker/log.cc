@@ -1,0 +1,74 @@
+// Structured logfmt lines on stderr for the worker daemon.
+#include "worker/log.h"
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace kiln::worker {
+namespace {
+
+std::atomic<int> g_min_level{static_cast<int>(LogLevel::kInfo)};
+
+const char* LevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarning: return "warn";
+    case LogLevel::kError: return "error";
+  }
+  return "info";
+}
+
+void AppendValue(std::string* out, const std::string& v) {
+  bool quote = v.empty();
+  for (char c : v) {
+    if (c == ' ' || c == '"' || c == '=' || c == '\n' || c == '\t' || c == '\\') quote = true;
+  }
+  if (!quote) {
+    out->append(v);
+    return;
+  }
+  out->push_back('"');
+  for (char c : v) {
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(c);
+    } else if (c == '\n') {
+      out->append("\\n");
+    } else {
+      out->push_back(c);
+    }
+  }
+  out->push_back('"');
+}
+
+}  // namespace
+
+void SetMinLogLevel(LogLevel level) { g_min_level.store(static_cast<int>(level)); }
+
+void Log(LogLevel level, const std::string& msg, const LogFields& fields) {
+  if (static_cast<int>(level) < g_min_level.load()) return;
+  std::string line = "ts=";
+  line.append(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()));
+  line.append(" level=");
+  line.append(LevelName(level));
+  line.append(" msg=");
+  AppendValue(&line, msg);
+  for (const auto& [key, value] : fields) {
+    line.push_back(' ');
+    line.append(key);
+    line.push_back('=');
+    AppendValue(&line, value);
+  }
+  line.push_back('\n');
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace kiln::worker

@@ -1,0 +1,361 @@
+// Build, check and time one candidate kernel on the host CPU.
+#include "worker/measurer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/graph_proto.h"
+#include "compiler_core/interpreter.h"
+#include "compiler_core/jit.h"
+#include "compiler_core/schedule_space.h"
+#include "compiler_core/status_macros.h"
+
+namespace kiln::worker {
+namespace {
+
+uint64_t Fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// splitmix64: a tiny, fully specified generator (std distributions are not
+// portable across standard libraries).
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t Next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [-1, 1) with 24 bits of resolution (exact in float32).
+  double NextSymmetric() { return static_cast<double>(Next() >> 40) / 8388608.0 - 1.0; }
+};
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  float v;
+  if (exp == 0) {
+    v = std::ldexp(static_cast<float>(mant), -24);
+  } else if (exp == 31) {
+    v = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  } else {
+    v = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
+  }
+  return sign ? -v : v;
+}
+
+uint16_t FloatToHalf(float f) {
+  // Round-to-nearest for the small values used as inputs ([-1, 1)); no overflow.
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
+  const float a = std::fabs(f);
+  if (a < 6.103515625e-05f) {  // subnormal half
+    return sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f));
+  }
+  int e;
+  float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  int mant = static_cast<int>(std::nearbyint((m * 2.0f - 1.0f) * 1024.0f));
+  int exp = e - 1 + 15;
+  if (mant == 1024) {
+    mant = 0;
+    ++exp;
+  }
+  return sign | static_cast<uint16_t>(exp << 10) | static_cast<uint16_t>(mant);
+}
+
+double ElementAt(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kFloat32: return t.data<float>()[i];
+    case DType::kFloat64: return t.data<double>()[i];
+    case DType::kFloat16: return HalfToFloat(t.data<uint16_t>()[i]);
+    case DType::kInt8: return t.data<int8_t>()[i];
+    case DType::kInt16: return t.data<int16_t>()[i];
+    case DType::kInt32: return t.data<int32_t>()[i];
+    case DType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
+    case DType::kUInt8: return t.data<uint8_t>()[i];
+    case DType::kBool: return t.data<uint8_t>()[i] ? 1.0 : 0.0;
+    case DType::kUnknown: break;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+void FillRandom(Tensor* t, SplitMix64* rng) {
+  const int64_t n = t->num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    switch (t->dtype()) {
+      case DType::kFloat32: t->data<float>()[i] = static_cast<float>(rng->NextSymmetric()); break;
+      case DType::kFloat64: t->data<double>()[i] = rng->NextSymmetric(); break;
+      case DType::kFloat16:
+        t->data<uint16_t>()[i] = FloatToHalf(static_cast<float>(rng->NextSymmetric()));
+        break;
+      case DType::kInt8: t->data<int8_t>()[i] = static_cast<int8_t>(rng->Next() % 4); break;
+      case DType::kInt16: t->data<int16_t>()[i] = static_cast<int16_t>(rng->Next() % 4); break;
+      case DType::kInt32: t->data<int32_t>()[i] = static_cast<int32_t>(rng->Next() % 4); break;
+      case DType::kInt64: t->data<int64_t>()[i] = static_cast<int64_t>(rng->Next() % 4); break;
+      case DType::kUInt8: t->data<uint8_t>()[i] = static_cast<uint8_t>(rng->Next() % 4); break;
+      case DType::kBool: t->data<uint8_t>()[i] = static_cast<uint8_t>(rng->Next() & 1); break;
+      case DType::kUnknown: break;
+    }
+  }
+}
+
+// Bytes written by FlushCpuCache: twice L2 + L3 as sysconf reports them, at
+// least 8 MiB and at most 64 MiB (sysconf may report a whole socket's L3, of
+// which one core's cluster sees a fraction); 64 MiB when the sizes are unknown.
+size_t FlushBytes() {
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (l2 <= 0 && l3 <= 0) return size_t{64} << 20;
+  const size_t caches = static_cast<size_t>(std::max(l2, 0L)) + static_cast<size_t>(std::max(l3, 0L));
+  return std::clamp(2 * caches, size_t{8} << 20, size_t{64} << 20);
+}
+
+// Writes through a buffer larger than L2 + L3 so that every timed run starts
+// with cold caches. Allocated once per process.
+void FlushCpuCache() {
+  static const size_t bytes = FlushBytes();
+  static uint8_t* const buffer = [] {
+    auto* p = new uint8_t[bytes];
+    std::memset(p, 0, bytes);
+    return p;
+  }();
+  volatile uint8_t* p = buffer;
+  for (size_t i = 0; i < bytes; i += 64) p[i] = static_cast<uint8_t>(p[i] + 1);
+}
+
+// Linear interpolation between closest ranks; `sorted` is non-empty.
+double Percentile(const std::vector<double>& sorted, double q) {
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  const double frac = pos - static_cast<double>(lo);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
+}
+
+kiln::v1::MeasureResult Failure(const kiln::v1::MeasureTask& task, kiln::v1::MeasureError error,
+                                std::string message) {
+  kiln::v1::MeasureResult r;
+  r.set_task_id(task.task_id());
+  r.set_error(error);
+  r.set_error_message(std::move(message));
+  return r;
+}
+
+void RunAllTasks(const JitKernel& kernel, void* const* args) {
+  kernel.Run(args, 0, kernel.num_tasks());
+}
+
+}  // namespace
+
+MeasureSettings MeasureSettings::FromProto(const kiln::v1::MeasureOptions& options) {
+  MeasureSettings s;
+  if (options.warmup_runs() > 0) s.warmup_runs = options.warmup_runs();
+  if (options.min_repeats() > 0) s.min_repeats = options.min_repeats();
+  if (options.min_time_ms() > 0) s.min_time_ms = options.min_time_ms();
+  if (options.rtol() > 0) s.rtol = options.rtol();
+  if (options.atol() > 0) s.atol = options.atol();
+  s.flush_cache = options.flush_cache();
+  s.max_repeats = std::max(s.max_repeats, s.min_repeats);
+  return s;
+}
+
+absl::StatusOr<std::map<std::string, Tensor>> MakeMeasureInputs(const Graph& graph,
+                                                                const std::string& seed_key) {
+  std::map<std::string, Tensor> inputs;
+  const uint64_t seed = Fnv1a(seed_key);
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    const Value* v = graph.inputs()[i];
+    const TensorType& type = v->type();
+    if (!type.known || !type.IsStatic()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("workload input ", v->name(), " has no static shape: ", type.ToString()));
+    }
+    if (DTypeSize(type.dtype) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("workload input ", v->name(), " has an unknown dtype"));
+    }
+    Tensor t(type.dtype, type.StaticDims());
+    SplitMix64 rng{seed ^ (0x632be59bd9b4e019ull * (i + 1))};
+    FillRandom(&t, &rng);
+    inputs.emplace(v->name(), std::move(t));
+  }
+  return inputs;
+}
+
+std::string CompareOutput(const std::string& name, const Tensor& got, const Tensor& ref,
+                          double rtol, double atol, double* max_abs_error) {
+  *max_abs_error = 0.0;
+  if (got.num_elements() != ref.num_elements()) {
+    *max_abs_error = std::numeric_limits<double>::infinity();
+    return absl::StrCat("output ", name, ": ", got.num_elements(), " elements, reference has ",
+                        ref.num_elements());
+  }
+  int64_t bad = 0;
+  int64_t first_bad = -1;
+  double first_got = 0, first_ref = 0;
+  for (int64_t i = 0; i < ref.num_elements(); ++i) {
+    const double g = ElementAt(got, i), r = ElementAt(ref, i);
+    bool ok;
+    double err;
+    if (std::isnan(r) || std::isnan(g)) {
+      ok = std::isnan(r) && std::isnan(g);
+      err = ok ? 0.0 : std::numeric_limits<double>::infinity();
+    } else if (g == r) {  // also equal infinities
+      ok = true;
+      err = 0.0;
+    } else {
+      err = std::fabs(g - r);
+      ok = err <= atol + rtol * std::fabs(r);
+    }
+    *max_abs_error = std::max(*max_abs_error, err);
+    if (!ok) {
+      if (first_bad < 0) {
+        first_bad = i;
+        first_got = g;
+        first_ref = r;
+      }
+      ++bad;
+    }
+  }
+  if (bad == 0) return "";
+  return absl::StrCat("output ", name, ": ", bad, " of ", ref.num_elements(),
+                      " elements differ; first at index ", first_bad, ": got ", first_got,
+                      ", expected ", first_ref, " (max abs error ", *max_abs_error, ", rtol ", rtol,
+                      ", atol ", atol, ")");
+}
+
+absl::StatusOr<kiln::v1::MeasureResult> Measure(const kiln::v1::MeasureTask& task,
+                                                const CpuTarget& target) {
+  const MeasureSettings settings = MeasureSettings::FromProto(task.options());
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, GraphFromProto(task.workload()));
+
+  // The candidate's schedule.
+  if (task.space_version() != 0 && task.space_version() != kScheduleSpaceVersion) {
+    return Failure(task, kiln::v1::BUILD_ERROR,
+                   absl::StrCat("schedule space version ", task.space_version(),
+                                " is not this worker's version ", kScheduleSpaceVersion));
+  }
+  absl::StatusOr<ScheduleConfig> config = ScheduleConfig::Parse(task.schedule_config());
+  if (!config.ok()) {
+    return Failure(task, kiln::v1::BUILD_ERROR,
+                   absl::StrCat("bad schedule config \"", task.schedule_config(),
+                                "\": ", config.status().message()));
+  }
+
+  if (absl::Status valid = ValidateSchedule(*graph, *config, target); !valid.ok()) {
+    return Failure(task, kiln::v1::BUILD_ERROR,
+                   absl::StrCat("invalid schedule \"", task.schedule_config(),
+                                "\": ", valid.message()));
+  }
+
+  // Inputs and the reference outputs.
+  ASSIGN_OR_RETURN(auto inputs, MakeMeasureInputs(*graph, task.workload_key()));
+  absl::StatusOr<std::map<std::string, Tensor>> reference = Evaluate(*graph, inputs);
+  if (!reference.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("reference interpreter failed on workload ",
+                                                   task.workload_key(), ": ",
+                                                   reference.status().message()));
+  }
+  std::vector<const Tensor*> refs;
+  std::vector<Tensor> outputs;
+  for (const Value* v : graph->outputs()) {
+    auto it = reference->find(v->name());
+    if (it == reference->end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("reference interpreter produced no output ", v->name()));
+    }
+    refs.push_back(&it->second);
+    outputs.emplace_back(it->second.dtype(), it->second.dims());
+  }
+
+  // Build.
+  absl::StatusOr<std::unique_ptr<JitKernel>> kernel = JitCompile(*graph, *config, target);
+  if (!kernel.ok()) {
+    return Failure(task, kiln::v1::BUILD_ERROR,
+                   absl::StrCat("jit compile of \"", task.schedule_config(),
+                                "\" failed: ", kernel.status().message()));
+  }
+
+  // Kernel ABI: graph inputs in order, then graph outputs in order.
+  std::vector<void*> args;
+  for (const Value* v : graph->inputs()) args.push_back(inputs.at(v->name()).raw());
+  for (Tensor& t : outputs) args.push_back(t.raw());
+
+  // Check: poison the outputs (all-ones bytes: NaN for floats) so that elements
+  // a kernel fails to write are caught, run once, compare.
+  for (Tensor& t : outputs) {
+    if (t.size_bytes() > 0) std::memset(t.raw(), 0xff, static_cast<size_t>(t.size_bytes()));
+  }
+  RunAllTasks(**kernel, args.data());
+  double max_abs_error = 0.0;
+  std::string first_mismatch;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    double err = 0.0;
+    std::string mismatch = CompareOutput(graph->outputs()[i]->name(), outputs[i], *refs[i],
+                                         settings.rtol, settings.atol, &err);
+    max_abs_error = std::max(max_abs_error, err);
+    if (!mismatch.empty() && first_mismatch.empty()) first_mismatch = std::move(mismatch);
+  }
+  if (!first_mismatch.empty()) {
+    kiln::v1::MeasureResult r = Failure(task, kiln::v1::WRONG_ANSWER, first_mismatch);
+    r.set_max_abs_error(max_abs_error);
+    return r;
+  }
+
+  // Time: warm-up, then repeats until both min_repeats and min_time_ms are met
+  // (capped by max_repeats / max_total_ms), each run timed alone.
+  using Clock = std::chrono::steady_clock;
+  for (int i = 0; i < settings.warmup_runs; ++i) RunAllTasks(**kernel, args.data());
+  std::vector<double> times_ms;
+  double measured_ms = 0.0;
+  const Clock::time_point loop_start = Clock::now();
+  while (true) {
+    if (settings.flush_cache) FlushCpuCache();
+    const Clock::time_point t0 = Clock::now();
+    RunAllTasks(**kernel, args.data());
+    const Clock::time_point t1 = Clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    times_ms.push_back(ms);
+    measured_ms += ms;
+    const int n = static_cast<int>(times_ms.size());
+    if (n < settings.min_repeats) continue;
+    if (measured_ms >= settings.min_time_ms || n >= settings.max_repeats) break;
+    const double total_ms = std::chrono::duration<double, std::milli>(t1 - loop_start).count();
+    if (total_ms >= settings.max_total_ms) break;
+  }
+  std::sort(times_ms.begin(), times_ms.end());
+
+  kiln::v1::MeasureResult r;
+  r.set_task_id(task.task_id());
+  r.set_error(kiln::v1::MEASURE_OK);
+  r.set_median_ms(Percentile(times_ms, 0.5));
+  r.set_p10_ms(Percentile(times_ms, 0.1));
+  r.set_p90_ms(Percentile(times_ms, 0.9));
+  r.set_repeats(static_cast<int32_t>(times_ms.size()));
+  r.set_max_abs_error(max_abs_error);
+  return r;
+}
+
+kiln::v1::MeasureResult MeasureAsResult(const kiln::v1::MeasureTask& task,
+                                        const CpuTarget& target) {
+  absl::StatusOr<kiln::v1::MeasureResult> r = Measure(task, target);
+  if (r.ok()) return *std::move(r);
+  return Failure(task, kiln::v1::BUILD_ERROR,
+                 absl::StrCat("invalid workload: ", r.status().message()));
+}
+
+}  // namespace kiln::worker

@@ -1,0 +1,64 @@
+// Measurement of one candidate kernel on this CPU: build it with the JIT, check
+// its numbers against the reference interpreter, then time it with a sound
+// protocol (warm-up, repeats scaled to a minimum measured time, optional cache
+// flush between runs, median and spread).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/graph.h"
+#include "compiler_core/target.h"
+#include "compiler_core/tensor.h"
+#include "kiln/v1/worker.pb.h"
+
+namespace kiln::worker {
+
+// Effective measurement options: the task's, with zero fields replaced by the
+// defaults below (proto3 cannot tell "unset" from 0).
+struct MeasureSettings {
+  int warmup_runs = 2;
+  int min_repeats = 5;
+  double min_time_ms = 20.0;
+  double rtol = 1e-4;
+  double atol = 1e-5;
+  bool flush_cache = false;
+  // Caps that keep a tiny kernel from looping for long once min_repeats is met:
+  // at most max_repeats runs, and no new run after max_total_ms of wall time
+  // (cache flushes included) since the first timed run.
+  int max_repeats = 1000;
+  double max_total_ms = 1'000.0;
+
+  static MeasureSettings FromProto(const kiln::v1::MeasureOptions& options);
+};
+
+// Measures `task` on `target`. A candidate's failure is a result, not a Status:
+//   - schedule config that does not parse, space-version mismatch, JIT failure -> BUILD_ERROR
+//   - an output outside |got-ref| <= atol + rtol*|ref| (NaN vs non-NaN counts)  -> WRONG_ANSWER
+//     with max_abs_error and the first bad index in the message
+//   - otherwise MEASURE_OK with median/p10/p90 in ms and the repeat count.
+// A Status error means the workload itself is unusable (INVALID_ARGUMENT: graph
+// does not convert, dynamic shapes, constants, reference interpreter failure).
+// Runs on the calling thread; one measurement at a time per device.
+absl::StatusOr<kiln::v1::MeasureResult> Measure(const kiln::v1::MeasureTask& task,
+                                                const CpuTarget& target);
+
+// Measure() with a Status error folded into a BUILD_ERROR result ("invalid
+// workload: ..."), so that the server records it instead of re-leasing the task.
+kiln::v1::MeasureResult MeasureAsResult(const kiln::v1::MeasureTask& task, const CpuTarget& target);
+
+// Deterministic inputs for every graph input: a stream seeded from `seed_key`
+// (FNV-1a) and the input's position; floats uniform in [-1, 1), integers in
+// [0, 4), bools 0/1. The same key gives the same bytes on every host.
+absl::StatusOr<std::map<std::string, Tensor>> MakeMeasureInputs(const Graph& graph,
+                                                                const std::string& seed_key);
+
+// Compares one output with its reference. Returns "" when every element is within
+// tolerance, else a description of the first mismatch; *max_abs_error gets the
+// largest |got - ref| (infinity for a NaN mismatch).
+std::string CompareOutput(const std::string& name, const Tensor& got, const Tensor& ref,
+                          double rtol, double atol, double* max_abs_error);
+
+}  // namespace kiln::worker
