@@ -2,6 +2,7 @@
 #include "compiler_core/tensor.h"
 
 #include <cstdlib>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -21,6 +22,7 @@ uint8_t* AllocateAligned(int64_t bytes) {
   size_t rounded = static_cast<size_t>((bytes + 63) / 64 * 64);
   if (rounded == 0) rounded = 64;
   auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, rounded));
+  if (p == nullptr) throw std::bad_alloc();
   std::memset(p, 0, rounded);
   return p;
 }
