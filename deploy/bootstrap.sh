@@ -36,6 +36,8 @@ install_deps() {
 
 build() {
   export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+  # Hits across clones in different folders (paths enter the debug info).
+  export CCACHE_BASEDIR=$ROOT CCACHE_NOHASHDIR=true
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   local start=$SECONDS
   ninja -C "$BUILD" -j"$(nproc)"
