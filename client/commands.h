@@ -2,6 +2,7 @@
 // process exit code; errors are printed as "kiln <cmd>: <CODE>: <message>".
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -61,12 +62,22 @@ struct ExampleOptions {
   std::string output_dir;
 };
 
+// `kiln db export|import|stats|gc` on a tuning database file.
+struct DbOptions {
+  std::string action;      // "export", "import", "stats", "gc"
+  std::string db;          // default ~/.kiln/tuning.db
+  std::string file;        // import: JSON-lines file, "-" for stdin
+  bool json = false;       // stats
+  int64_t max_bytes = -1;  // gc
+};
+
 int RunCompile(const CompileOptions& options);
 int RunRun(const RunOptions& options);
 int RunEval(const EvalOptions& options);
 int RunLookup(const LookupOptions& options);
 int RunCompare(const CompareOptions& options);
 int RunExample(const ExampleOptions& options);
+int RunDb(const DbOptions& options);
 
 // Shared by the subcommands.
 int ReportError(const std::string& command, const absl::Status& status);

@@ -1,4 +1,4 @@
-// kiln: the command-line client of Kiln (compile, run, eval, lookup, compare, example).
+// kiln: the command-line client of Kiln (compile, run, eval, lookup, compare, example, db).
 #include <CLI/CLI.hpp>
 
 #include "client/commands.h"
@@ -59,6 +59,22 @@ int main(int argc, char** argv) {
   ex->add_option("name", example.name, "example name (mlp)")->capture_default_str();
   ex->add_option("-o,--output-dir", example.output_dir, "folder to write into")->required();
 
+  DbOptions db;
+  auto* d = app.add_subcommand("db", "inspect and maintain a tuning database");
+  d->require_subcommand(1);
+  std::string db_help = "tuning database file (default ~/.kiln/tuning.db)";
+  auto* d_export = d->add_subcommand("export", "write every record as JSON lines to stdout");
+  d_export->add_option("--db", db.db, db_help);
+  auto* d_import = d->add_subcommand("import", "import JSON lines (idempotent)");
+  d_import->add_option("file", db.file, "JSON-lines file, or - for stdin")->required();
+  d_import->add_option("--db", db.db, db_help);
+  auto* d_stats = d->add_subcommand("stats", "counts and best-record coverage");
+  d_stats->add_option("--db", db.db, db_help);
+  d_stats->add_flag("--json", db.json, "print as JSON");
+  auto* d_gc = d->add_subcommand("gc", "evict unpinned artifacts, least recently used first");
+  d_gc->add_option("--db", db.db, db_help);
+  d_gc->add_option("--max-bytes", db.max_bytes, "keep at most this many artifact bytes")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& err) {
@@ -70,5 +86,11 @@ int main(int argc, char** argv) {
   if (*l) return RunLookup(lookup);
   if (*cmp) return RunCompare(compare);
   if (*ex) return RunExample(example);
+  if (*d) {
+    for (auto* sub : {d_export, d_import, d_stats, d_gc}) {
+      if (*sub) db.action = sub->get_name();
+    }
+    return RunDb(db);
+  }
   return 2;
 }

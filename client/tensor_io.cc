@@ -27,6 +27,7 @@ struct NpyDtype {
 constexpr NpyDtype kNpyDtypes[] = {
     {"<f4", DType::kFloat32}, {"<f8", DType::kFloat64}, {"<f2", DType::kFloat16}, {"<i8", DType::kInt64},
     {"<i4", DType::kInt32},   {"<i2", DType::kInt16},   {"|i1", DType::kInt8},    {"|u1", DType::kUInt8},
+    {"<u2", DType::kUInt16},  {"<u4", DType::kUInt32},  {"<u8", DType::kUInt64},
     {"|b1", DType::kBool},
 };
 
@@ -296,6 +297,8 @@ absl::StatusOr<Tensor> DecodeTensorProto(std::string_view bytes, const std::stri
     case DType::kFloat32: count = proto.float_data_size(); field = "float_data"; break;
     case DType::kFloat64: count = proto.double_data_size(); field = "double_data"; break;
     case DType::kInt64: count = proto.int64_data_size(); field = "int64_data"; break;
+    case DType::kUInt32:
+    case DType::kUInt64: count = proto.uint64_data_size(); field = "uint64_data"; break;
     default: count = proto.int32_data_size(); field = "int32_data"; break;
   }
   if (count != n) return invalid(absl::StrCat(field, " holds ", count, " values, expected ", n));
@@ -309,6 +312,9 @@ absl::StatusOr<Tensor> DecodeTensorProto(std::string_view bytes, const std::stri
     case DType::kFloat16: CopyConverted<uint16_t>(proto.int32_data(), &t); break;  // IEEE half bits
     case DType::kInt8: CopyConverted<int8_t>(proto.int32_data(), &t); break;
     case DType::kUInt8: CopyConverted<uint8_t>(proto.int32_data(), &t); break;
+    case DType::kUInt16: CopyConverted<uint16_t>(proto.int32_data(), &t); break;
+    case DType::kUInt32: CopyConverted<uint32_t>(proto.uint64_data(), &t); break;
+    case DType::kUInt64: CopyConverted<uint64_t>(proto.uint64_data(), &t); break;
     case DType::kBool: {
       uint8_t* out = t.data<uint8_t>();
       for (int i = 0; i < proto.int32_data_size(); ++i) out[i] = proto.int32_data(i) != 0;

@@ -16,6 +16,9 @@ int64_t DTypeSize(DType t) {
     case DType::kInt64: return 8;
     case DType::kUInt8: return 1;
     case DType::kBool: return 1;
+    case DType::kUInt16: return 2;
+    case DType::kUInt32: return 4;
+    case DType::kUInt64: return 8;
     case DType::kUnknown: return 0;
   }
   return 0;
@@ -32,6 +35,9 @@ const char* DTypeName(DType t) {
     case DType::kInt64: return "i64";
     case DType::kUInt8: return "u8";
     case DType::kBool: return "bool";
+    case DType::kUInt16: return "u16";
+    case DType::kUInt32: return "u32";
+    case DType::kUInt64: return "u64";
     case DType::kUnknown: return "unknown";
   }
   return "unknown";
@@ -39,7 +45,8 @@ const char* DTypeName(DType t) {
 
 absl::StatusOr<DType> DTypeFromName(std::string_view name) {
   for (DType t : {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kInt8, DType::kInt16,
-                  DType::kInt32, DType::kInt64, DType::kUInt8, DType::kBool}) {
+                  DType::kInt32, DType::kInt64, DType::kUInt8, DType::kBool, DType::kUInt16,
+                  DType::kUInt32, DType::kUInt64}) {
     if (name == DTypeName(t)) return t;
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", std::string(name), "'"));
@@ -57,6 +64,9 @@ absl::StatusOr<DType> DTypeFromOnnx(int onnx_type) {
     case 9: return DType::kBool;
     case 10: return DType::kFloat16;
     case 11: return DType::kFloat64;
+    case 4: return DType::kUInt16;
+    case 12: return DType::kUInt32;
+    case 13: return DType::kUInt64;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("unsupported ONNX element type ", onnx_type));
@@ -74,6 +84,9 @@ int DTypeToOnnx(DType t) {
     case DType::kBool: return 9;
     case DType::kFloat16: return 10;
     case DType::kFloat64: return 11;
+    case DType::kUInt16: return 4;
+    case DType::kUInt32: return 12;
+    case DType::kUInt64: return 13;
     case DType::kUnknown: return 0;
   }
   return 0;

@@ -20,6 +20,9 @@ enum class DType : int {
   kInt64 = 7,
   kUInt8 = 8,
   kBool = 9,
+  kUInt16 = 10,
+  kUInt32 = 11,
+  kUInt64 = 12,
 };
 
 // Bytes per element; 0 for kUnknown.

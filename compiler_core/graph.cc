@@ -170,6 +170,18 @@ void Graph::RemoveNode(Node* node) {
                nodes_.end());
 }
 
+void Graph::ReplaceAllUses(Value* from, Value* to) {
+  std::vector<Node*> users = from->users_;
+  for (Node* n : users) {
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      if (n->inputs_[i] == from) n->ReplaceInput(i, to);
+    }
+  }
+  for (Value*& out : outputs_) {
+    if (out == from) out = to;
+  }
+}
+
 void Graph::RemoveDeadValues() {
   std::set<Value*> keep(inputs_.begin(), inputs_.end());
   keep.insert(outputs_.begin(), outputs_.end());

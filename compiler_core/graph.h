@@ -143,6 +143,8 @@ class Graph {
                                 std::string domain = "");
   // Removes a node whose outputs have no users and are not graph outputs.
   void RemoveNode(Node* node);
+  // Every reader of `from` (node inputs and graph outputs) reads `to` instead.
+  void ReplaceAllUses(Value* from, Value* to);
   // Drops values with no producer, no users, not an input/output (unused constants).
   void RemoveDeadValues();
 

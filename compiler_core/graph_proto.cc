@@ -198,8 +198,15 @@ absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto) {
       RETURN_IF_ERROR(check_count(proto.int32_data_size(), "int32_data"));
       return FromField<uint8_t>(dtype, std::move(dims), proto.int32_data());
     case DType::kFloat16:  // IEEE half bit patterns in int32_data
+    case DType::kUInt16:
       RETURN_IF_ERROR(check_count(proto.int32_data_size(), "int32_data"));
       return FromField<uint16_t>(dtype, std::move(dims), proto.int32_data());
+    case DType::kUInt32:
+      RETURN_IF_ERROR(check_count(proto.uint64_data_size(), "uint64_data"));
+      return FromField<uint32_t>(dtype, std::move(dims), proto.uint64_data());
+    case DType::kUInt64:
+      RETURN_IF_ERROR(check_count(proto.uint64_data_size(), "uint64_data"));
+      return FromField<uint64_t>(dtype, std::move(dims), proto.uint64_data());
     case DType::kUnknown:
       break;
   }

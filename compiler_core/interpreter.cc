@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/op_registry.h"
+#include "compiler_core/ops/op_helpers.h"
 #include "compiler_core/shape_inference.h"
 #include "compiler_core/status_macros.h"
 
@@ -44,6 +45,47 @@ struct Env {
   std::unordered_map<const Value*, Tensor> results;
 };
 
+// Shape functions read operands that decide shapes (Reshape's shape, Slice's
+// starts, ...) from constant inputs (ops::ConstantInts). At run time such an
+// operand may be a computed value: then the node is re-created in a scratch
+// graph whose small inputs are constants holding the computed values.
+bool NeedsOperandValues(const Node& node, const InputTensors& in) {
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    Value* v = node.input(i);
+    if (v != nullptr && !v->is_constant() && in[i]->num_elements() <= ops::kMaxShapeOperandElements) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<std::vector<TensorType>> InferWithOperandValues(const OpDef& def, const Node& node,
+                                                               const InputTensors& in, const InputTypes& types) {
+  Graph scratch;
+  std::vector<Value*> inputs, outputs;
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    if (in[i] == nullptr) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    std::string name = node.input(i)->name();
+    if (Value* seen = scratch.FindValue(name)) {  // the same value twice
+      inputs.push_back(seen);
+    } else if (in[i]->num_elements() <= ops::kMaxShapeOperandElements) {
+      ASSIGN_OR_RETURN(Value * c, scratch.AddConstant(name, *in[i]));
+      inputs.push_back(c);
+    } else {
+      ASSIGN_OR_RETURN(Value * v, scratch.AddInput(name, *types[i]));
+      inputs.push_back(v);
+    }
+  }
+  for (Value* o : node.outputs()) {
+    ASSIGN_OR_RETURN(Value * v, scratch.AddValue(scratch.UniqueValueName(o->name())));
+    outputs.push_back(v);
+  }
+  ASSIGN_OR_RETURN(Node * copy, scratch.AddNode(node.op_type(), node.name(), inputs, outputs, node.attrs(),
+                                                node.domain()));
+  return def.infer(*copy, types);
+}
+
 absl::Status RunNode(const Node& node, Env& env) {
   const OpDef* def = FindOpDef(node.domain(), node.op_type());
   if (def == nullptr) return absl::InvalidArgumentError("unsupported operator");
@@ -71,8 +113,14 @@ absl::Status RunNode(const Node& node, Env& env) {
     in_types.push_back(TensorType::Static(t->dtype(), t->dims()));
     types.push_back(&in_types.back());
   }
-  // The actual output shapes, computed from the actual input shapes.
-  ASSIGN_OR_RETURN(std::vector<TensorType> out_types, def->infer(node, types));
+  // The actual output shapes, computed from the actual input shapes (and the
+  // values of small operands, for shape functions that read them).
+  std::vector<TensorType> out_types;
+  if (NeedsOperandValues(node, in)) {
+    ASSIGN_OR_RETURN(out_types, InferWithOperandValues(*def, node, in, types));
+  } else {
+    ASSIGN_OR_RETURN(out_types, def->infer(node, types));
+  }
   std::vector<Tensor> outs;
   for (const TensorType& t : out_types) {
     std::vector<int64_t> dims = t.StaticDims();

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "compiler_core/graph_proto.h"
 #include "compiler_core/op_registry.h"
+#include "compiler_core/ops/tensor_movement_ops.h"
 #include "compiler_core/shape_inference.h"
 #include "compiler_core/status_macros.h"
 #include "compiler_core/verifier.h"
@@ -181,6 +182,122 @@ std::string NodeCtx(const std::string& name, const onnx::NodeProto& n) {
   return absl::StrCat("node '", name, "' (", op, "): ");
 }
 
+
+// ---- Canonical operand forms (see onnx_importer.h) ----
+
+// An attribute of older opsets that newer opsets take as input `input`.
+struct AttrToInput {
+  const char* op_type;
+  int64_t below_opset;  // the attribute form applies to opsets < this
+  const char* attr;
+  int input;
+};
+
+constexpr AttrToInput kAttrToInput[] = {
+    {"Pad", 11, "pads", 1},          {"Pad", 11, "value", 2},
+    {"Squeeze", 13, "axes", 1},      {"Unsqueeze", 13, "axes", 1},
+    {"Split", 13, "split", 1},       {"Slice", 10, "starts", 1},
+    {"Slice", 10, "ends", 2},        {"Slice", 10, "axes", 3},
+    {"Clip", 11, "min", 1},          {"Clip", 11, "max", 2},
+    {"ReduceSum", 13, "axes", 1},    {"ReduceMean", 18, "axes", 1},
+    {"ReduceMax", 18, "axes", 1},    {"ReduceMin", 18, "axes", 1},
+    {"ReduceProd", 18, "axes", 1},   {"ReduceL1", 18, "axes", 1},
+    {"ReduceL2", 18, "axes", 1},     {"ReduceLogSum", 18, "axes", 1},
+    {"ReduceLogSumExp", 18, "axes", 1}, {"ReduceSumSquare", 18, "axes", 1},
+    {"TopK", 10, "k", 1},            {"Upsample", 9, "scales", 1},
+    {"Dropout", 12, "ratio", 1},
+};
+
+// The operand tensor an attribute becomes: ints -> i64[n] (TopK's k -> i64[1]),
+// float -> f32 scalar, floats -> f32[n].
+absl::StatusOr<Tensor> AttrAsOperand(const std::string& op_type, const std::string& name, const AttrValue& v) {
+  if (const auto* ints = std::get_if<std::vector<int64_t>>(&v)) {
+    return Tensor::FromVector(DType::kInt64, {static_cast<int64_t>(ints->size())}, *ints);
+  }
+  if (const auto* i = std::get_if<int64_t>(&v)) {
+    return Tensor::FromVector(DType::kInt64, {1}, std::vector<int64_t>{*i});
+  }
+  if (const auto* f = std::get_if<float>(&v)) {
+    return Tensor::FromVector(DType::kFloat32, {}, std::vector<float>{*f});
+  }
+  if (const auto* fs = std::get_if<std::vector<float>>(&v)) {
+    return Tensor::FromVector(DType::kFloat32, {static_cast<int64_t>(fs->size())}, *fs);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("attribute '", name, "' of ", op_type, " has an unexpected kind"));
+}
+
+// Rewrites one node into its canonical form: attribute operands of older
+// opsets become constant inputs, Resize-10's scales moves to input 2, and
+// Softmax-family nodes of opset < 13 remember the opset.
+absl::Status CanonicalizeOperands(Graph& graph, int64_t opset, const std::string& node_name,
+                                  const std::string& op_type, std::vector<Value*>& inputs,
+                                  std::map<std::string, AttrValue>& attrs) {
+  bool rewritten = false;
+  for (const AttrToInput& r : kAttrToInput) {
+    if (op_type != r.op_type || opset >= r.below_opset) continue;
+    auto it = attrs.find(r.attr);
+    if (it == attrs.end()) continue;
+    if (static_cast<int>(inputs.size()) > r.input && inputs[r.input] != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute '", r.attr, "' and input ", r.input, " are both given"));
+    }
+    ASSIGN_OR_RETURN(Tensor t, AttrAsOperand(op_type, r.attr, it->second));
+    ASSIGN_OR_RETURN(Value * c, graph.AddConstant(graph.UniqueValueName(absl::StrCat(node_name, "_", r.attr)),
+                                                  std::move(t)));
+    if (static_cast<int>(inputs.size()) <= r.input) inputs.resize(r.input + 1, nullptr);
+    inputs[r.input] = c;
+    attrs.erase(it);
+    rewritten = true;
+  }
+  while (rewritten && !inputs.empty() && inputs.back() == nullptr) inputs.pop_back();
+  if (op_type == "Resize" && opset < 11) {
+    // Resize-10 is Resize-11 with asymmetric coordinates and floor rounding
+    // (what ONNX's version converter writes).
+    if (inputs.size() == 2) inputs = {inputs[0], nullptr, inputs[1]};
+    attrs["coordinate_transformation_mode"] = std::string("asymmetric");
+    auto mode = attrs.find("mode");
+    if (mode == attrs.end() || AttrValueToString(mode->second) == "\"nearest\"") {
+      attrs["nearest_mode"] = std::string("floor");
+    }
+  }
+  if ((op_type == "Softmax" || op_type == "LogSoftmax" || op_type == "Hardmax") && opset < 13) {
+    attrs[kOpsetAttr] = opset;
+  }
+  return absl::OkStatus();
+}
+
+// Adds `n` in canonical form: Split becomes one single-output Split per output.
+absl::Status AddCanonicalNode(Graph& graph, int64_t opset, const std::string& name, const onnx::NodeProto& n,
+                              std::vector<Value*> inputs, std::map<std::string, AttrValue> attrs,
+                              std::vector<Value*> outs, const std::string& domain) {
+  const std::string ctx = NodeCtx(name, n);
+  if (!domain.empty()) {
+    return Invalid(ctx, absl::StrCat("unsupported domain '", domain, "'"));
+  }
+  absl::Status s = CanonicalizeOperands(graph, opset, name, n.op_type(), inputs, attrs);
+  if (!s.ok()) return Invalid(ctx, s.message());
+  if (n.op_type() != "Split") {
+    return graph.AddNode(n.op_type(), name, std::move(inputs), std::move(outs), std::move(attrs), domain).status();
+  }
+  const int64_t count = static_cast<int64_t>(outs.size());
+  auto num = attrs.find("num_outputs");
+  if (num != attrs.end()) {
+    const int64_t* v = std::get_if<int64_t>(&num->second);
+    if (v == nullptr || *v != count) {
+      return Invalid(ctx, absl::StrCat("attribute 'num_outputs' does not match the ", count, " outputs"));
+    }
+    attrs.erase(num);
+  }
+  for (int64_t k = 0; k < count; ++k) {
+    std::map<std::string, AttrValue> a = attrs;
+    a[ops::kSplitOutputIndexAttr] = k;
+    a[ops::kSplitNumOutputsAttr] = count;
+    std::string part = count == 1 ? name : absl::StrCat(name, "#", k);
+    RETURN_IF_ERROR(graph.AddNode("Split", part, inputs, {outs[k]}, std::move(a), domain).status());
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Graph>> ImportGraph(const onnx::GraphProto& gp, int64_t opset,
                                                    const ImportOptions& options) {
   auto graph = std::make_unique<Graph>();
@@ -305,9 +422,8 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportGraph(const onnx::GraphProto& gp, i
       if (!o.empty()) outs.push_back(graph->FindValue(o));
     }
     std::string domain = IsDefaultDomain(n.domain()) ? "" : n.domain();
-    RETURN_IF_ERROR(
-        graph->AddNode(n.op_type(), names[i], std::move(inputs[i]), std::move(outs), std::move(*attrs), domain)
-            .status());
+    RETURN_IF_ERROR(AddCanonicalNode(*graph, opset, names[i], n, std::move(inputs[i]), std::move(*attrs),
+                                     std::move(outs), domain));
   }
 
   for (const onnx::ValueInfoProto& vi : gp.output()) {
@@ -339,6 +455,14 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportOnnxModel(std::string_view model_by
   }
   if (opset < 1) {
     return absl::InvalidArgumentError("malformed ONNX model: no opset_import for the default ONNX domain");
+  }
+  if (opset < kMinOnnxOpset || opset > kMaxOnnxOpset) {
+    return absl::InvalidArgumentError(absl::StrCat("ONNX opset ", opset, " is not supported (supported: ",
+                                                   kMinOnnxOpset, " to ", kMaxOnnxOpset, ")"));
+  }
+  if (model.ir_version() < 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ONNX IR version ", model.ir_version(), " is not supported (3 or later)"));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, ImportGraph(model.graph(), opset, options));
   RETURN_IF_ERROR(VerifyGraphStructure(*graph));

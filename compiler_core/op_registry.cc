@@ -2,6 +2,7 @@
 // definitions; this file owns lookup and the generic node checks.
 #include "compiler_core/op_registry.h"
 
+#include <algorithm>
 #include <cassert>
 #include <map>
 
@@ -74,9 +75,14 @@ absl::Status ValidateNode(const OpDef& def, const Node& node) {
       return absl::InvalidArgumentError(absl::StrCat("required input ", i, " is omitted"));
     }
   }
-  if (node.num_outputs() != def.num_outputs) {
+  const int min_out = def.min_outputs >= 0 ? def.min_outputs : std::max(def.num_outputs, 1);
+  const int max_out = def.num_outputs;
+  if (node.num_outputs() < min_out || (max_out >= 0 && node.num_outputs() > max_out)) {
+    std::string expected = min_out == max_out ? absl::StrCat(min_out)
+                           : max_out < 0      ? absl::StrCat("at least ", min_out)
+                                              : absl::StrCat(min_out, " to ", max_out);
     return absl::InvalidArgumentError(
-        absl::StrCat("expects ", def.num_outputs, " outputs, got ", node.num_outputs()));
+        absl::StrCat("expects ", expected, " outputs, got ", node.num_outputs()));
   }
   for (const auto& [name, value] : node.attrs()) {
     const AttrSpec* spec = nullptr;

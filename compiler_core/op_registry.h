@@ -34,7 +34,11 @@ struct OpDef {
   std::string op_type;
   int min_inputs = 1;
   int max_inputs = 1;
+  // Outputs accepted: [min_outputs, num_outputs]; min_outputs -1 means exactly
+  // num_outputs, num_outputs -1 means any number (Split). The shape function
+  // returns one type per output the node has.
   int num_outputs = 1;
+  int min_outputs = -1;
   // Every attribute the operator accepts; others are rejected (they could change
   // semantics, e.g. the legacy `broadcast` of opset < 7).
   std::vector<AttrSpec> attrs;

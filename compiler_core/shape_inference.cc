@@ -1,6 +1,8 @@
 // Shape inference over the operator table, and the static broadcast helper.
 #include "compiler_core/shape_inference.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_core/op_registry.h"
@@ -83,6 +85,54 @@ absl::Status InferNode(Node& node) {
   return absl::OkStatus();
 }
 
+// Folds `node` when its result is known at compile time: every input is a
+// small constant, or it is Shape/Size of a value whose needed extents are
+// static. Its outputs become constants and the node is removed. Returns
+// whether it folded.
+absl::StatusOr<bool> FoldNode(Graph& graph, Node& node) {
+  const OpDef* def = FindOpDef(node.domain(), node.op_type());
+  if (def == nullptr || !def->eval) return false;
+  for (Value* o : node.outputs()) {
+    if (!o->type().IsStatic() || NumElements(o->type().StaticDims()) > kMaxFoldElements) return false;
+    if (o->type().dtype == DType::kFloat16 || o->type().dtype == DType::kUnknown) return false;
+  }
+  std::vector<Tensor> outs;
+  for (Value* o : node.outputs()) outs.emplace_back(o->type().dtype, o->type().StaticDims());
+  const bool shape_op = IsDefaultDomain(node.domain()) &&
+                        (node.op_type() == "Shape" || node.op_type() == "Size") && node.input(0) != nullptr;
+  if (shape_op) {
+    // Only the extents matter: no need for the input's values.
+    const TensorType& t = node.input(0)->type();
+    if (node.op_type() == "Size") {
+      if (!t.IsStatic()) return false;
+      outs[0].data<int64_t>()[0] = NumElements(t.StaticDims());
+    } else {
+      const int64_t rank = t.rank();
+      auto clamp = [rank](int64_t v) { return std::min(std::max<int64_t>(v < 0 ? v + rank : v, 0), rank); };
+      const int64_t start = clamp(node.GetInt("start", 0));
+      const int64_t end = std::max(start, clamp(node.GetInt("end", rank)));
+      for (int64_t i = start; i < end; ++i) {
+        if (!t.dims[i].is_static()) return false;
+        outs[0].data<int64_t>()[i - start] = t.dims[i].value;
+      }
+    }
+  } else {
+    InputTensors in;
+    for (Value* v : node.inputs()) {
+      if (v == nullptr) {
+        in.push_back(nullptr);
+        continue;
+      }
+      if (!v->is_constant() || v->constant().num_elements() > kMaxFoldElements) return false;
+      in.push_back(&v->constant());
+    }
+    RETURN_IF_ERROR(def->eval(node, in, outs));
+  }
+  for (int i = 0; i < node.num_outputs(); ++i) node.output(i)->set_constant(std::move(outs[i]));
+  graph.RemoveNode(&node);
+  return true;
+}
+
 }  // namespace
 
 absl::Status InferShapes(Graph& graph) {
@@ -93,10 +143,19 @@ absl::Status InferShapes(Graph& graph) {
     absl::Status s = CheckSize(v->type());
     if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("graph input '", v->name(), "': ", s.message()));
   }
-  for (const auto& n : graph.nodes()) {
+  // Folding removes nodes: iterate over a snapshot.
+  std::vector<Node*> nodes;
+  for (const auto& n : graph.nodes()) nodes.push_back(n.get());
+  bool folded = false;
+  for (Node* n : nodes) {
     absl::Status s = InferNode(*n);
     if (!s.ok()) return absl::Status(s.code(), absl::StrCat(NodeContext(*n), s.message()));
+    const std::string context = NodeContext(*n);
+    absl::StatusOr<bool> f = FoldNode(graph, *n);  // may delete *n
+    if (!f.ok()) return absl::Status(f.status().code(), absl::StrCat(context, f.status().message()));
+    folded = folded || *f;
   }
+  if (folded) graph.RemoveDeadValues();
   return absl::OkStatus();
 }
 

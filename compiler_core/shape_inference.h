@@ -15,8 +15,20 @@ namespace kiln {
 // and rejected rather than allocated.
 inline constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
 
+// Largest tensor shape inference evaluates at compile time (constant folding):
+// shape subgraphs are tiny; weights-sized work is left to later passes.
+inline constexpr int64_t kMaxFoldElements = int64_t{1} << 16;
+
 // Validates every node against the operator table (arity, attribute kinds and
 // values) and sets the type of each node output, overwriting what was there.
+// Then folds what is known at compile time, so that shape subgraphs (Shape ->
+// Gather -> Concat -> Reshape, ...) become constants once input shapes are
+// bound: a node whose inputs are all constants (each at most kMaxFoldElements,
+// as are its outputs), or a Shape/Size node whose input extents are static, is
+// evaluated with its reference kernel; its outputs become constants and the
+// node is removed (constants left unused are dropped). Shape functions that
+// need an operand's values (Reshape's shape, Slice's starts, ...) read them as
+// constants, and name the symbolic dimension they depend on when they are not.
 // Errors are INVALID_ARGUMENT prefixed with "node 'NAME' (OP): ", e.g.
 //   node 'add0' (Add): shapes f32[2,3] and f32[4] cannot be broadcast
 // Symbolic dimensions propagate where the result does not depend on their

@@ -57,7 +57,8 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   state->pipeline = std::make_unique<CompilePipeline>(state->db.get(), state->tuner.get());
   state->compile_service = std::make_unique<CompileServiceImpl>(state->pipeline.get(), state->db.get(),
                                                                 state->metrics.get());
-  state->worker_service = std::make_unique<WorkerServiceImpl>(state->broker.get(), state->metrics.get());
+  state->worker_service = std::make_unique<WorkerServiceImpl>(state->broker.get(), state->metrics.get(),
+                                                              state->db.get());
   state->lookup_service = std::make_unique<LookupServiceImpl>(state->pipeline.get(), state->db.get());
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -84,6 +85,13 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
     }
     std::rename(tmp.c_str(), options.port_file.c_str());
   }
+  // Tuning jobs a previous server left unfinished go on in the background; their
+  // tasks wait in the broker for a worker of their target.
+  if (absl::StatusOr<int> resumed = state->tuner->ResumeUnfinishedJobs(); !resumed.ok()) {
+    LogWarn("cannot resume unfinished tuning jobs", {{"error", resumed.status().ToString()}});
+  } else if (*resumed > 0) {
+    LogInfo("resumed unfinished tuning jobs", {{"jobs", absl::StrCat(*resumed)}});
+  }
   LogInfo("server listening", {{"address", absl::StrCat(state->host, ":", state->port)},
                                {"db", options.db_path}});
   return std::unique_ptr<KilnServer>(new KilnServer(std::move(state)));
@@ -94,6 +102,8 @@ int KilnServer::port() const { return state_->port; }
 std::string KilnServer::address() const { return absl::StrCat(state_->host, ":", state_->port); }
 
 void KilnServer::Wait() { state_->server->Wait(); }
+
+int KilnServer::active_tuning_jobs() const { return state_->tuner->active_jobs(); }
 
 void KilnServer::Shutdown() {
   if (state_ && state_->server) {

@@ -28,6 +28,8 @@ class KilnServer {
 
   int port() const;
   std::string address() const;  // "127.0.0.1:PORT"
+  // Tuning jobs running in this server now (new or resumed at start-up).
+  int active_tuning_jobs() const;
   // Blocks until Shutdown() is called from another thread.
   void Wait();
   void Shutdown();

@@ -1,10 +1,9 @@
-// Tuning jobs: database lookup, candidate choice, farm measurement, records.
+// Tuning jobs: database lookup, candidate choice, persistent jobs measured by
+// the farm, a record per measurement as it arrives, resume after a restart.
 #include "server/tuner.h"
 
 #include <algorithm>
-#include <chrono>
 #include <random>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/graph_proto.h"
@@ -30,6 +29,10 @@ tuningdb::RecordError ToRecordError(kiln::v1::MeasureError e) {
   }
 }
 
+std::string JobKey(const std::string& workload_key, const std::string& target_key, int space_version) {
+  return absl::StrCat(workload_key, "|", target_key, "|", space_version);
+}
+
 // The candidates to measure: the heuristic default first, then a shuffle of the
 // rest of the space seeded by the workload key (so a rerun picks the same ones).
 std::vector<ScheduleConfig> ChooseCandidates(const Workload& w, const CpuTarget& target, int trials) {
@@ -50,7 +53,45 @@ std::vector<ScheduleConfig> ChooseCandidates(const Workload& w, const CpuTarget&
   return out;
 }
 
+// What every candidate's measurement task shares (all but schedule_config).
+kiln::v1::MeasureTask TaskTemplate(const Workload& workload) {
+  kiln::v1::MeasureTask base;
+  base.set_workload_key(workload.key);
+  GraphToProto(*workload.graph, base.mutable_workload());
+  base.set_space_version(kScheduleSpaceVersion);
+  base.mutable_options()->set_warmup_runs(2);
+  base.mutable_options()->set_min_repeats(5);
+  base.mutable_options()->set_min_time_ms(10);
+  base.mutable_options()->set_rtol(1e-4);
+  base.mutable_options()->set_atol(1e-5);
+  base.mutable_options()->set_flush_cache(false);
+  return base;
+}
+
+int MeasuredCount(const tuningdb::TuningJob& job) {
+  return static_cast<int>(std::count_if(job.candidates.begin(), job.candidates.end(),
+                                        [](const tuningdb::JobCandidate& c) { return c.measured(); }));
+}
+
 }  // namespace
+
+Tuner::~Tuner() {
+  stopping_ = true;
+  while (true) {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      threads.swap(threads_);
+    }
+    if (threads.empty()) break;
+    for (std::thread& t : threads) t.join();
+  }
+}
+
+int Tuner::active_jobs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(active_.size());
+}
 
 absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::string& target_key,
                                         const CpuTarget& target, int trials,
@@ -88,42 +129,84 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 
-  std::vector<ScheduleConfig> candidates = ChooseCandidates(workload, target, trials);
-  kiln::v1::MeasureTask base;
-  base.set_workload_key(workload.key);
-  GraphToProto(*workload.graph, base.mutable_workload());
-  base.set_space_version(kScheduleSpaceVersion);
-  base.mutable_options()->set_warmup_runs(2);
-  base.mutable_options()->set_min_repeats(5);
-  base.mutable_options()->set_min_time_ms(10);
-  base.mutable_options()->set_rtol(1e-4);
-  base.mutable_options()->set_atol(1e-5);
-  base.mutable_options()->set_flush_cache(false);
-
-  std::vector<std::shared_future<TaskOutcome>> futures;
-  for (const auto& c : candidates) {
-    kiln::v1::MeasureTask t = base;
-    t.set_schedule_config(c.ToString());
-    futures.push_back(broker_->Submit(target_key, std::move(t)));
-  }
-
-  TuneProgress progress;
-  progress.trials_total = static_cast<int>(candidates.size());
-  std::vector<tuningdb::Record> records;
-  TuneOutcome out;
-  bool found = false;
-  std::string first_error;
-  for (size_t i = 0; i < futures.size(); ++i) {
-    while (futures[i].wait_for(std::chrono::milliseconds(200)) != std::future_status::ready) {
-      if (cancelled()) return absl::CancelledError("compile cancelled");
+  // Join the job in flight for this workload, or begin one.
+  std::shared_ptr<ActiveJob> active;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_.find(JobKey(workload.key, target_key, kScheduleSpaceVersion));
+    if (it != active_.end()) {
+      active = it->second;
+    } else {
+      std::vector<std::string> candidates;
+      for (const ScheduleConfig& c : ChooseCandidates(workload, target, trials)) {
+        candidates.push_back(c.ToString());
+      }
+      auto begun = db_->BeginJob(workload.key, target_key, kScheduleSpaceVersion,
+                                 TaskTemplate(workload).SerializeAsString(), candidates);
+      if (!begun.ok()) return begun.status();
+      if (!begun->created) {
+        LogInfo("joining a tuning job the database lists as running",
+                {{"job", absl::StrCat(begun->job.id)}, {"workload", workload.key}});
+      }
+      active = StartJobLocked(std::move(begun->job));
     }
-    const TaskOutcome& o = futures[i].get();
+  }
+  return WaitForJob(active, on_progress, cancelled);
+}
+
+absl::StatusOr<int> Tuner::ResumeUnfinishedJobs() {
+  auto jobs = db_->ListJobs(tuningdb::JobState::kRunning);
+  if (!jobs.ok()) return jobs.status();
+  int started = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (tuningdb::TuningJob& job : *jobs) {
+    if (active_.count(JobKey(job.workload_key, job.target_key, job.space_version))) continue;
+    LogInfo("resuming tuning job", {{"job", absl::StrCat(job.id)},
+                                    {"workload", job.workload_key},
+                                    {"target", job.target_key},
+                                    {"measured", absl::StrCat(MeasuredCount(job), "/", job.candidates.size())}});
+    StartJobLocked(std::move(job));
+    ++started;
+  }
+  return started;
+}
+
+std::shared_ptr<Tuner::ActiveJob> Tuner::StartJobLocked(tuningdb::TuningJob job) {
+  auto active = std::make_shared<ActiveJob>();
+  active->progress.trials_total = static_cast<int>(job.candidates.size());
+  active->progress.trials_done = MeasuredCount(job);
+  std::string key = JobKey(job.workload_key, job.target_key, job.space_version);
+  active->job = std::move(job);
+  active_[key] = active;
+  threads_.emplace_back([this, active] { RunJob(active); });
+  return active;
+}
+
+bool Tuner::MeasureCandidates(const std::shared_ptr<ActiveJob>& active, std::string* first_error) {
+  const tuningdb::TuningJob& job = active->job;
+  kiln::v1::MeasureTask base;
+  if (!base.ParseFromString(job.task_template)) {
+    *first_error = "its stored measurement task does not parse";
+    return true;
+  }
+  std::vector<std::pair<int, std::shared_future<TaskOutcome>>> futures;
+  for (size_t i = 0; i < job.candidates.size(); ++i) {
+    if (job.candidates[i].measured()) continue;
+    kiln::v1::MeasureTask t = base;
+    t.set_schedule_config(job.candidates[i].config);
+    futures.emplace_back(static_cast<int>(i), broker_->Submit(job.target_key, std::move(t)));
+  }
+  for (auto& [position, future] : futures) {
+    while (future.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+      if (stopping_) return false;
+    }
+    const TaskOutcome& o = future.get();
     tuningdb::Record r;
-    r.workload_key = workload.key;
-    r.target_key = target_key;
-    r.space_version = kScheduleSpaceVersion;
+    r.workload_key = job.workload_key;
+    r.target_key = job.target_key;
+    r.space_version = job.space_version;
     r.compiler_version = kCompilerVersion;
-    r.config = candidates[i].ToString();
+    r.config = job.candidates[position].config;
     r.median_ms = o.result.median_ms();
     r.p10_ms = o.result.p10_ms();
     r.p90_ms = o.result.p90_ms();
@@ -132,28 +215,94 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
     r.error_message = o.result.error_message();
     r.worker_id = o.worker_id;
     r.created_unix_ms = NowUnixMs();
-    records.push_back(r);
-    if (o.result.error() == kiln::v1::MEASURE_OK) {
-      if (!found || o.result.median_ms() < out.median_ms) {
-        out.config = candidates[i];
-        out.median_ms = o.result.median_ms();
-        found = true;
-      }
-    } else if (first_error.empty()) {
-      first_error = absl::StrCat(r.config, ": ", kiln::v1::MeasureError_Name(o.result.error()), " ",
-                                 o.result.error_message());
+    // Recorded now, not at the end: a restart loses at most the tasks in flight.
+    if (absl::Status s = db_->AddJobRecord(job.id, position, r); !s.ok()) {
+      LogWarn("cannot record a measurement", {{"job", absl::StrCat(job.id)}, {"error", s.ToString()}});
     }
-    progress.trials_done = static_cast<int>(i + 1);
-    progress.best_ms = found ? out.median_ms : 0;
-    on_progress(progress);
+    if (o.result.error() != kiln::v1::MEASURE_OK && first_error->empty()) {
+      *first_error = absl::StrCat(r.config, ": ", kiln::v1::MeasureError_Name(o.result.error()), " ",
+                                  o.result.error_message());
+    }
+    std::lock_guard<std::mutex> lock(active->mu);
+    ++active->progress.trials_done;
+    if (o.result.error() == kiln::v1::MEASURE_OK &&
+        (active->progress.best_ms == 0 || o.result.median_ms() < active->progress.best_ms)) {
+      active->progress.best_ms = o.result.median_ms();
+    }
+    active->cv.notify_all();
   }
-  if (absl::Status s = db_->AddRecords(records); !s.ok()) return s;
-  if (!found) {
-    return absl::InternalError(absl::StrCat("every candidate schedule of workload ", workload.key.substr(0, 12),
-                                            " (", workload.op_summary, ") failed; first: ", first_error));
+  return true;
+}
+
+void Tuner::RunJob(const std::shared_ptr<ActiveJob>& active) {
+  const tuningdb::TuningJob& job = active->job;
+  std::string first_error;
+  bool done = MeasureCandidates(active, &first_error);
+  absl::Status status;
+  TuneOutcome outcome;
+  if (!done) {
+    status = absl::UnavailableError("the server is stopping; the tuning job resumes when it restarts");
+  } else {
+    // The best valid record of the triple, whichever job or import made it.
+    auto best = db_->TopK(job.workload_key, job.target_key, job.space_version, 1);
+    absl::StatusOr<ScheduleConfig> config = absl::NotFoundError("no valid record");
+    if (best.ok() && !best->empty()) config = ScheduleConfig::Parse(best->front().config);
+    if (!best.ok()) {
+      status = best.status();
+    } else if (config.ok()) {
+      outcome = TuneOutcome{*config, best->front().median_ms, false, 0};
+      (void)db_->FinishJob(job.id, tuningdb::JobState::kDone,
+                           absl::StrCat("best ", best->front().config, " ", best->front().median_ms, " ms"));
+    } else {
+      auto why = db_->ExplainMiss(job.workload_key, job.target_key, job.space_version);
+      status = absl::InternalError(absl::StrCat(
+          "every candidate schedule of workload ", job.workload_key.substr(0, 12), " failed; ",
+          first_error.empty() ? (why.ok() ? *why : why.status().ToString()) : absl::StrCat("first: ", first_error)));
+      (void)db_->FinishJob(job.id, tuningdb::JobState::kFailed, std::string(status.message()));
+    }
+    LogInfo("tuning job finished", {{"job", absl::StrCat(job.id)},
+                                    {"workload", job.workload_key},
+                                    {"status", status.ok() ? "done" : "failed"}});
   }
-  out.trials_measured = static_cast<int>(candidates.size());
-  return out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    active_.erase(JobKey(job.workload_key, job.target_key, job.space_version));
+  }
+  std::lock_guard<std::mutex> lock(active->mu);
+  active->status = status;
+  active->outcome = outcome;
+  active->outcome.trials_measured = active->progress.trials_done;
+  active->finished = true;
+  active->cv.notify_all();
+}
+
+absl::StatusOr<TuneOutcome> Tuner::WaitForJob(const std::shared_ptr<ActiveJob>& active,
+                                              const std::function<void(const TuneProgress&)>& on_progress,
+                                              const std::function<bool()>& cancelled) {
+  int reported = -1;
+  while (true) {
+    TuneProgress progress;
+    bool finished = false;  // once true, status and outcome no longer change
+    {
+      std::unique_lock<std::mutex> lock(active->mu);
+      active->cv.wait_for(lock, std::chrono::milliseconds(200), [&] {
+        return active->finished || active->progress.trials_done != reported;
+      });
+      progress = active->progress;
+      finished = active->finished;
+    }
+    if (progress.trials_done != reported) {
+      reported = progress.trials_done;
+      on_progress(progress);
+    }
+    if (finished) {
+      std::lock_guard<std::mutex> lock(active->mu);
+      if (!active->status.ok()) return active->status;
+      return active->outcome;
+    }
+    // The job goes on without this compile; its records serve the next one.
+    if (cancelled()) return absl::CancelledError("compile cancelled");
+  }
 }
 
 }  // namespace kiln::server

@@ -1,10 +1,20 @@
 // The tuner: finds the schedule for one workload on one target. A tuning
 // database hit answers at once; a miss turns into a tuning job whose candidate
-// schedules are measured by the farm's workers, every measurement recorded.
+// schedules are measured by the farm's workers. The job lives in the database
+// (tuningdb::TuningJob): every measurement is recorded as it arrives, and a
+// restarted server resumes the jobs that were not finished.
 #pragma once
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "compiler_core/schedule_space.h"
@@ -28,14 +38,23 @@ struct TuneProgress {
   double best_ms = 0;
 };
 
+// Thread-safe. Jobs run on background threads owned by the tuner: a compile
+// that needs a workload whose job is already in flight (started by another
+// compile or resumed after a restart) waits for that job instead of starting a
+// second one, and a cancelled compile leaves its job running. Destroying the
+// tuner stops its job threads without finishing their jobs, which stay
+// "running" in the database for the next server to resume.
 class Tuner {
  public:
   struct Options {
-    // How long a tuning job waits for a worker of its target before failing.
+    // How long a compile waits for a worker of its target before failing.
     std::chrono::milliseconds worker_wait{30000};
   };
   Tuner(tuningdb::TuningDb* db, TaskBroker* broker, Options options)
       : db_(db), broker_(broker), options_(options) {}
+  ~Tuner();
+  Tuner(const Tuner&) = delete;
+  Tuner& operator=(const Tuner&) = delete;
 
   // trials == 0: no search; the heuristic default (or a database record if one exists).
   absl::StatusOr<TuneOutcome> Tune(const Workload& workload, const std::string& target_key,
@@ -43,10 +62,44 @@ class Tuner {
                                    const std::function<void(const TuneProgress&)>& on_progress,
                                    const std::function<bool()>& cancelled);
 
+  // Starts, in the background, every job the database lists as running that
+  // this tuner does not run yet: their unmeasured candidates go to the broker
+  // (they wait there for a worker of their target). Returns how many started.
+  absl::StatusOr<int> ResumeUnfinishedJobs();
+
+  // Jobs running in this process now.
+  int active_jobs() const;
+
  private:
+  struct ActiveJob {
+    tuningdb::TuningJob job;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool finished = false;
+    absl::Status status;  // when finished
+    TuneOutcome outcome;  // when finished with OK
+    TuneProgress progress;
+  };
+
+  // Requires mu_. Registers the job and starts its thread.
+  std::shared_ptr<ActiveJob> StartJobLocked(tuningdb::TuningJob job);
+  void RunJob(const std::shared_ptr<ActiveJob>& active);
+  // Measures the job's unmeasured candidates, recording each result. Returns
+  // false when the tuner stopped before the job was done.
+  bool MeasureCandidates(const std::shared_ptr<ActiveJob>& active, std::string* first_error);
+  absl::StatusOr<TuneOutcome> WaitForJob(const std::shared_ptr<ActiveJob>& active,
+                                         const std::function<void(const TuneProgress&)>& on_progress,
+                                         const std::function<bool()>& cancelled);
+
   tuningdb::TuningDb* db_;
   TaskBroker* broker_;
   Options options_;
+
+  mutable std::mutex mu_;
+  // In flight in this process, by JobKey (workload, target, space version).
+  std::map<std::string, std::shared_ptr<ActiveJob>> active_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace kiln::server

@@ -4,7 +4,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "server/farm_target.h"
+#include "server/log.h"
 
 namespace kiln::server {
 
@@ -13,12 +15,31 @@ std::string TargetKeyOf(const kiln::v1::DeviceInfo& device) {
   return FarmTargetOf(device).Key();
 }
 
+tuningdb::TargetInfo TargetInfoOf(const std::string& target_key, const kiln::v1::DeviceInfo& device) {
+  tuningdb::TargetInfo t;
+  t.key = target_key;
+  t.kind = device.kind();
+  t.arch = device.arch();
+  t.cpu_name = device.cpu_name();
+  t.features = absl::StrJoin(device.features(), ",");
+  t.device_model = device.device_model();
+  t.driver_version = device.driver_version();
+  t.toolkit_version = device.toolkit_version();
+  return t;
+}
+
 grpc::Status WorkerServiceImpl::Register(grpc::ServerContext*, const kiln::v1::RegisterRequest* request,
                                          kiln::v1::RegisterResponse* response) {
   if (request->device().kind().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "register: device.kind is empty");
   }
   std::string key = TargetKeyOf(request->device());
+  if (db_ != nullptr) {
+    // Records name the target by key; its row says what the key stands for.
+    if (absl::Status s = db_->UpsertTarget(TargetInfoOf(key, request->device())); !s.ok()) {
+      LogWarn("cannot remember the worker's target", {{"target", key}, {"error", s.ToString()}});
+    }
+  }
   response->set_worker_id(broker_->RegisterWorker(key, request->hostname(), request->device()));
   response->set_target_key(key);
   response->set_heartbeat_interval_ms(static_cast<int>(broker_->options().heartbeat_interval.count()));

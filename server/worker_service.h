@@ -4,6 +4,7 @@
 #include "kiln/v1/worker.grpc.pb.h"
 #include "server/metrics.h"
 #include "server/task_broker.h"
+#include "tuning_db/tuning_db.h"
 
 namespace kiln::server {
 
@@ -12,7 +13,10 @@ std::string TargetKeyOf(const kiln::v1::DeviceInfo& device);
 
 class WorkerServiceImpl final : public kiln::v1::WorkerService::Service {
  public:
-  WorkerServiceImpl(TaskBroker* broker, ServerMetrics* metrics) : broker_(broker), metrics_(metrics) {}
+  // `db` (may be null) remembers each registering worker's target with its
+  // device model, driver and toolkit versions.
+  WorkerServiceImpl(TaskBroker* broker, ServerMetrics* metrics, tuningdb::TuningDb* db = nullptr)
+      : broker_(broker), metrics_(metrics), db_(db) {}
 
   grpc::Status Register(grpc::ServerContext* context, const kiln::v1::RegisterRequest* request,
                         kiln::v1::RegisterResponse* response) override;
@@ -27,6 +31,10 @@ class WorkerServiceImpl final : public kiln::v1::WorkerService::Service {
  private:
   TaskBroker* broker_;
   ServerMetrics* metrics_;
+  tuningdb::TuningDb* db_;
 };
+
+// The tuning database's row for the target a worker measures for.
+tuningdb::TargetInfo TargetInfoOf(const std::string& target_key, const kiln::v1::DeviceInfo& device);
 
 }  // namespace kiln::server

@@ -1,20 +1,79 @@
 // Schema DDL per version; see docs/tuning-db.md for the meaning of each column.
+// Old migrations are never edited: a file of version N is upgraded by running
+// migrations N, N+1, ... in order.
 #include "tuning_db/schema.h"
 
+#include <functional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/status_macros.h"
+#include "tuning_db/tuning_db.h"
 
 namespace kiln::tuningdb {
 namespace {
 
-// migrations[i] takes the schema from version i to version i + 1.
-const std::vector<std::string>& Migrations() {
-  static const std::vector<std::string> kMigrations = {
+// Migration i takes the schema from version i to version i + 1: its SQL, then
+// (optionally) a step in C++ for what SQL cannot compute.
+struct Migration {
+  std::string sql;
+  std::function<absl::Status(SqliteConnection&)> step;
+};
+
+// 1 -> 2: every record gets its content key (RecordKey), so that importing the
+// same record twice adds it once. Records are append-only, so the backfill
+// lifts the update trigger for its duration (inside the migration transaction).
+absl::Status BackfillRecordKeys(SqliteConnection& conn) {
+  RETURN_IF_ERROR(conn.Exec("DROP TRIGGER records_no_update"));
+  std::vector<std::pair<int64_t, std::string>> keys;
+  {
+    ASSIGN_OR_RETURN(SqliteStatement s,
+                     conn.Prepare("SELECT id, workload_key, target_key, space_version, "
+                                  "compiler_version, config, median_ms, p10_ms, p90_ms, repeats, "
+                                  "error, error_message, worker_id, created_unix_ms FROM records "
+                                  "ORDER BY id"));
+    std::unordered_set<std::string> seen;
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      Record r;
+      r.workload_key = s.ColumnText(1);
+      r.target_key = s.ColumnText(2);
+      r.space_version = static_cast<int>(s.ColumnInt(3));
+      r.compiler_version = s.ColumnText(4);
+      r.config = s.ColumnText(5);
+      r.median_ms = s.ColumnDouble(6);
+      r.p10_ms = s.ColumnDouble(7);
+      r.p90_ms = s.ColumnDouble(8);
+      r.repeats = static_cast<int>(s.ColumnInt(9));
+      r.error = static_cast<RecordError>(s.ColumnInt(10));
+      r.error_message = s.ColumnText(11);
+      r.worker_id = s.ColumnText(12);
+      r.created_unix_ms = s.ColumnInt(13);
+      std::string key = RecordKey(r);
+      // An exact duplicate already in a v1 file keeps its row under a distinct key.
+      if (!seen.insert(key).second) key = absl::StrCat(key, "#", s.ColumnInt(0));
+      keys.emplace_back(s.ColumnInt(0), std::move(key));
+    }
+  }
+  for (const auto& [id, key] : keys) {
+    ASSIGN_OR_RETURN(SqliteStatement u, conn.Prepare("UPDATE records SET record_key = ?1 WHERE id = ?2"));
+    u.Bind(1, key).Bind(2, id);
+    RETURN_IF_ERROR(u.Run());
+  }
+  return conn.Exec(R"sql(
+CREATE UNIQUE INDEX records_by_key ON records (record_key);
+CREATE TRIGGER records_no_update BEFORE UPDATE ON records
+  BEGIN SELECT RAISE(ABORT, 'records are append-only'); END;
+)sql");
+}
+
+const std::vector<Migration>& Migrations() {
+  static const std::vector<Migration> kMigrations = {
       // 0 -> 1: the initial schema.
-      R"sql(
+      {R"sql(
 CREATE TABLE schema_version (version INTEGER NOT NULL);
 INSERT INTO schema_version (version) VALUES (0);
 
@@ -86,6 +145,35 @@ CREATE TABLE artifacts (
 );
 CREATE INDEX artifacts_by_use ON artifacts (use_seq);
 )sql",
+       nullptr},
+      // 1 -> 2: record content keys and persistent tuning jobs.
+      {R"sql(
+ALTER TABLE records ADD COLUMN record_key TEXT;
+
+CREATE TABLE tuning_jobs (
+  id INTEGER PRIMARY KEY,
+  workload_key TEXT NOT NULL,
+  target_key TEXT NOT NULL,
+  space_version INTEGER NOT NULL,
+  state INTEGER NOT NULL,
+  task_template BLOB NOT NULL,
+  message TEXT NOT NULL,
+  created_unix_ms INTEGER NOT NULL,
+  updated_unix_ms INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX tuning_jobs_one_running
+  ON tuning_jobs (workload_key, target_key, space_version) WHERE state = 0;
+CREATE INDEX tuning_jobs_by_state ON tuning_jobs (state);
+
+CREATE TABLE tuning_job_candidates (
+  job_id INTEGER NOT NULL REFERENCES tuning_jobs (id),
+  position INTEGER NOT NULL,
+  config TEXT NOT NULL,
+  record_id INTEGER,
+  PRIMARY KEY (job_id, position)
+) WITHOUT ROWID;
+)sql",
+       BackfillRecordKeys},
   };
   return kMigrations;
 }
@@ -103,10 +191,15 @@ absl::StatusOr<int> ReadSchemaVersion(SqliteConnection& conn) {
   return row ? static_cast<int>(version.ColumnInt(0)) : 0;
 }
 
-absl::Status MigrateSchema(SqliteConnection& conn) {
+absl::Status MigrateSchema(SqliteConnection& conn) { return MigrateSchemaTo(conn, kSchemaVersion); }
+
+absl::Status MigrateSchemaTo(SqliteConnection& conn, int target_version) {
+  if (target_version < 0 || target_version > kSchemaVersion) {
+    return absl::InvalidArgumentError(absl::StrCat("no schema version ", target_version));
+  }
   // Fast path without the write lock: most opens find an up-to-date file.
   ASSIGN_OR_RETURN(int version, ReadSchemaVersion(conn));
-  if (version == kSchemaVersion) return absl::OkStatus();
+  if (version == target_version) return absl::OkStatus();
   if (version > kSchemaVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat("tuning db ", conn.path(), " has schema version ", version,
@@ -120,9 +213,10 @@ absl::Status MigrateSchema(SqliteConnection& conn) {
         absl::StrCat("tuning db ", conn.path(), " has schema version ", version,
                      ", newer than this build supports (", kSchemaVersion, ")"));
   }
-  const std::vector<std::string>& migrations = Migrations();
-  for (int v = version; v < kSchemaVersion; ++v) {
-    RETURN_IF_ERROR(conn.Exec(migrations[v]));
+  const std::vector<Migration>& migrations = Migrations();
+  for (int v = version; v < target_version; ++v) {
+    RETURN_IF_ERROR(conn.Exec(migrations[v].sql));
+    if (migrations[v].step) RETURN_IF_ERROR(migrations[v].step(conn));
     RETURN_IF_ERROR(conn.Exec(absl::StrCat("UPDATE schema_version SET version = ", v + 1)));
   }
   return txn.Commit();

@@ -36,6 +36,7 @@ class SqliteStatement {
   SqliteStatement& Bind(int index, int64_t value);
   SqliteStatement& Bind(int index, int value) { return Bind(index, static_cast<int64_t>(value)); }
   SqliteStatement& Bind(int index, double value);
+  SqliteStatement& BindBlob(int index, std::string_view bytes);
 
   // Steps once: true when a row is available, false when the statement is done.
   absl::StatusOr<bool> Step();
@@ -45,6 +46,7 @@ class SqliteStatement {
   int64_t ColumnInt(int column) const;
   double ColumnDouble(int column) const;
   std::string ColumnText(int column) const;
+  std::string ColumnBlob(int column) const;
 
  private:
   sqlite3_stmt* stmt_;

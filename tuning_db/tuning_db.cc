@@ -2,8 +2,10 @@
 // bookkeeping that keeps artifact rows and blob files consistent.
 #include "tuning_db/tuning_db.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -92,6 +94,47 @@ std::string_view RecordErrorName(RecordError error) {
   return "unknown_error";
 }
 
+std::string_view JobStateName(JobState state) {
+  switch (state) {
+    case JobState::kRunning: return "running";
+    case JobState::kDone: return "done";
+    case JobState::kFailed: return "failed";
+  }
+  return "unknown";
+}
+
+std::string RecordKey(const Record& r) {
+  // Length-prefixed strings and round-trip number formats: no two different
+  // records serialise alike.
+  std::string text;
+  auto add_text = [&text](std::string_view field) {
+    absl::StrAppend(&text, field.size(), ":", std::string(field), ";");
+  };
+  auto add_double = [&text](double value) {
+    char buf[40];
+    snprintf(buf, sizeof(buf), "%.17g;", value);
+    text += buf;
+  };
+  add_text(r.workload_key);
+  add_text(r.target_key);
+  absl::StrAppend(&text, r.space_version, ";");
+  add_text(r.compiler_version);
+  add_text(r.config);
+  add_double(r.median_ms);
+  add_double(r.p10_ms);
+  add_double(r.p90_ms);
+  absl::StrAppend(&text, r.repeats, ";", static_cast<int>(r.error), ";");
+  add_text(r.error_message);
+  add_text(r.worker_id);
+  absl::StrAppend(&text, r.created_unix_ms, ";");
+  // The creation time leads, so the UNIQUE index on the key grows at its right
+  // edge as records arrive (no random page writes); 32 hex digits of the hash follow.
+  char prefix[24];
+  snprintf(prefix, sizeof(prefix), "%012llx-",
+           static_cast<unsigned long long>(std::max<int64_t>(0, r.created_unix_ms)));
+  return absl::StrCat(prefix, Sha256Hex(text).substr(0, 32));
+}
+
 absl::StatusOr<std::unique_ptr<TuningDb>> TuningDb::Open(const std::string& path) {
   if (path.empty()) return absl::InvalidArgumentError("tuning db path is empty");
   if (path == ":memory:" || path.rfind("file:", 0) == 0) {
@@ -104,7 +147,8 @@ absl::StatusOr<std::unique_ptr<TuningDb>> TuningDb::Open(const std::string& path
 
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteConnection> conn, SqliteConnection::Open(path, kBusyTimeoutMs));
   RETURN_IF_ERROR(MigrateSchema(*conn));
-  return std::unique_ptr<TuningDb>(new TuningDb(std::move(conn), path + ".artifacts"));
+  ASSIGN_OR_RETURN(std::unique_ptr<SqliteConnection> reader, SqliteConnection::Open(path, kBusyTimeoutMs));
+  return std::unique_ptr<TuningDb>(new TuningDb(std::move(conn), std::move(reader), path + ".artifacts"));
 }
 
 absl::Status TuningDb::UpsertTarget(const TargetInfo& t) {
@@ -149,9 +193,9 @@ absl::Status TuningDb::UpsertWorkload(const WorkloadInfo& w) {
 }
 
 absl::StatusOr<std::optional<TargetInfo>> TuningDb::GetTarget(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(read_mu_);
   ASSIGN_OR_RETURN(SqliteStatement s,
-                   conn_->Prepare("SELECT key, kind, arch, cpu_name, features, device_model, "
+                   reader_->Prepare("SELECT key, kind, arch, cpu_name, features, device_model, "
                                   "driver_version, toolkit_version FROM targets WHERE key = ?1"));
   s.Bind(1, key);
   ASSIGN_OR_RETURN(bool row, s.Step());
@@ -161,9 +205,9 @@ absl::StatusOr<std::optional<TargetInfo>> TuningDb::GetTarget(const std::string&
 }
 
 absl::StatusOr<std::optional<WorkloadInfo>> TuningDb::GetWorkload(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(read_mu_);
   ASSIGN_OR_RETURN(SqliteStatement s,
-                   conn_->Prepare("SELECT key, canonical_text, kind, op_summary, flops, bytes "
+                   reader_->Prepare("SELECT key, canonical_text, kind, op_summary, flops, bytes "
                                   "FROM workloads WHERE key = ?1"));
   s.Bind(1, key);
   ASSIGN_OR_RETURN(bool row, s.Step());
@@ -179,27 +223,37 @@ absl::Status TuningDb::AddRecords(const std::vector<Record>& records) {
   int64_t now = NowUnixMs();
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::BeginImmediate(*conn_));
   for (const Record& r : records) {
-    ASSIGN_OR_RETURN(SqliteStatement s,
-                     conn_->Prepare(absl::StrCat("INSERT INTO records (", kRecordColumns,
-                                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-                                                 "?10, ?11, ?12, ?13)")));
-    s.Bind(1, r.workload_key).Bind(2, r.target_key).Bind(3, r.space_version);
-    s.Bind(4, r.compiler_version).Bind(5, r.config).Bind(6, r.median_ms).Bind(7, r.p10_ms);
-    s.Bind(8, r.p90_ms).Bind(9, r.repeats).Bind(10, static_cast<int>(r.error));
-    s.Bind(11, r.error_message).Bind(12, r.worker_id);
-    s.Bind(13, r.created_unix_ms != 0 ? r.created_unix_ms : now);
-    RETURN_IF_ERROR(s.Run());
+    ASSIGN_OR_RETURN(int64_t id, InsertRecordLocked(r, now));
+    (void)id;
   }
   return txn.Commit();
+}
+
+absl::StatusOr<int64_t> TuningDb::InsertRecordLocked(const Record& record, int64_t now) {
+  Record r = record;
+  if (r.created_unix_ms == 0) r.created_unix_ms = now;
+  ASSIGN_OR_RETURN(SqliteStatement s,
+                   conn_->Prepare(absl::StrCat("INSERT INTO records (", kRecordColumns,
+                                               ", record_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+                                               "?9, ?10, ?11, ?12, ?13, ?14) "
+                                               "ON CONFLICT (record_key) DO NOTHING")));
+  s.Bind(1, r.workload_key).Bind(2, r.target_key).Bind(3, r.space_version);
+  s.Bind(4, r.compiler_version).Bind(5, r.config).Bind(6, r.median_ms).Bind(7, r.p10_ms);
+  s.Bind(8, r.p90_ms).Bind(9, r.repeats).Bind(10, static_cast<int>(r.error));
+  s.Bind(11, r.error_message).Bind(12, r.worker_id).Bind(13, r.created_unix_ms);
+  s.Bind(14, RecordKey(r));
+  RETURN_IF_ERROR(s.Run());
+  if (sqlite3_changes(conn_->raw()) == 0) return 0;
+  return sqlite3_last_insert_rowid(conn_->raw());
 }
 
 absl::StatusOr<std::vector<Record>> TuningDb::TopK(const std::string& workload_key,
                                                    const std::string& target_key, int space_version,
                                                    int k) {
   if (k < 0) return absl::InvalidArgumentError(absl::StrCat("top-k query with negative k ", k));
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(read_mu_);
   ASSIGN_OR_RETURN(SqliteStatement s,
-                   conn_->Prepare(absl::StrCat(
+                   reader_->Prepare(absl::StrCat(
                        "SELECT ", kRecordColumns,
                        " FROM records WHERE workload_key = ?1 AND target_key = ?2 AND "
                        "space_version = ?3 AND error = 0 ORDER BY median_ms ASC, id ASC LIMIT ?4")));
@@ -216,12 +270,12 @@ absl::StatusOr<std::vector<Record>> TuningDb::TopK(const std::string& workload_k
 absl::StatusOr<std::string> TuningDb::ExplainMiss(const std::string& workload_key,
                                                   const std::string& target_key,
                                                   int space_version) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(read_mu_);
   std::string where = absl::StrCat("target ", target_key, ", schedule-space version ", space_version);
 
   // Error counts for the exact triple.
   ASSIGN_OR_RETURN(SqliteStatement by_error,
-                   conn_->Prepare("SELECT error, COUNT(*) FROM records WHERE workload_key = ?1 AND "
+                   reader_->Prepare("SELECT error, COUNT(*) FROM records WHERE workload_key = ?1 AND "
                                   "target_key = ?2 AND space_version = ?3 GROUP BY error ORDER BY error"));
   by_error.Bind(1, workload_key).Bind(2, target_key).Bind(3, space_version);
   std::map<int, int64_t> counts;
@@ -246,7 +300,7 @@ absl::StatusOr<std::string> TuningDb::ExplainMiss(const std::string& workload_ke
 
   // Other schedule-space versions for the same workload and target.
   ASSIGN_OR_RETURN(SqliteStatement versions,
-                   conn_->Prepare("SELECT DISTINCT space_version FROM records WHERE workload_key = ?1 "
+                   reader_->Prepare("SELECT DISTINCT space_version FROM records WHERE workload_key = ?1 "
                                   "AND target_key = ?2 ORDER BY space_version"));
   versions.Bind(1, workload_key).Bind(2, target_key);
   std::vector<std::string> version_list;
@@ -263,7 +317,7 @@ absl::StatusOr<std::string> TuningDb::ExplainMiss(const std::string& workload_ke
 
   // Other targets for the same workload.
   ASSIGN_OR_RETURN(SqliteStatement targets,
-                   conn_->Prepare("SELECT DISTINCT target_key FROM records WHERE workload_key = ?1 "
+                   reader_->Prepare("SELECT DISTINCT target_key FROM records WHERE workload_key = ?1 "
                                   "ORDER BY target_key"));
   targets.Bind(1, workload_key);
   std::vector<std::string> target_list;
@@ -277,16 +331,16 @@ absl::StatusOr<std::string> TuningDb::ExplainMiss(const std::string& workload_ke
                         absl::StrJoin(target_list, ", "), " (wanted ", target_key, ")");
   }
 
-  ASSIGN_OR_RETURN(SqliteStatement workload, conn_->Prepare("SELECT 1 FROM workloads WHERE key = ?1"));
+  ASSIGN_OR_RETURN(SqliteStatement workload, reader_->Prepare("SELECT 1 FROM workloads WHERE key = ?1"));
   workload.Bind(1, workload_key);
   ASSIGN_OR_RETURN(bool known, workload.Step());
   if (known) return absl::StrCat("workload ", workload_key, " known but never measured");
   return absl::StrCat("no workload ", workload_key);
 }
 
-absl::StatusOr<int64_t> TuningDb::CountLocked(const std::string& sql,
+absl::StatusOr<int64_t> TuningDb::CountLocked(SqliteConnection& conn, const std::string& sql,
                                               const std::vector<std::string>& args) {
-  ASSIGN_OR_RETURN(SqliteStatement s, conn_->Prepare(sql));
+  ASSIGN_OR_RETURN(SqliteStatement s, conn.Prepare(sql));
   for (size_t i = 0; i < args.size(); ++i) s.Bind(static_cast<int>(i) + 1, args[i]);
   ASSIGN_OR_RETURN(bool row, s.Step());
   return row ? s.ColumnInt(0) : 0;
@@ -294,9 +348,9 @@ absl::StatusOr<int64_t> TuningDb::CountLocked(const std::string& sql,
 
 int64_t TuningDb::CountRecords(const std::string& workload_key, const std::string& target_key,
                                int space_version) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(read_mu_);
   absl::StatusOr<SqliteStatement> s =
-      conn_->Prepare("SELECT COUNT(*) FROM records WHERE workload_key = ?1 AND target_key = ?2 AND "
+      reader_->Prepare("SELECT COUNT(*) FROM records WHERE workload_key = ?1 AND target_key = ?2 AND "
                      "space_version = ?3");
   if (!s.ok()) return -1;
   s->Bind(1, workload_key).Bind(2, target_key).Bind(3, space_version);
@@ -326,9 +380,9 @@ absl::Status TuningDb::PutCompileEntry(const CompileEntry& e) {
 }
 
 absl::StatusOr<std::optional<CompileEntry>> TuningDb::GetCompileEntry(const std::string& compile_key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(read_mu_);
   ASSIGN_OR_RETURN(SqliteStatement s,
-                   conn_->Prepare("SELECT compile_key, package_digest, package_size, created_unix_ms "
+                   reader_->Prepare("SELECT compile_key, package_digest, package_size, created_unix_ms "
                                   "FROM compile_entries WHERE compile_key = ?1"));
   s.Bind(1, compile_key);
   ASSIGN_OR_RETURN(bool row, s.Step());
@@ -380,7 +434,7 @@ absl::StatusOr<std::optional<std::string>> TuningDb::GetArtifact(const std::stri
   {
     std::lock_guard<std::mutex> lock(mu_);
     ASSIGN_OR_RETURN(int64_t listed,
-                     CountLocked("SELECT COUNT(*) FROM artifacts WHERE digest = ?1", {digest}));
+                     CountLocked(*conn_, "SELECT COUNT(*) FROM artifacts WHERE digest = ?1", {digest}));
     if (listed == 0) return std::nullopt;
   }
   // Read and hash outside the mutex.
@@ -392,7 +446,7 @@ absl::StatusOr<std::optional<std::string>> TuningDb::GetArtifact(const std::stri
     // Re-check under the write lock: a concurrent GC may have evicted it.
     ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::BeginImmediate(*conn_));
     ASSIGN_OR_RETURN(int64_t listed,
-                     CountLocked("SELECT COUNT(*) FROM artifacts WHERE digest = ?1", {digest}));
+                     CountLocked(*conn_, "SELECT COUNT(*) FROM artifacts WHERE digest = ?1", {digest}));
     ASSIGN_OR_RETURN(std::optional<int64_t> on_disk, blobs_.FileSize(digest));
     RETURN_IF_ERROR(txn.Commit());
     if (listed == 0) return std::nullopt;
@@ -421,7 +475,7 @@ absl::StatusOr<bool> TuningDb::HasArtifact(const std::string& digest) {
   RETURN_IF_ERROR(CheckDigest(digest));
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(int64_t listed,
-                   CountLocked("SELECT COUNT(*) FROM artifacts WHERE digest = ?1", {digest}));
+                   CountLocked(*conn_, "SELECT COUNT(*) FROM artifacts WHERE digest = ?1", {digest}));
   if (listed == 0) return false;
   ASSIGN_OR_RETURN(std::optional<int64_t> on_disk, blobs_.FileSize(digest));
   return on_disk.has_value();
@@ -445,7 +499,7 @@ absl::StatusOr<int64_t> TuningDb::GcArtifacts(int64_t max_bytes) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::BeginImmediate(*conn_));
-  ASSIGN_OR_RETURN(int64_t total, CountLocked("SELECT COALESCE(SUM(size), 0) FROM artifacts", {}));
+  ASSIGN_OR_RETURN(int64_t total, CountLocked(*conn_, "SELECT COALESCE(SUM(size), 0) FROM artifacts", {}));
   if (total <= max_bytes) return 0;
 
   std::vector<std::pair<std::string, int64_t>> victims;
@@ -476,21 +530,42 @@ absl::StatusOr<int64_t> TuningDb::GcArtifacts(int64_t max_bytes) {
 }
 
 absl::StatusOr<TuningDb::Stats> TuningDb::GetStats() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(read_mu_);
+  SqliteConnection& c = *reader_;
+  // One read transaction: all counts describe the same snapshot.
+  RETURN_IF_ERROR(c.Exec("BEGIN"));
+  auto end = [&c] { (void)c.Exec("COMMIT"); };
+  auto count = [&](const char* sql) { return CountLocked(c, sql, {}); };
   Stats stats;
-  ASSIGN_OR_RETURN(stats.workloads, CountLocked("SELECT COUNT(*) FROM workloads", {}));
-  ASSIGN_OR_RETURN(stats.targets, CountLocked("SELECT COUNT(*) FROM targets", {}));
-  ASSIGN_OR_RETURN(stats.records, CountLocked("SELECT COUNT(*) FROM records", {}));
-  ASSIGN_OR_RETURN(stats.valid_records, CountLocked("SELECT COUNT(*) FROM records WHERE error = 0", {}));
-  ASSIGN_OR_RETURN(stats.artifacts, CountLocked("SELECT COUNT(*) FROM artifacts", {}));
-  ASSIGN_OR_RETURN(stats.artifact_bytes, CountLocked("SELECT COALESCE(SUM(size), 0) FROM artifacts", {}));
-  ASSIGN_OR_RETURN(stats.compile_entries, CountLocked("SELECT COUNT(*) FROM compile_entries", {}));
+  absl::Status status = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(stats.workloads, count("SELECT COUNT(*) FROM workloads"));
+    ASSIGN_OR_RETURN(stats.targets, count("SELECT COUNT(*) FROM targets"));
+    ASSIGN_OR_RETURN(stats.records, count("SELECT COUNT(*) FROM records"));
+    ASSIGN_OR_RETURN(stats.valid_records, count("SELECT COUNT(*) FROM records WHERE error = 0"));
+    ASSIGN_OR_RETURN(stats.artifacts, count("SELECT COUNT(*) FROM artifacts"));
+    ASSIGN_OR_RETURN(stats.artifact_bytes, count("SELECT COALESCE(SUM(size), 0) FROM artifacts"));
+    ASSIGN_OR_RETURN(stats.compile_entries, count("SELECT COUNT(*) FROM compile_entries"));
+    ASSIGN_OR_RETURN(stats.record_keys,
+                     count("SELECT COUNT(*) FROM (SELECT DISTINCT workload_key, target_key, "
+                           "space_version FROM records)"));
+    ASSIGN_OR_RETURN(stats.answered_keys,
+                     count("SELECT COUNT(*) FROM (SELECT DISTINCT workload_key, target_key, "
+                           "space_version FROM records WHERE error = 0)"));
+    ASSIGN_OR_RETURN(stats.workloads_answered,
+                     count("SELECT COUNT(DISTINCT workload_key) FROM records WHERE error = 0"));
+    ASSIGN_OR_RETURN(stats.jobs_running, count("SELECT COUNT(*) FROM tuning_jobs WHERE state = 0"));
+    ASSIGN_OR_RETURN(stats.jobs_done, count("SELECT COUNT(*) FROM tuning_jobs WHERE state = 1"));
+    ASSIGN_OR_RETURN(stats.jobs_failed, count("SELECT COUNT(*) FROM tuning_jobs WHERE state = 2"));
+    return absl::OkStatus();
+  }();
+  end();
+  RETURN_IF_ERROR(status);
   return stats;
 }
 
 absl::Status TuningDb::CheckIntegrity() {
-  std::lock_guard<std::mutex> lock(mu_);
-  ASSIGN_OR_RETURN(SqliteStatement s, conn_->Prepare("PRAGMA quick_check"));
+  std::lock_guard<std::mutex> lock(read_mu_);
+  ASSIGN_OR_RETURN(SqliteStatement s, reader_->Prepare("PRAGMA quick_check"));
   std::vector<std::string> problems;
   while (true) {
     ASSIGN_OR_RETURN(bool row, s.Step());
@@ -499,8 +574,313 @@ absl::Status TuningDb::CheckIntegrity() {
     if (line != "ok" && problems.size() < 5) problems.push_back(line);
   }
   if (problems.empty()) return absl::OkStatus();
-  return absl::DataLossError(absl::StrCat("tuning db ", conn_->path(), " failed its integrity check: ",
+  return absl::DataLossError(absl::StrCat("tuning db ", reader_->path(), " failed its integrity check: ",
                                           absl::StrJoin(problems, "; ")));
+}
+
+absl::Status TuningDb::ForEachRecordLine(const std::function<absl::Status(const RecordLine&)>& fn) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  ASSIGN_OR_RETURN(
+      SqliteStatement s,
+      reader_->Prepare(absl::StrCat(
+          "SELECT r.workload_key, r.target_key, r.space_version, r.compiler_version, r.config, "
+          "r.median_ms, r.p10_ms, r.p90_ms, r.repeats, r.error, r.error_message, r.worker_id, "
+          "r.created_unix_ms, "
+          "w.key IS NOT NULL, w.canonical_text, w.kind, w.op_summary, w.flops, w.bytes, "
+          "t.key IS NOT NULL, t.kind, t.arch, t.cpu_name, t.features, t.device_model, "
+          "t.driver_version, t.toolkit_version "
+          "FROM records r LEFT JOIN workloads w ON w.key = r.workload_key "
+          "LEFT JOIN targets t ON t.key = r.target_key ORDER BY r.id")));
+  // One statement is one read transaction: the export is a consistent snapshot.
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    RecordLine line;
+    line.record = ReadRecord(s);
+    line.workload.key = line.record.workload_key;
+    if (s.ColumnInt(13) != 0) {
+      line.workload.canonical_text = s.ColumnText(14);
+      line.workload.kind = s.ColumnText(15);
+      line.workload.op_summary = s.ColumnText(16);
+      line.workload.flops = s.ColumnDouble(17);
+      line.workload.bytes = s.ColumnDouble(18);
+    }
+    line.target.key = line.record.target_key;
+    if (s.ColumnInt(19) != 0) {
+      line.target.kind = s.ColumnText(20);
+      line.target.arch = s.ColumnText(21);
+      line.target.cpu_name = s.ColumnText(22);
+      line.target.features = s.ColumnText(23);
+      line.target.device_model = s.ColumnText(24);
+      line.target.driver_version = s.ColumnText(25);
+      line.target.toolkit_version = s.ColumnText(26);
+    }
+    RETURN_IF_ERROR(fn(line));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRecordLine(const RecordLine& l) {
+  if (absl::Status s = ValidateRecord(l.record, 0); !s.ok()) {
+    return absl::InvalidArgumentError(s.message().substr(s.message().find(": ") + 2));
+  }
+  if (l.workload.key != l.record.workload_key || l.target.key != l.record.target_key) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the record's workload/target keys (", l.record.workload_key, ", ",
+                     l.record.target_key, ") differ from its workload/target (", l.workload.key, ", ",
+                     l.target.key, ")"));
+  }
+  if (l.record.created_unix_ms <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("record of workload ", l.record.workload_key,
+                                                   " has no created_unix_ms (part of its identity)"));
+  }
+  if (!std::isfinite(l.workload.flops) || l.workload.flops < 0 || !std::isfinite(l.workload.bytes) ||
+      l.workload.bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("workload ", l.workload.key, " has bad flops or bytes"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ImportCounts> TuningDb::ImportRecordLines(const std::vector<RecordLine>& lines) {
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (absl::Status s = ValidateRecordLine(lines[i]); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("line ", i, ": ", s.message()));
+    }
+  }
+  ImportCounts counts;
+  if (lines.empty()) return counts;
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t now = NowUnixMs();
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::BeginImmediate(*conn_));
+  for (const RecordLine& l : lines) {
+    ASSIGN_OR_RETURN(SqliteStatement w,
+                     conn_->Prepare("INSERT INTO workloads (key, canonical_text, kind, op_summary, "
+                                    "flops, bytes, created_unix_ms, updated_unix_ms) VALUES "
+                                    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7) ON CONFLICT (key) DO NOTHING"));
+    w.Bind(1, l.workload.key).Bind(2, l.workload.canonical_text).Bind(3, l.workload.kind);
+    w.Bind(4, l.workload.op_summary).Bind(5, l.workload.flops).Bind(6, l.workload.bytes).Bind(7, now);
+    RETURN_IF_ERROR(w.Run());
+    counts.workloads_added += sqlite3_changes(conn_->raw());
+    ASSIGN_OR_RETURN(SqliteStatement t,
+                     conn_->Prepare("INSERT INTO targets (key, kind, arch, cpu_name, features, "
+                                    "device_model, driver_version, toolkit_version, "
+                                    "created_unix_ms, updated_unix_ms) VALUES "
+                                    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) "
+                                    "ON CONFLICT (key) DO NOTHING"));
+    t.Bind(1, l.target.key).Bind(2, l.target.kind).Bind(3, l.target.arch).Bind(4, l.target.cpu_name);
+    t.Bind(5, l.target.features).Bind(6, l.target.device_model).Bind(7, l.target.driver_version);
+    t.Bind(8, l.target.toolkit_version).Bind(9, now);
+    RETURN_IF_ERROR(t.Run());
+    counts.targets_added += sqlite3_changes(conn_->raw());
+    ASSIGN_OR_RETURN(int64_t id, InsertRecordLocked(l.record, now));
+    if (id != 0) {
+      ++counts.records_added;
+    } else {
+      ++counts.records_present;
+    }
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return counts;
+}
+
+absl::StatusOr<std::optional<TuningJob>> TuningDb::ReadJobLocked(SqliteConnection& conn, int64_t job_id) {
+  std::optional<TuningJob> job;
+  {
+    ASSIGN_OR_RETURN(SqliteStatement s,
+                     conn.Prepare("SELECT id, workload_key, target_key, space_version, state, "
+                                  "task_template, message, created_unix_ms, updated_unix_ms "
+                                  "FROM tuning_jobs WHERE id = ?1"));
+    s.Bind(1, job_id);
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return std::nullopt;
+    job.emplace();
+    job->id = s.ColumnInt(0);
+    job->workload_key = s.ColumnText(1);
+    job->target_key = s.ColumnText(2);
+    job->space_version = static_cast<int>(s.ColumnInt(3));
+    job->state = static_cast<JobState>(s.ColumnInt(4));
+    job->task_template = s.ColumnBlob(5);
+    job->message = s.ColumnText(6);
+    job->created_unix_ms = s.ColumnInt(7);
+    job->updated_unix_ms = s.ColumnInt(8);
+  }
+  ASSIGN_OR_RETURN(SqliteStatement c,
+                   conn.Prepare("SELECT config, COALESCE(record_id, 0) FROM tuning_job_candidates "
+                                "WHERE job_id = ?1 ORDER BY position"));
+  c.Bind(1, job_id);
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, c.Step());
+    if (!row) break;
+    job->candidates.push_back(JobCandidate{c.ColumnText(0), c.ColumnInt(1)});
+  }
+  return job;
+}
+
+absl::StatusOr<TuningDb::BeginJobResult> TuningDb::BeginJob(const std::string& workload_key,
+                                                            const std::string& target_key,
+                                                            int space_version,
+                                                            const std::string& task_template,
+                                                            const std::vector<std::string>& candidates) {
+  if (workload_key.empty() || target_key.empty() || space_version < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("tuning job needs a workload key, a target key and a "
+                                                   "non-negative space version (got \"", workload_key,
+                                                   "\", \"", target_key, "\", ", space_version, ")"));
+  }
+  if (candidates.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tuning job for workload ", workload_key, " has no candidate schedules"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t now = NowUnixMs();
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::BeginImmediate(*conn_));
+  int64_t existing = 0;
+  {
+    ASSIGN_OR_RETURN(SqliteStatement s,
+                     conn_->Prepare("SELECT id FROM tuning_jobs WHERE workload_key = ?1 AND "
+                                    "target_key = ?2 AND space_version = ?3 AND state = 0"));
+    s.Bind(1, workload_key).Bind(2, target_key).Bind(3, space_version);
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (row) existing = s.ColumnInt(0);
+  }
+  BeginJobResult result;
+  if (existing != 0) {
+    ASSIGN_OR_RETURN(std::optional<TuningJob> job, ReadJobLocked(*conn_, existing));
+    RETURN_IF_ERROR(txn.Commit());
+    if (!job) return absl::InternalError("running tuning job vanished inside its transaction");
+    result.job = std::move(*job);
+    return result;
+  }
+  {
+    ASSIGN_OR_RETURN(SqliteStatement s,
+                     conn_->Prepare("INSERT INTO tuning_jobs (workload_key, target_key, space_version, "
+                                    "state, task_template, message, created_unix_ms, updated_unix_ms) "
+                                    "VALUES (?1, ?2, ?3, 0, ?4, '', ?5, ?5)"));
+    s.Bind(1, workload_key).Bind(2, target_key).Bind(3, space_version).BindBlob(4, task_template).Bind(5, now);
+    RETURN_IF_ERROR(s.Run());
+  }
+  int64_t id = sqlite3_last_insert_rowid(conn_->raw());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    ASSIGN_OR_RETURN(SqliteStatement s,
+                     conn_->Prepare("INSERT INTO tuning_job_candidates (job_id, position, config) "
+                                    "VALUES (?1, ?2, ?3)"));
+    s.Bind(1, id).Bind(2, static_cast<int64_t>(i)).Bind(3, candidates[i]);
+    RETURN_IF_ERROR(s.Run());
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  result.created = true;
+  result.job.id = id;
+  result.job.workload_key = workload_key;
+  result.job.target_key = target_key;
+  result.job.space_version = space_version;
+  result.job.task_template = task_template;
+  result.job.created_unix_ms = result.job.updated_unix_ms = now;
+  for (const std::string& c : candidates) result.job.candidates.push_back(JobCandidate{c, 0});
+  return result;
+}
+
+absl::Status TuningDb::AddJobRecord(int64_t job_id, int position, const Record& record) {
+  RETURN_IF_ERROR(ValidateRecord(record, 0));
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t now = NowUnixMs();
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::BeginImmediate(*conn_));
+  {
+    ASSIGN_OR_RETURN(SqliteStatement s,
+                     conn_->Prepare("SELECT j.workload_key, j.target_key, j.space_version, j.state, "
+                                    "c.config, COALESCE(c.record_id, 0) FROM tuning_jobs j JOIN "
+                                    "tuning_job_candidates c ON c.job_id = j.id "
+                                    "WHERE j.id = ?1 AND c.position = ?2"));
+    s.Bind(1, job_id).Bind(2, position);
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tuning job ", job_id, " has no candidate ", position));
+    }
+    if (s.ColumnText(0) != record.workload_key || s.ColumnText(1) != record.target_key ||
+        s.ColumnInt(2) != record.space_version || s.ColumnText(4) != record.config) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "record for workload ", record.workload_key, ", target ", record.target_key, ", config ",
+          record.config, " does not belong to candidate ", position, " of tuning job ", job_id));
+    }
+    if (s.ColumnInt(5) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("candidate ", position, " of tuning job ", job_id, " is already measured"));
+    }
+  }
+  ASSIGN_OR_RETURN(int64_t record_id, InsertRecordLocked(record, now));
+  if (record_id == 0) {
+    // An identical record exists already: point the candidate at it.
+    Record r = record;
+    if (r.created_unix_ms == 0) r.created_unix_ms = now;
+    ASSIGN_OR_RETURN(SqliteStatement find, conn_->Prepare("SELECT id FROM records WHERE record_key = ?1"));
+    find.Bind(1, RecordKey(r));
+    ASSIGN_OR_RETURN(bool row, find.Step());
+    if (!row) return absl::InternalError("record neither inserted nor present");
+    record_id = find.ColumnInt(0);
+  }
+  {
+    ASSIGN_OR_RETURN(SqliteStatement u,
+                     conn_->Prepare("UPDATE tuning_job_candidates SET record_id = ?1 "
+                                    "WHERE job_id = ?2 AND position = ?3"));
+    u.Bind(1, record_id).Bind(2, job_id).Bind(3, position);
+    RETURN_IF_ERROR(u.Run());
+  }
+  {
+    ASSIGN_OR_RETURN(SqliteStatement u,
+                     conn_->Prepare("UPDATE tuning_jobs SET updated_unix_ms = ?1 WHERE id = ?2"));
+    u.Bind(1, now).Bind(2, job_id);
+    RETURN_IF_ERROR(u.Run());
+  }
+  return txn.Commit();
+}
+
+absl::Status TuningDb::FinishJob(int64_t job_id, JobState state, const std::string& message) {
+  if (state == JobState::kRunning) {
+    return absl::InvalidArgumentError(absl::StrCat("tuning job ", job_id, " cannot finish as running"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteStatement s,
+                   conn_->Prepare("UPDATE tuning_jobs SET state = ?1, message = ?2, updated_unix_ms = ?3 "
+                                  "WHERE id = ?4 AND state = 0"));
+  s.Bind(1, static_cast<int>(state)).Bind(2, message).Bind(3, NowUnixMs()).Bind(4, job_id);
+  RETURN_IF_ERROR(s.Run());
+  if (sqlite3_changes(conn_->raw()) == 0) {
+    return absl::FailedPreconditionError(absl::StrCat("no running tuning job ", job_id));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<TuningJob>> TuningDb::GetJob(int64_t job_id) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  RETURN_IF_ERROR(reader_->Exec("BEGIN"));
+  absl::StatusOr<std::optional<TuningJob>> job = ReadJobLocked(*reader_, job_id);
+  (void)reader_->Exec("COMMIT");
+  return job;
+}
+
+absl::StatusOr<std::vector<TuningJob>> TuningDb::ListJobs(std::optional<JobState> state) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  RETURN_IF_ERROR(reader_->Exec("BEGIN"));
+  absl::StatusOr<std::vector<TuningJob>> jobs = [&]() -> absl::StatusOr<std::vector<TuningJob>> {
+    std::vector<int64_t> ids;
+    {
+      ASSIGN_OR_RETURN(SqliteStatement s,
+                       reader_->Prepare("SELECT id FROM tuning_jobs WHERE ?1 < 0 OR state = ?1 ORDER BY id"));
+      s.Bind(1, state ? static_cast<int>(*state) : -1);
+      while (true) {
+        ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        ids.push_back(s.ColumnInt(0));
+      }
+    }
+    std::vector<TuningJob> out;
+    for (int64_t id : ids) {
+      ASSIGN_OR_RETURN(std::optional<TuningJob> job, ReadJobLocked(*reader_, id));
+      if (job) out.push_back(std::move(*job));
+    }
+    return out;
+  }();
+  (void)reader_->Exec("COMMIT");
+  return jobs;
 }
 
 }  // namespace kiln::tuningdb

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -56,6 +57,54 @@ struct Record {
   int64_t created_unix_ms = 0;
 };
 
+// The record's content key: created_unix_ms as 12 hex digits, '-', then 32 hex
+// digits of the SHA-256 of every field (keys, versions, config, times, repeats,
+// error, worker, created_unix_ms). It is stored UNIQUE, so adding or importing
+// an identical record again adds nothing.
+std::string RecordKey(const Record& record);
+
+// A record with the workload and target it belongs to: one line of an export.
+// When the database has no row for the workload or target, only its key is set.
+struct RecordLine {
+  Record record;
+  WorkloadInfo workload;
+  TargetInfo target;
+};
+
+// What ImportRecordLines checks of each line (the record's own checks, keys that
+// agree, created_unix_ms > 0, finite flops/bytes); INVALID_ARGUMENT says why.
+absl::Status ValidateRecordLine(const RecordLine& line);
+
+struct ImportCounts {
+  int64_t records_added = 0, records_present = 0, workloads_added = 0, targets_added = 0;
+};
+
+// A tuning job: the search for the best schedule of one workload on one target
+// in one schedule-space version. It lives in the database so that a restarted
+// server resumes it: the candidates still unmeasured are measured, each result
+// recorded as it arrives.
+enum class JobState { kRunning = 0, kDone = 1, kFailed = 2 };
+std::string_view JobStateName(JobState state);  // "running", "done", "failed"
+
+struct JobCandidate {
+  std::string config;
+  int64_t record_id = 0;  // the record of its measurement; 0 while unmeasured
+  bool measured() const { return record_id != 0; }
+};
+
+struct TuningJob {
+  int64_t id = 0;
+  std::string workload_key, target_key;
+  int space_version = 0;
+  JobState state = JobState::kRunning;
+  // Opaque to the database: what the server needs to re-submit a candidate (a
+  // serialized kiln.v1.MeasureTask without its schedule_config).
+  std::string task_template;
+  std::string message;  // why it failed, or a summary when done
+  std::vector<JobCandidate> candidates;
+  int64_t created_unix_ms = 0, updated_unix_ms = 0;
+};
+
 // Compile cache: compile_key (hash of model + shapes + target + compiler
 // version) -> the digest of the package an earlier compile produced.
 struct CompileEntry {
@@ -64,10 +113,12 @@ struct CompileEntry {
   int64_t created_unix_ms = 0;
 };
 
-// Thread-safe: one SQLite connection guarded by a mutex (WAL mode, 5 s busy
-// timeout, write transactions take the write lock up front), so several server
-// threads and several processes can share one file. Artifact blob files are
-// read and written outside the mutex.
+// Thread-safe, and several processes can share one file. Two SQLite connections
+// in WAL mode with a 5 s busy timeout: one writer (every write, in batched
+// BEGIN IMMEDIATE transactions) and one reader (the queries), each guarded by
+// its own mutex, so a query never waits for a write transaction in this
+// process and never blocks one in another. Artifact blob files are read and
+// written outside the mutexes.
 class TuningDb {
  public:
   // Opens or creates the file (and its parent directory), enables WAL and the
@@ -88,8 +139,19 @@ class TuningDb {
 
   // Appends records in one transaction: all or none. Every record is validated
   // first (non-empty keys, space_version >= 0, a known error code, finite
-  // non-negative times); a bad one gives INVALID_ARGUMENT naming its index.
+  // non-negative times); a bad one gives INVALID_ARGUMENT naming its index. A
+  // record identical to one already stored (same RecordKey, which includes
+  // created_unix_ms) is skipped.
   absl::Status AddRecords(const std::vector<Record>& records);
+
+  // Export: calls `fn` for every record, oldest first, with its workload and
+  // target, inside one read transaction (a consistent snapshot). Stops at the
+  // first error `fn` returns.
+  absl::Status ForEachRecordLine(const std::function<absl::Status(const RecordLine&)>& fn);
+  // Import, in one transaction: workloads and targets that are not here yet are
+  // added (existing rows are kept), records not here yet (by RecordKey) are
+  // appended. Importing the same lines twice adds nothing the second time.
+  absl::StatusOr<ImportCounts> ImportRecordLines(const std::vector<RecordLine>& lines);
 
   // Up to k valid (kOk) records with exactly this workload, target and
   // schedule-space version, fastest median first (ties: older first).
@@ -131,9 +193,37 @@ class TuningDb {
   // Returns the bytes freed.
   absl::StatusOr<int64_t> GcArtifacts(int64_t max_bytes);
 
+  // Tuning jobs (see TuningJob). BeginJob records a running job with its
+  // candidates in order; when the triple already has a running job (started by
+  // another thread or process, or left by a server that stopped), that job is
+  // returned instead and `created` is false.
+  struct BeginJobResult {
+    TuningJob job;
+    bool created = false;
+  };
+  absl::StatusOr<BeginJobResult> BeginJob(const std::string& workload_key,
+                                          const std::string& target_key, int space_version,
+                                          const std::string& task_template,
+                                          const std::vector<std::string>& candidates);
+  // Appends the record of candidate `position` of a running job and marks the
+  // candidate measured, in one transaction. A candidate already measured keeps
+  // its first record (FAILED_PRECONDITION); an unknown job or position, or a
+  // record for another workload/target/space version, is INVALID_ARGUMENT.
+  absl::Status AddJobRecord(int64_t job_id, int position, const Record& record);
+  // Ends a running job (state kDone or kFailed) with a message.
+  absl::Status FinishJob(int64_t job_id, JobState state, const std::string& message);
+  absl::StatusOr<std::optional<TuningJob>> GetJob(int64_t job_id);
+  // Jobs in `state` (all jobs when nullopt), oldest first, with candidates.
+  absl::StatusOr<std::vector<TuningJob>> ListJobs(std::optional<JobState> state);
+
   struct Stats {
     int64_t workloads = 0, targets = 0, records = 0, valid_records = 0, artifacts = 0,
             artifact_bytes = 0, compile_entries = 0;
+    // Best-record coverage: (workload, target, space version) keys that have
+    // records, and how many of them have at least one valid record (a TopK
+    // answer); workloads with at least one valid record anywhere.
+    int64_t record_keys = 0, answered_keys = 0, workloads_answered = 0;
+    int64_t jobs_running = 0, jobs_done = 0, jobs_failed = 0;
   };
   absl::StatusOr<Stats> GetStats();
 
@@ -141,15 +231,23 @@ class TuningDb {
   absl::Status CheckIntegrity();
 
  private:
-  TuningDb(std::unique_ptr<SqliteConnection> conn, std::string artifact_root)
-      : conn_(std::move(conn)), blobs_(std::move(artifact_root)) {}
+  TuningDb(std::unique_ptr<SqliteConnection> conn, std::unique_ptr<SqliteConnection> reader,
+           std::string artifact_root)
+      : conn_(std::move(conn)), reader_(std::move(reader)), blobs_(std::move(artifact_root)) {}
 
-  absl::StatusOr<int64_t> CountLocked(const std::string& sql, const std::vector<std::string>& args);
+  static absl::StatusOr<int64_t> CountLocked(SqliteConnection& conn, const std::string& sql,
+                                             const std::vector<std::string>& args);
+  // Requires mu_ and an open write transaction. Inserts unless present;
+  // returns the new row id, or 0 when an identical record is already stored.
+  absl::StatusOr<int64_t> InsertRecordLocked(const Record& record, int64_t now);
+  absl::StatusOr<std::optional<TuningJob>> ReadJobLocked(SqliteConnection& conn, int64_t job_id);
   // Drops a bad blob and its row; returns `reason` as DATA_LOSS.
   absl::Status DropBrokenArtifact(const std::string& digest, const std::string& reason);
 
   std::mutex mu_;
-  std::unique_ptr<SqliteConnection> conn_;  // guarded by mu_
+  std::unique_ptr<SqliteConnection> conn_;  // the writer, guarded by mu_
+  std::mutex read_mu_;
+  std::unique_ptr<SqliteConnection> reader_;  // queries only, guarded by read_mu_
   ArtifactBlobDir blobs_;
 };
 

@@ -70,6 +70,9 @@ int64_t DataTypeSize(kiln::v1::DataType dtype) {
     case kiln::v1::INT64: return 8;
     case kiln::v1::UINT8: return 1;
     case kiln::v1::BOOL: return 1;
+    case kiln::v1::UINT16: return 2;
+    case kiln::v1::UINT32: return 4;
+    case kiln::v1::UINT64: return 8;
     default: return 0;
   }
 }

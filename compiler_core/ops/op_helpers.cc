@@ -2,8 +2,13 @@
 #include "compiler_core/ops/op_helpers.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <set>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/status_macros.h"
 
 namespace kiln::ops {
 
@@ -101,6 +106,189 @@ int64_t BroadcastOffset(int64_t linear, const std::vector<int64_t>& out_dims,
     offset += coord * strides[i];
   }
   return offset;
+}
+
+absl::StatusOr<int64_t> ResolveAxis(int64_t axis, int64_t rank, absl::string_view what) {
+  if (axis < -rank || axis >= rank) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " is ", axis, " but the input has rank ", rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+absl::StatusOr<std::vector<int64_t>> ConstantIntInput(const Node& node, int i) {
+  Value* v = node.input(i);
+  if (v == nullptr || !v->is_constant()) {
+    return absl::InvalidArgumentError(absl::StrCat("input ", i, " '", InputName(node, i),
+                                                   "' must be a constant (initializer): the output shape depends on it"));
+  }
+  const Tensor& t = v->constant();
+  std::vector<int64_t> out;
+  if (t.dtype() == DType::kInt64) {
+    out.assign(t.data<int64_t>(), t.data<int64_t>() + t.num_elements());
+  } else if (t.dtype() == DType::kInt32) {
+    out.assign(t.data<int32_t>(), t.data<int32_t>() + t.num_elements());
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("input ", i, " '", v->name(), "' must be i64 or i32, got ",
+                                                   DTypeName(t.dtype())));
+  }
+  return out;
+}
+
+// --- Shape-operand helpers ---
+
+namespace {
+
+// Why `v` is not a constant: the symbolic dimension or run-time input it
+// depends on (searched upstream through at most 256 nodes).
+std::string WhyNotConstant(const Value* v) {
+  std::deque<const Value*> queue = {v};
+  std::set<const Value*> seen = {v};
+  std::string graph_input;
+  for (int steps = 0; !queue.empty() && steps < 256; ++steps) {
+    const Value* cur = queue.front();
+    queue.pop_front();
+    const Node* p = cur->producer();
+    if (p == nullptr) {
+      if (cur->is_graph_input() && graph_input.empty()) graph_input = cur->name();
+      continue;
+    }
+    if ((p->op_type() == "Shape" || p->op_type() == "Size") && p->input(0) != nullptr) {
+      const TensorType& t = p->input(0)->type();
+      for (size_t d = 0; d < t.dims.size(); ++d) {
+        if (!t.dims[d].is_static()) {
+          return absl::StrCat("it depends on input '", p->input(0)->name(), "' dimension ", d,
+                              ", which is symbolic ('", DimString(t.dims[d]),
+                              "'): bind it to a static extent (--shape)");
+        }
+      }
+    }
+    for (const Value* in : p->inputs()) {
+      if (in != nullptr && seen.insert(in).second) queue.push_back(in);
+    }
+  }
+  if (!graph_input.empty()) {
+    return absl::StrCat("it depends on the values of graph input '", graph_input,
+                        "', which are known only at run time");
+  }
+  return "it is computed at run time";
+}
+
+absl::StatusOr<const Tensor*> ConstantInput(const Node& node, int i, absl::string_view what) {
+  const Value* v = node.input(i);
+  if (v == nullptr) return absl::InvalidArgumentError(absl::StrCat(what, " (input ", i, ") is omitted"));
+  if (!v->is_constant()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", v->name(), "' must be a constant but ",
+                                                   WhyNotConstant(v)));
+  }
+  return &v->constant();
+}
+
+}  // namespace
+
+double ElementAsDouble(const Tensor& t, int64_t k) {
+  double out = 0;
+  (void)DispatchDType(t.dtype(), [&](auto tag) -> absl::Status {
+    using T = decltype(tag);
+    out = static_cast<double>(t.data<T>()[k]);
+    return absl::OkStatus();
+  });
+  return out;
+}
+
+int64_t ElementAsInt(const Tensor& t, int64_t k) {
+  if (t.dtype() == DType::kInt64) return t.data<int64_t>()[k];
+  if (t.dtype() == DType::kInt32) return t.data<int32_t>()[k];
+  return static_cast<int64_t>(ElementAsDouble(t, k));
+}
+
+absl::StatusOr<std::vector<int64_t>> ConstantInts(const Node& node, int i, absl::string_view what) {
+  ASSIGN_OR_RETURN(const Tensor* t, ConstantInput(node, i, what));
+  if (t->dtype() != DType::kInt64 && t->dtype() != DType::kInt32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", node.input(i)->name(), "' must be i64 or i32, got ", DTypeName(t->dtype())));
+  }
+  if (t->rank() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", node.input(i)->name(), "' must be 1-D, got rank ", t->rank()));
+  }
+  std::vector<int64_t> out(t->num_elements());
+  for (int64_t k = 0; k < t->num_elements(); ++k) out[k] = ElementAsInt(*t, k);
+  return out;
+}
+
+absl::StatusOr<double> ConstantScalar(const Node& node, int i, absl::string_view what) {
+  ASSIGN_OR_RETURN(const Tensor* t, ConstantInput(node, i, what));
+  if (t->num_elements() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", node.input(i)->name(),
+                                                   "' must hold one element, got ", t->num_elements()));
+  }
+  if (t->dtype() == DType::kFloat16 || t->dtype() == DType::kUnknown) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", node.input(i)->name(), "' has unsupported dtype ", DTypeName(t->dtype())));
+  }
+  return ElementAsDouble(*t, 0);
+}
+
+absl::StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank, absl::string_view what) {
+  if (axis < -rank || axis >= rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", axis, " is out of range for rank ", rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+absl::StatusOr<std::vector<int64_t>> StaticDimsOf(const Node& node, int i, const TensorType& t,
+                                                  absl::string_view why) {
+  for (size_t d = 0; d < t.dims.size(); ++d) {
+    if (!t.dims[d].is_static()) return SymbolicError(node, i, static_cast<int>(d), t.dims[d], why);
+  }
+  return t.StaticDims();
+}
+
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+
+// --- IEEE half precision ---
+
+float HalfToFloat(uint16_t h) {
+  const bool negative = (h & 0x8000) != 0;
+  const uint32_t exp = (h >> 10) & 0x1f;
+  const uint32_t mant = h & 0x3ff;
+  if (exp == 0) {  // zero or subnormal: mant * 2^-24, exact in float
+    float v = std::ldexp(static_cast<float>(mant), -24);
+    return negative ? -v : v;
+  }
+  uint32_t bits = (negative ? 0x80000000u : 0u) | (mant << 13);
+  bits |= exp == 31 ? 0x7f800000u : (exp + 112) << 23;  // inf/NaN, or rebias 15 -> 127
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t FloatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
+  const uint32_t abs = x & 0x7fffffff;
+  if (abs > 0x7f800000) return sign | 0x7e00 | ((abs >> 13) & 0x3ff);  // NaN, kept quiet
+  if (abs >= 0x477ff000) return sign | 0x7c00;  // >= 65520 rounds to infinity
+  if (abs < 0x38800000) {  // below 2^-14: subnormal half, round(|f| * 2^24) to even
+    float a;
+    std::memcpy(&a, &abs, sizeof a);
+    double scaled = static_cast<double>(a) * 16777216.0;
+    double r = std::floor(scaled);
+    double frac = scaled - r;
+    if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0)) r += 1;
+    return sign | static_cast<uint16_t>(r);  // 1024 is the smallest normal, also correct
+  }
+  const uint32_t mant = abs & 0x7fffff;
+  uint32_t h = (((abs >> 23) - 112) << 10) | (mant >> 13);
+  const uint32_t rest = mant & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;  // a carry into the exponent is right
+  return sign | static_cast<uint16_t>(h);
 }
 
 }  // namespace kiln::ops

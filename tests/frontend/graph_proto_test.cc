@@ -134,10 +134,10 @@ TEST(GraphProtoTest, BadProtos) {
   }
   {
     kiln::v1::Graph p = good;
-    p.mutable_nodes(0)->set_op_type("Conv");
+    p.mutable_nodes(0)->set_op_type("FancyConv");
     auto r = GraphFromProto(p);
     ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_EQ(r.status().message(), "node 'fc' (Conv): unsupported operator");
+    EXPECT_EQ(r.status().message(), "node 'fc' (FancyConv): unsupported operator");
   }
   {
     kiln::v1::Graph p = good;

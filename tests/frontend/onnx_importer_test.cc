@@ -166,11 +166,11 @@ TEST(OnnxImporterTest, UnsupportedOperator) {
   OnnxModelBuilder m;
   m.Input("x", {"1", "3", "8", "8"});
   m.Initializer("w", {4, 3, 3, 3}, std::vector<float>(108, 0.f));
-  m.Node("Conv", "conv1", {"x", "w"}, {"y"});
+  m.Node("FancyConv", "conv1", {"x", "w"}, {"y"});
   m.Output("y");
   auto g = ImportOnnxModel(m.Bytes(), {});
   ASSERT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(g.status().message(), "node 'conv1' (Conv): unsupported operator");
+  EXPECT_EQ(g.status().message(), "node 'conv1' (FancyConv): unsupported operator");
 }
 
 TEST(OnnxImporterTest, UnknownDomain) {

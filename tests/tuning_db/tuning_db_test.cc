@@ -214,8 +214,9 @@ TEST(TuningDbTest, ExplainMissNamesEachCase) {
 
   EXPECT_THAT(explain("w", "cpu/b", 2), HasSubstr("records only for schedule-space versions: 1, 3"));
 
+  // Two build errors of different configs (an identical record would be stored once).
   ASSERT_TRUE(db->AddRecords({MakeRecord("w", "cpu/a", 1, 1.0, RecordError::kBuildError),
-                              MakeRecord("w", "cpu/a", 1, 1.0, RecordError::kBuildError),
+                              MakeRecord("w", "cpu/a", 1, 1.0, RecordError::kBuildError, "other"),
                               MakeRecord("w", "cpu/a", 1, 1.0, RecordError::kTimeout)})
                   .ok());
   std::string failed = explain("w", "cpu/a", 1);

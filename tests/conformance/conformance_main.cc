@@ -1,0 +1,103 @@
+// kiln_conformance: runs the ONNX node-test suite through the interpreter and
+// the compiled path and prints "N passed, N failed, N skipped".
+//   kiln_conformance [--data DIR] [--filter SUBSTR] [--verbose] [--no-compiled]
+//                    [--expected FILE] [--write-expected FILE]
+// With --expected, exits 1 when a failure is not listed or a listed test passes.
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "tests/conformance/conformance_runner.h"
+
+namespace {
+
+int Usage(const char* argv0) {
+  std::fprintf(stderr,
+               "usage: %s [--data DIR] [--filter SUBSTR] [--verbose] [--no-compiled]\n"
+               "          [--expected FILE] [--write-expected FILE]\n"
+               "  --data DIR            ONNX node tests (default %s)\n"
+               "  --filter SUBSTR       only tests whose name contains SUBSTR\n"
+               "  --verbose             one line per test with its outcome and reason\n"
+               "  --no-compiled         skip the compiled (package + runtime) path\n"
+               "  --expected FILE       reviewed expected failures; exit 1 on any difference\n"
+               "  --write-expected FILE write the current failures, with reasons, to FILE\n",
+               argv0, kiln::conformance::kDefaultDataDir);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace kiln::conformance;
+  Options options;
+  bool verbose = false;
+  std::string expected_path, write_path;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    if (a == "--verbose") {
+      verbose = true;
+    } else if (a == "--no-compiled") {
+      options.compiled = false;
+    } else if (a == "--data" || a == "--filter" || a == "--expected" || a == "--write-expected") {
+      const char* v = next();
+      if (v == nullptr) return Usage(argv[0]);
+      (a == "--data" ? options.data_dir : a == "--filter" ? options.filter
+                                          : a == "--expected" ? expected_path : write_path) = v;
+    } else {
+      return Usage(argv[0]);
+    }
+  }
+  auto report = RunSuite(options);
+  if (!report.ok()) {
+    std::fprintf(stderr, "kiln_conformance: %s\n", std::string(report.status().message()).c_str());
+    return 1;
+  }
+  for (const CaseResult& c : report->cases) {
+    if (verbose) {
+      std::printf("%-60s %-7s %s\n", c.name.c_str(), OutcomeName(c.outcome), c.message.c_str());
+      if (c.outcome == Outcome::kPassed) {
+        std::printf("%-60s %-7s %s\n", (c.name + kCompiledSuffix).c_str(), OutcomeName(c.compiled),
+                    c.compiled_message.c_str());
+      }
+    } else if (c.outcome == Outcome::kFailed) {
+      std::printf("FAILED %s: %s\n", c.name.c_str(), c.message.c_str());
+    }
+    if (!verbose && c.compiled == Outcome::kFailed) {
+      std::printf("FAILED %s%s: %s\n", c.name.c_str(), kCompiledSuffix, c.compiled_message.c_str());
+    }
+  }
+  int status = 0;
+  if (!write_path.empty()) {
+    std::ofstream out(write_path);
+    out << "# ONNX node tests expected to fail (kiln_conformance --expected); one name per line, # reason.\n";
+    for (const CaseResult& c : report->cases) {
+      if (c.outcome == Outcome::kFailed) out << c.name << "  # " << c.message.substr(0, 160) << "\n";
+      if (c.compiled == Outcome::kFailed) {
+        out << c.name << kCompiledSuffix << "  # " << c.compiled_message.substr(0, 160) << "\n";
+      }
+    }
+  }
+  if (!expected_path.empty()) {
+    auto expected = ReadExpectedFailures(expected_path);
+    if (!expected.ok()) {
+      std::fprintf(stderr, "kiln_conformance: %s\n", std::string(expected.status().message()).c_str());
+      return 1;
+    }
+    ExpectationCheck check = CheckExpectations(*report, *expected);
+    for (const std::string& n : check.unexpected_failures) {
+      std::printf("UNEXPECTED FAILURE (not in %s): %s\n", expected_path.c_str(), n.c_str());
+    }
+    for (const std::string& n : check.unexpected_passes) {
+      std::printf("UNEXPECTED PASS (remove it from %s): %s\n", expected_path.c_str(), n.c_str());
+    }
+    if (!check.ok()) status = 1;
+  }
+  std::printf("interpreter time: %.3f s\n", report->interpreter_seconds);
+  std::printf("compiled: %d passed, %d failed, %d skipped\n", report->compiled.passed, report->compiled.failed,
+              report->compiled.skipped);
+  std::printf("%d passed, %d failed, %d skipped\n", report->interpreted.passed, report->interpreted.failed,
+              report->interpreted.skipped);
+  return status;
+}

@@ -1,0 +1,399 @@
+// The ONNX node-test conformance runner (see conformance_runner.h).
+#include "tests/conformance/conformance_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/runtime/package_reader.h"
+#include "client/runtime/session.h"
+#include "compiler_core/fusion.h"
+#include "compiler_core/graph_proto.h"
+#include "compiler_core/interpreter.h"
+#include "compiler_core/onnx_importer.h"
+#include "compiler_core/package_writer.h"
+#include "compiler_core/schedule_space.h"
+#include "compiler_core/status_macros.h"
+#include "compiler_core/target.h"
+#include "compiler_core/workload.h"
+#include "onnx/onnx.pb.h"
+
+namespace kiln::conformance {
+namespace fs = std::filesystem;
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError(absl::StrCat("cannot open ", path.string()));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+absl::StatusOr<Tensor> ReadTensor(const fs::path& path, onnx::TensorProto* proto_out = nullptr) {
+  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  onnx::TensorProto proto;
+  if (!proto.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(path.filename().string(), " is not a TensorProto"));
+  }
+  auto t = TensorFromOnnx(proto);
+  if (!t.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path.filename().string(), ": ", t.status().message()));
+  }
+  if (proto_out != nullptr) *proto_out = std::move(proto);
+  return t;
+}
+
+// Element k as double (every dtype Kiln reads from ONNX except f16).
+double At(const Tensor& t, int64_t k) {
+  switch (t.dtype()) {
+    case DType::kFloat32: return t.data<float>()[k];
+    case DType::kFloat64: return t.data<double>()[k];
+    case DType::kInt64: return static_cast<double>(t.data<int64_t>()[k]);
+    case DType::kInt32: return t.data<int32_t>()[k];
+    case DType::kInt16: return t.data<int16_t>()[k];
+    case DType::kInt8: return t.data<int8_t>()[k];
+    case DType::kUInt8: return t.data<uint8_t>()[k];
+    case DType::kBool: return t.data<uint8_t>()[k] != 0;
+    default: return 0;
+  }
+}
+
+// Compares `got` with `want`; the message names the first mismatch.
+absl::Status Compare(const std::string& name, const Tensor& got, const Tensor& want) {
+  if (got.dtype() != want.dtype() || got.dims() != want.dims()) {
+    return absl::InternalError(absl::StrCat("output '", name, "': got ", got.DebugString(0), ", expected ",
+                                            want.DebugString(0)));
+  }
+  if (want.dtype() == DType::kFloat16) {
+    if (got.bytes() != want.bytes()) return absl::InternalError(absl::StrCat("output '", name, "': f16 bytes differ"));
+    return absl::OkStatus();
+  }
+  const bool is_float = want.dtype() == DType::kFloat32 || want.dtype() == DType::kFloat64;
+  for (int64_t k = 0; k < want.num_elements(); ++k) {
+    double g = At(got, k), w = At(want, k);
+    bool ok;
+    if (is_float) {
+      ok = (std::isnan(g) && std::isnan(w)) || g == w || std::fabs(g - w) <= kAtol + kRtol * std::fabs(w);
+    } else {
+      ok = g == w;
+    }
+    if (!ok) {
+      return absl::InternalError(absl::StrCat("output '", name, "' element ", k, ": got ", g, ", expected ", w,
+                                              " (", want.DebugString(0), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+struct DataSet {
+  std::string name;
+  std::map<std::string, Tensor> inputs;
+  std::map<std::string, onnx::TensorProto> input_protos;
+  std::vector<std::pair<std::string, Tensor>> outputs;  // in graph output order
+};
+
+// Reads every test_data_set_*: input_i.pb binds the i-th graph input that is
+// not an initializer, output_i.pb is the i-th graph output.
+absl::StatusOr<std::vector<DataSet>> ReadDataSets(const fs::path& dir, const onnx::ModelProto& model) {
+  std::set<std::string> inits;
+  for (const auto& t : model.graph().initializer()) inits.insert(t.name());
+  std::vector<std::string> input_names, output_names;
+  for (const auto& vi : model.graph().input()) {
+    if (!inits.count(vi.name())) input_names.push_back(vi.name());
+  }
+  for (const auto& vi : model.graph().output()) output_names.push_back(vi.name());
+  std::vector<fs::path> set_dirs;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) set_dirs.push_back(e.path());
+  }
+  std::sort(set_dirs.begin(), set_dirs.end());
+  std::vector<DataSet> sets;
+  for (const fs::path& sd : set_dirs) {
+    DataSet ds;
+    ds.name = sd.filename().string();
+    for (size_t i = 0; i < input_names.size(); ++i) {
+      fs::path p = sd / absl::StrCat("input_", i, ".pb");
+      if (!fs::exists(p)) continue;  // an optional input left out
+      onnx::TensorProto proto;
+      ASSIGN_OR_RETURN(Tensor t, ReadTensor(p, &proto));
+      ds.inputs.emplace(input_names[i], std::move(t));
+      proto.set_name(input_names[i]);
+      ds.input_protos.emplace(input_names[i], std::move(proto));
+    }
+    for (size_t i = 0; i < output_names.size(); ++i) {
+      ASSIGN_OR_RETURN(Tensor t, ReadTensor(sd / absl::StrCat("output_", i, ".pb")));
+      ds.outputs.emplace_back(output_names[i], std::move(t));
+    }
+    sets.push_back(std::move(ds));
+  }
+  if (sets.empty()) return absl::NotFoundError("no test_data_set_* folder");
+  return sets;
+}
+
+// Why the code generator cannot take `graph`, or "" when it can.
+std::string NotCompilable(const Graph& graph) {
+  if (graph.nodes().empty()) return "no nodes left after import";
+  for (const auto& n : graph.nodes()) {
+    if (GroupKindOf(*n).empty()) return absl::StrCat(n->op_type(), " has no code generator");
+  }
+  for (Value* v : graph.values()) {
+    if (!v->type().IsStatic() || v->type().dtype != DType::kFloat32) {
+      return absl::StrCat("value '", v->name(), "' is ", v->type().ToString(), " (f32 static only)");
+    }
+  }
+  for (Value* v : graph.outputs()) {
+    if (v->is_constant() || v->is_graph_input()) return absl::StrCat("output '", v->name(), "' is not computed");
+  }
+  return "";
+}
+
+absl::Status RunCompiled(const Graph& graph, const std::vector<DataSet>& sets) {
+  ASSIGN_OR_RETURN(Partition partition, PartitionGraph(graph));
+  CpuTarget target = CpuTarget::Host();
+  std::vector<Workload> workloads;
+  std::vector<ScheduleConfig> configs;
+  for (const FusionGroup& group : partition.groups) {
+    ASSIGN_OR_RETURN(Workload w, ExtractWorkload(graph, group));
+    configs.push_back(DefaultSchedule(*w.graph, target));
+    workloads.push_back(std::move(w));
+  }
+  PackageOptions po;
+  po.model_name = graph.name();
+  po.target = target;
+  ASSIGN_OR_RETURN(PackageBytes bytes, WritePackage(graph, partition, workloads, configs, po));
+  ASSIGN_OR_RETURN(std::unique_ptr<runtime::Package> pkg, runtime::Package::FromBytes(bytes.bytes));
+  std::shared_ptr<const runtime::Package> shared(std::move(pkg));
+  ASSIGN_OR_RETURN(std::unique_ptr<runtime::Session> session, runtime::Session::Create(shared, nullptr));
+  for (const DataSet& ds : sets) {
+    for (const auto& [name, t] : ds.inputs) RETURN_IF_ERROR(session->SetInput(name, t.raw(), t.size_bytes()));
+    RETURN_IF_ERROR(session->Run());
+    for (const auto& [name, want] : ds.outputs) {
+      int index = -1;
+      for (int i = 0; i < session->num_outputs(); ++i) {
+        if (session->output_info(i).name() == name) index = i;
+      }
+      if (index < 0) return absl::InternalError(absl::StrCat("package has no output '", name, "'"));
+      if (session->OutputBytes(index) != static_cast<size_t>(want.size_bytes())) {
+        return absl::InternalError(absl::StrCat("output '", name, "' has ", session->OutputBytes(index),
+                                                " bytes, expected ", want.size_bytes()));
+      }
+      Tensor got = Tensor::FromBytes(want.dtype(), want.dims(),
+                                     std::string_view(static_cast<const char*>(session->OutputData(index)),
+                                                      session->OutputBytes(index)));
+      absl::Status s = Compare(name, got, want);
+      if (!s.ok()) return absl::InternalError(absl::StrCat(ds.name, ": ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Node tests feed shape operands (Reshape's shape, Slice's starts, Range's
+// limits, ...) as graph inputs; Kiln compiles static shapes, so these must be
+// constants. This makes the data set's small operands initializers (the graph
+// inputs that shadow them stay constants) and removes them from `inputs`:
+// integer inputs up to kMaxShapeOperand elements, 1-D inputs up to
+// kMaxVectorOperand and any input up to kMaxScalarOperand elements.
+constexpr int64_t kMaxShapeOperand = 64;
+constexpr int64_t kMaxScalarOperand = 1;
+constexpr int64_t kMaxVectorOperand = 8;  // Resize's scales and roi
+
+absl::StatusOr<std::unique_ptr<Graph>> ImportWithConstantOperands(const onnx::ModelProto& model, const DataSet& ds,
+                                                                  std::map<std::string, Tensor>* inputs) {
+  onnx::ModelProto variant = model;
+  for (const auto& [name, t] : ds.inputs) {
+    bool integer = t.dtype() == DType::kInt64 || t.dtype() == DType::kInt32;
+    if ((integer && t.num_elements() <= kMaxShapeOperand) || t.num_elements() <= kMaxScalarOperand ||
+        (t.rank() == 1 && t.num_elements() <= kMaxVectorOperand)) {
+      *variant.mutable_graph()->add_initializer() = ds.input_protos.at(name);
+      inputs->erase(name);
+    }
+  }
+  return ImportOnnxModel(variant.SerializeAsString(), {});
+}
+
+std::string Oneline(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+}  // namespace
+
+const char* OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kPassed: return "passed";
+    case Outcome::kFailed: return "failed";
+    case Outcome::kSkipped: return "skipped";
+  }
+  return "?";
+}
+
+const std::set<std::string>& CoveredOps() {
+  static const auto* ops = new std::set<std::string>{
+      "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Pow", "Relu", "LeakyRelu", "PRelu", "Elu", "Selu",
+      "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Softplus", "Softsign", "Erf", "Gelu", "Sin", "Cos",
+      "Floor", "Ceil", "Round", "Sign", "Clip", "Identity", "Dropout", "Cast", "Add", "Sub", "Mul", "Div",
+      "Max", "Min", "Sum", "Mean", "Mod", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And",
+      "Or", "Not", "Where", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2",
+      "ReduceSumSquare", "ArgMax", "ArgMin", "Softmax", "LogSoftmax", "Conv", "ConvTranspose", "MatMul",
+      "Gemm", "BatchNormalization", "InstanceNormalization", "LayerNormalization", "MaxPool", "AveragePool",
+      "GlobalAveragePool", "GlobalMaxPool", "Resize", "Upsample", "Pad", "Reshape", "Flatten", "Transpose",
+      "Squeeze", "Unsqueeze", "Concat", "Split", "Slice", "Gather", "GatherElements", "Expand", "Tile",
+      "Shape", "Size", "ConstantOfShape", "Constant", "Range", "DepthToSpace", "SpaceToDepth", "TopK",
+      "CumSum", "Einsum", "Trilu"};
+  return *ops;
+}
+
+CaseResult RunCase(const std::string& case_dir, bool compiled) {
+  CaseResult r;
+  r.name = fs::path(case_dir).filename().string();
+  auto fail = [&r](absl::string_view msg) {
+    r.outcome = Outcome::kFailed;
+    r.message = Oneline(std::string(msg));
+    r.compiled_message = "interpreter failed";
+    return r;
+  };
+  auto bytes = ReadFile(fs::path(case_dir) / "model.onnx");
+  if (!bytes.ok()) return fail(bytes.status().message());
+  onnx::ModelProto model;
+  if (!model.ParseFromString(*bytes)) return fail("model.onnx does not parse");
+  std::set<std::string> missing;
+  for (const auto& n : model.graph().node()) {
+    bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    if (!default_domain || !CoveredOps().count(n.op_type())) {
+      missing.insert(default_domain ? n.op_type() : absl::StrCat(n.domain(), ".", n.op_type()));
+    }
+  }
+  if (!missing.empty()) {
+    r.message = absl::StrCat("not covered: ", absl::StrJoin(missing, ","));
+    r.compiled_message = r.message;
+    return r;
+  }
+  // Import as is; when that fails, per data set with its shape operands as
+  // constants (compiled path then skipped).
+  auto graph = ImportOnnxModel(*bytes, {});
+  auto sets = ReadDataSets(case_dir, model);
+  if (!sets.ok()) {
+    return fail(graph.ok() ? absl::StrCat("test data: ", sets.status().message())
+                           : absl::StrCat("import: ", graph.status().message()));
+  }
+  const bool per_set = !graph.ok();
+  for (const DataSet& ds : *sets) {
+    std::map<std::string, Tensor> inputs = ds.inputs;
+    if (per_set) {
+      auto g = ImportWithConstantOperands(model, ds, &inputs);
+      if (!g.ok()) return fail(absl::StrCat("import: ", graph.status().message()));
+      graph = std::move(g);
+    }
+    auto start = std::chrono::steady_clock::now();
+    auto outs = Evaluate(**graph, inputs);
+    r.interpreter_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!outs.ok()) return fail(absl::StrCat(ds.name, ": evaluate: ", outs.status().message()));
+    for (const auto& [name, want] : ds.outputs) {
+      auto it = outs->find(name);
+      if (it == outs->end()) return fail(absl::StrCat(ds.name, ": output '", name, "' missing"));
+      absl::Status s = Compare(name, it->second, want);
+      if (!s.ok()) return fail(absl::StrCat(ds.name, ": ", s.message()));
+    }
+  }
+  if (per_set) {
+    r.outcome = Outcome::kPassed;
+    r.message = "shape operands bound as constants";
+    r.compiled_message = "shape operands are graph inputs";
+    return r;
+  }
+  r.outcome = Outcome::kPassed;
+  if (!compiled) {
+    r.compiled_message = "compiled path disabled";
+    return r;
+  }
+  std::string why = NotCompilable(**graph);
+  if (!why.empty()) {
+    r.compiled_message = why;
+    return r;
+  }
+  absl::Status s = RunCompiled(**graph, *sets);
+  r.compiled = s.ok() ? Outcome::kPassed : Outcome::kFailed;
+  r.compiled_message = s.ok() ? "" : Oneline(std::string(s.message()));
+  return r;
+}
+
+absl::StatusOr<Report> RunSuite(const Options& options) {
+  std::error_code ec;
+  if (!fs::is_directory(options.data_dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("test data folder ", options.data_dir, " does not exist"));
+  }
+  std::vector<std::string> dirs;
+  for (const auto& e : fs::directory_iterator(options.data_dir)) {
+    std::string name = e.path().filename().string();
+    if (!e.is_directory() || !fs::exists(e.path() / "model.onnx")) continue;
+    if (!options.filter.empty() && name.find(options.filter) == std::string::npos) continue;
+    dirs.push_back(e.path().string());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  Report report;
+  for (const std::string& d : dirs) {
+    CaseResult c = RunCase(d, options.compiled);
+    report.interpreter_seconds += c.interpreter_seconds;
+    auto count = [](Counts& n, Outcome o) {
+      (o == Outcome::kPassed ? n.passed : o == Outcome::kFailed ? n.failed : n.skipped)++;
+    };
+    count(report.interpreted, c.outcome);
+    count(report.compiled, c.compiled);
+    report.cases.push_back(std::move(c));
+  }
+  return report;
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ReadExpectedFailures(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    std::string reason;
+    size_t hash = line.find('#');
+    if (hash != std::string::npos) {
+      reason = line.substr(hash + 1);
+      line = line.substr(0, hash);
+    }
+    auto trim = [](std::string s) {
+      size_t b = s.find_first_not_of(" \t\r");
+      size_t e = s.find_last_not_of(" \t\r");
+      return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+    };
+    line = trim(line);
+    if (line.empty()) continue;
+    if (line.find_first_of(" \t") != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": expected one test name per line"));
+    }
+    if (!out.emplace(line, trim(reason)).second) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": '", line, "' is listed twice"));
+    }
+  }
+  return out;
+}
+
+ExpectationCheck CheckExpectations(const Report& report, const std::map<std::string, std::string>& expected) {
+  ExpectationCheck check;
+  for (const CaseResult& c : report.cases) {
+    bool listed = expected.count(c.name) > 0;
+    if (c.outcome == Outcome::kFailed && !listed) check.unexpected_failures.push_back(c.name);
+    if (c.outcome == Outcome::kPassed && listed) check.unexpected_passes.push_back(c.name);
+    const std::string compiled_name = absl::StrCat(c.name, kCompiledSuffix);
+    bool compiled_listed = expected.count(compiled_name) > 0;
+    if (c.compiled == Outcome::kFailed && !compiled_listed) check.unexpected_failures.push_back(compiled_name);
+    if (c.compiled == Outcome::kPassed && compiled_listed) check.unexpected_passes.push_back(compiled_name);
+  }
+  return check;
+}
+
+}  // namespace kiln::conformance

@@ -1,0 +1,78 @@
+// The ONNX node-test conformance runner: runs every test case of ONNX's node
+// test suite (libonnx-testdata) whose operators Kiln claims, through the
+// reference interpreter and, where the code generator handles every node,
+// through a compiled package and the runtime, and compares with the expected
+// outputs.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace kiln::conformance {
+
+inline constexpr char kDefaultDataDir[] = "/usr/share/libonnx-testdata/data/node";
+
+struct Options {
+  std::string data_dir = kDefaultDataDir;
+  std::string filter;   // run only cases whose name contains this
+  bool compiled = true;  // also run the compiled path
+};
+
+enum class Outcome { kPassed, kFailed, kSkipped };
+const char* OutcomeName(Outcome o);
+
+struct CaseResult {
+  std::string name;        // the test folder's name, e.g. "test_slice_neg"
+  Outcome outcome = Outcome::kSkipped;
+  std::string message;     // why it failed or was skipped
+  Outcome compiled = Outcome::kSkipped;
+  std::string compiled_message;
+  double interpreter_seconds = 0;  // Evaluate only, summed over data sets
+};
+
+struct Counts {
+  int passed = 0, failed = 0, skipped = 0;
+};
+
+struct Report {
+  std::vector<CaseResult> cases;  // sorted by name
+  Counts interpreted, compiled;
+  double interpreter_seconds = 0;
+};
+
+// The operators the suite covers: a case runs when all its nodes' op types
+// are in this set, and is skipped otherwise.
+const std::set<std::string>& CoveredOps();
+
+// Runs one case folder (model.onnx + test_data_set_*/).
+CaseResult RunCase(const std::string& case_dir, bool compiled);
+
+// Runs every case folder under options.data_dir (sorted by name).
+absl::StatusOr<Report> RunSuite(const Options& options);
+
+// Tolerances of the comparison: |got - want| <= atol + rtol * |want| for
+// floats, NaN equals NaN; exact for integers and bools.
+inline constexpr double kRtol = 1e-3;
+inline constexpr double kAtol = 1e-7;
+
+// The reviewed list of expected failures: one test name per line, optionally
+// followed by "# reason"; blank lines and lines starting with '#' are ignored.
+// A failure of the compiled path is listed as "<test name>@compiled".
+inline constexpr char kCompiledSuffix[] = "@compiled";
+absl::StatusOr<std::map<std::string, std::string>> ReadExpectedFailures(const std::string& path);
+
+// Differences between a report and the expected-failure list: failures not
+// listed, and listed cases that now pass. Listed cases that were filtered out
+// or skipped are not differences.
+struct ExpectationCheck {
+  std::vector<std::string> unexpected_failures;
+  std::vector<std::string> unexpected_passes;
+  bool ok() const { return unexpected_failures.empty() && unexpected_passes.empty(); }
+};
+ExpectationCheck CheckExpectations(const Report& report, const std::map<std::string, std::string>& expected);
+
+}  // namespace kiln::conformance

@@ -1,0 +1,101 @@
+// Tests the persistent state of tuning jobs: begin, record measurements as they
+// arrive, finish, and what a restarted reader sees.
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/tuning_db/temp_db_dir.h"
+#include "tuning_db/tuning_db.h"
+
+namespace kiln::tuningdb {
+namespace {
+
+using testing_util::TempDbDir;
+
+Record Measured(const std::string& config, double ms) {
+  Record r;
+  r.workload_key = "w";
+  r.target_key = "t";
+  r.space_version = 3;
+  r.config = config;
+  r.median_ms = ms;
+  r.worker_id = "wk";
+  return r;
+}
+
+TEST(JobsTest, LifecycleSurvivesReopen) {
+  TempDbDir dir;
+  std::string path = dir.Path();
+  int64_t id = 0;
+  {
+    auto db = TuningDb::Open(path);
+    ASSERT_TRUE(db.ok()) << db.status();
+    std::string tmpl("bytes\0with nul", 14);
+    auto begun = (*db)->BeginJob("w", "t", 3, tmpl, {"a", "b", "c"});
+    ASSERT_TRUE(begun.ok()) << begun.status();
+    EXPECT_TRUE(begun->created);
+    id = begun->job.id;
+    // A second begin for the same triple joins the running job.
+    auto again = (*db)->BeginJob("w", "t", 3, "other", {"x"});
+    ASSERT_TRUE(again.ok());
+    EXPECT_FALSE(again->created);
+    EXPECT_EQ(again->job.id, id);
+    EXPECT_EQ(again->job.task_template, tmpl);
+    ASSERT_EQ(again->job.candidates.size(), 3u);
+    // Another space version is another job.
+    auto other = (*db)->BeginJob("w", "t", 4, "", {"x"});
+    ASSERT_TRUE(other.ok());
+    EXPECT_TRUE(other->created);
+
+    ASSERT_TRUE((*db)->AddJobRecord(id, 1, Measured("b", 2.0)).ok());
+    EXPECT_EQ((*db)->AddJobRecord(id, 1, Measured("b", 3.0)).code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ((*db)->AddJobRecord(id, 2, Measured("b", 3.0)).code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ((*db)->AddJobRecord(id, 7, Measured("b", 3.0)).code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ((*db)->CountRecords("w", "t", 3), 1);
+  }
+  {
+    auto db = TuningDb::Open(path);
+    ASSERT_TRUE(db.ok());
+    auto running = (*db)->ListJobs(JobState::kRunning);
+    ASSERT_TRUE(running.ok()) << running.status();
+    ASSERT_EQ(running->size(), 2u);
+    const TuningJob& job = (*running)[0];
+    EXPECT_EQ(job.id, id);
+    EXPECT_EQ(job.task_template, std::string("bytes\0with nul", 14));
+    ASSERT_EQ(job.candidates.size(), 3u);
+    EXPECT_FALSE(job.candidates[0].measured());
+    EXPECT_TRUE(job.candidates[1].measured());
+    EXPECT_EQ(job.candidates[2].config, "c");
+
+    ASSERT_TRUE((*db)->AddJobRecord(id, 0, Measured("a", 1.0)).ok());
+    ASSERT_TRUE((*db)->AddJobRecord(id, 2, Measured("c", 5.0)).ok());
+    ASSERT_TRUE((*db)->FinishJob(id, JobState::kDone, "best a").ok());
+    EXPECT_FALSE((*db)->FinishJob(id, JobState::kFailed, "").ok());
+    auto job_now = (*db)->GetJob(id);
+    ASSERT_TRUE(job_now.ok() && job_now->has_value());
+    EXPECT_EQ((*job_now)->state, JobState::kDone);
+    EXPECT_EQ((*job_now)->message, "best a");
+    EXPECT_EQ((*db)->ListJobs(JobState::kRunning)->size(), 1u);
+    EXPECT_EQ((*db)->TopK("w", "t", 3, 1)->front().config, "a");
+    // Once done, a new job for the triple may start.
+    auto next = (*db)->BeginJob("w", "t", 3, "", {"z"});
+    ASSERT_TRUE(next.ok());
+    EXPECT_TRUE(next->created);
+    auto stats = (*db)->GetStats();
+    EXPECT_EQ(stats->jobs_running, 2);
+    EXPECT_EQ(stats->jobs_done, 1);
+    EXPECT_EQ(stats->answered_keys, 1);
+  }
+}
+
+TEST(JobsTest, BadArgumentsAreInvalid) {
+  TempDbDir dir;
+  auto db = TuningDb::Open(dir.Path());
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ((*db)->BeginJob("", "t", 1, "", {"a"}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*db)->BeginJob("w", "t", 1, "", {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*db)->FinishJob(42, JobState::kDone, "").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*db)->FinishJob(42, JobState::kRunning, "").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE((*db)->GetJob(42)->has_value());
+}
+
+}  // namespace
+}  // namespace kiln::tuningdb
