@@ -1,6 +1,8 @@
 // GEMM: Kiln's best schedule, found by measuring every point of the schedule
 // space, against oneDNN's sgemm on the same machine in the same run (1 thread).
-// Prints a table of GFLOP/s and the ratio Kiln / oneDNN.
+// Each case has a second row with a bias + ReLU epilogue: Kiln's fused kernel
+// against oneDNN's sgemm followed by a separate bias + ReLU loop. Prints a
+// table of GFLOP/s (2*M*N*K per run) and the ratio Kiln / oneDNN.
 //
 //   build/bench/kiln_bench_gemm [--quick]
 #include <algorithm>
@@ -48,12 +50,25 @@ double MedianSeconds(const std::function<void()>& fn, int repeats = 7) {
   return samples[samples.size() / 2];
 }
 
-std::unique_ptr<Graph> MatMulWorkload(int64_t m, int64_t n, int64_t k) {
+// MatMul [m,k] x [k,n]; with `bias_relu`, Relu(MatMul + bias[n]) as one
+// fused workload (inputs A, B, bias).
+std::unique_ptr<Graph> MatMulWorkload(int64_t m, int64_t n, int64_t k, bool bias_relu) {
   auto g = std::make_unique<Graph>();
   auto* a = *g->AddInput("in0", TensorType::Static(DType::kFloat32, {m, k}));
   auto* b = *g->AddInput("in1", TensorType::Static(DType::kFloat32, {k, n}));
+  if (!bias_relu) {
+    auto* y = *g->AddValue("out0", TensorType::Static(DType::kFloat32, {m, n}));
+    (void)*g->AddNode("MatMul", "n0", {a, b}, {y});
+    g->AddOutput(y);
+    return g;
+  }
+  auto* bias = *g->AddInput("in2", TensorType::Static(DType::kFloat32, {n}));
+  auto* t0 = *g->AddValue("t0", TensorType::Static(DType::kFloat32, {m, n}));
+  auto* t1 = *g->AddValue("t1", TensorType::Static(DType::kFloat32, {m, n}));
   auto* y = *g->AddValue("out0", TensorType::Static(DType::kFloat32, {m, n}));
-  (void)*g->AddNode("MatMul", "n0", {a, b}, {y});
+  (void)*g->AddNode("MatMul", "n0", {a, b}, {t0});
+  (void)*g->AddNode("Add", "n1", {t0, bias}, {t1});
+  (void)*g->AddNode("Relu", "n2", {t1}, {y});
   g->AddOutput(y);
   return g;
 }
@@ -70,44 +85,55 @@ int main(int argc, char** argv) {
   if (!quick) cases.push_back({1024, 1024, 1024});
   kiln::CpuTarget target = kiln::CpuTarget::Host();
   std::printf("target %s (%s), 1 thread\n", target.Key().c_str(), target.cpu.c_str());
-  std::printf("%-18s %10s %12s %12s %8s  %s\n", "case", "configs", "kiln GF/s", "onednn GF/s", "ratio",
+  std::printf("%-24s %10s %12s %12s %8s  %s\n", "case", "configs", "kiln GF/s", "onednn GF/s", "ratio",
               "best schedule");
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1, 1);
   for (const Case& c : cases) {
-    std::vector<float> a(c.m * c.k), b(c.k * c.n), y(c.m * c.n);
+    std::vector<float> a(c.m * c.k), b(c.k * c.n), bias(c.n), y(c.m * c.n);
     for (float& v : a) v = dist(rng);
     for (float& v : b) v = dist(rng);
+    for (float& v : bias) v = dist(rng);
     double flops = 2.0 * c.m * c.n * c.k;
-    auto g = MatMulWorkload(c.m, c.n, c.k);
-    std::vector<kiln::ScheduleConfig> space = kiln::EnumerateSchedules(*g, target);
-    double best = 1e30;
-    std::string best_config;
-    for (const auto& config : space) {
-      auto kernel = kiln::JitCompile(*g, config, target);
-      if (!kernel.ok()) continue;
-      void* args[] = {a.data(), b.data(), y.data()};
-      const kiln::JitKernel& k = **kernel;
-      double s = MedianSeconds([&] { k.Run(args, 0, k.num_tasks()); }, quick ? 3 : 5);
-      if (s < best) {
-        best = s;
-        best_config = config.ToString();
+    for (bool bias_relu : {false, true}) {
+      auto g = MatMulWorkload(c.m, c.n, c.k, bias_relu);
+      std::vector<kiln::ScheduleConfig> space = kiln::EnumerateSchedules(*g, target);
+      double best = 1e30;
+      std::string best_config;
+      for (const auto& config : space) {
+        auto kernel = kiln::JitCompile(*g, config, target);
+        if (!kernel.ok()) continue;
+        std::vector<void*> args = {a.data(), b.data()};
+        if (bias_relu) args.push_back(bias.data());
+        args.push_back(y.data());
+        const kiln::JitKernel& k = **kernel;
+        double s = MedianSeconds([&] { k.Run(args.data(), 0, k.num_tasks()); }, quick ? 3 : 5);
+        if (s < best) {
+          best = s;
+          best_config = config.ToString();
+        }
       }
-    }
-    double peer = 0;
+      double peer = 0;
 #ifdef KILN_HAVE_DNNL
-    peer = MedianSeconds([&] {
-      dnnl_sgemm('N', 'N', c.m, c.n, c.k, 1.0f, a.data(), c.k, b.data(), c.n, 0.0f, y.data(), c.n);
-    });
+      peer = MedianSeconds([&] {
+        dnnl_sgemm('N', 'N', c.m, c.n, c.k, 1.0f, a.data(), c.k, b.data(), c.n, 0.0f, y.data(), c.n);
+        if (bias_relu) {
+          for (int64_t i = 0; i < c.m; ++i) {
+            float* row = y.data() + i * c.n;
+            for (int64_t j = 0; j < c.n; ++j) row[j] = std::max(row[j] + bias[j], 0.0f);
+          }
+        }
+      });
 #endif
-    char name[32];
-    std::snprintf(name, sizeof(name), "%ldx%ldx%ld", static_cast<long>(c.m), static_cast<long>(c.n),
-                  static_cast<long>(c.k));
-    double kiln_gf = flops / best / 1e9;
-    double peer_gf = peer > 0 ? flops / peer / 1e9 : 0;
-    std::printf("%-18s %10zu %12.1f %12.1f %8.2f  %s\n", name, space.size(), kiln_gf, peer_gf,
-                peer > 0 ? kiln_gf / peer_gf : 0.0, best_config.c_str());
-    std::fflush(stdout);
+      char name[48];
+      std::snprintf(name, sizeof(name), "%ldx%ldx%ld%s", static_cast<long>(c.m), static_cast<long>(c.n),
+                    static_cast<long>(c.k), bias_relu ? "+bias+relu" : "");
+      double kiln_gf = flops / best / 1e9;
+      double peer_gf = peer > 0 ? flops / peer / 1e9 : 0;
+      std::printf("%-24s %10zu %12.1f %12.1f %8.2f  %s\n", name, space.size(), kiln_gf, peer_gf,
+                  peer > 0 ? kiln_gf / peer_gf : 0.0, best_config.c_str());
+      std::fflush(stdout);
+    }
   }
   return 0;
 }

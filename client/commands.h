@@ -71,6 +71,14 @@ struct DbOptions {
   int64_t max_bytes = -1;  // gc
 };
 
+// `kiln inspect`: the optimised graph and its fusion groups.
+struct InspectOptions {
+  std::string model;
+  std::vector<std::string> shapes;  // NAME=D0,D1,...
+  bool json = false;
+  std::string dot;  // write Graphviz here when set
+};
+
 int RunCompile(const CompileOptions& options);
 int RunRun(const RunOptions& options);
 int RunEval(const EvalOptions& options);
@@ -78,6 +86,7 @@ int RunLookup(const LookupOptions& options);
 int RunCompare(const CompareOptions& options);
 int RunExample(const ExampleOptions& options);
 int RunDb(const DbOptions& options);
+int RunInspect(const InspectOptions& options);
 
 // Shared by the subcommands.
 int ReportError(const std::string& command, const absl::Status& status);

@@ -129,7 +129,7 @@ int RunCompile(const CompileOptions& o) {
     for (const auto& g : result.groups()) {
       std::string ops;
       for (const auto& op : g.ops()) ops += (ops.empty() ? "" : "+") + op;
-      std::printf("  group %d %-11s %-8s %-26s %s%s\n", g.index(), g.kind().c_str(), ops.c_str(),
+      std::printf("  group %d %-11s %-26s %-24s %s%s\n", g.index(), g.kind().c_str(), ops.c_str(),
                   g.schedule_config().c_str(), g.median_ms() > 0 ? FormatLatency(g.median_ms()).c_str() : "untuned",
                   g.from_database() ? " (database)" : "");
     }

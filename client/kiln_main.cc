@@ -1,4 +1,4 @@
-// kiln: the command-line client of Kiln (compile, run, eval, lookup, compare, example, db).
+// kiln: the command-line client of Kiln (compile, run, eval, inspect, lookup, compare, example, db).
 #include <CLI/CLI.hpp>
 
 #include "client/commands.h"
@@ -37,6 +37,13 @@ int main(int argc, char** argv) {
   e->add_option("--input", eval.inputs, "NAME=FILE (.npy or .pb)");
   e->add_option("--output-dir", eval.output_dir, "write each output as DIR/<name>.npy");
   e->add_flag("--dump-graph", eval.dump_graph, "print the imported graph IR to stderr");
+
+  InspectOptions inspect;
+  auto* in = app.add_subcommand("inspect", "print the optimised graph and its fusion groups");
+  in->add_option("model", inspect.model, "ONNX model file")->required();
+  in->add_option("--shape", inspect.shapes, "bind an input's shape: NAME=D0,D1,...");
+  in->add_flag("--json", inspect.json, "print as JSON");
+  in->add_option("--dot", inspect.dot, "write Graphviz (groups as clusters) to this file");
 
   LookupOptions lookup;
   auto* l = app.add_subcommand("lookup", "fetch the package of an earlier compile; never compiles");
@@ -83,6 +90,7 @@ int main(int argc, char** argv) {
   if (*c) return RunCompile(compile);
   if (*r) return RunRun(run);
   if (*e) return RunEval(eval);
+  if (*in) return RunInspect(inspect);
   if (*l) return RunLookup(lookup);
   if (*cmp) return RunCompare(compare);
   if (*ex) return RunExample(example);

@@ -1,10 +1,13 @@
-// Kernel emission: explicit-vector LLVM IR for elementwise ops (vectorized,
-// unrolled, masked tails) and MatMul/Gemm (mr x nr register-blocked micro-kernel
-// of llvm.fmuladd, masked column tails, row tails by a one-row block).
+// Kernel emission: explicit-vector LLVM IR for fused elementwise DAGs
+// (vectorized, unrolled, masked tails; the DAG is evaluated in registers) and
+// MatMul/Gemm (mr x nr register-blocked micro-kernel of llvm.fmuladd, masked
+// column tails, row tails by a one-row block) with the elementwise epilogue DAG
+// applied to the accumulator tile before the store.
 #include "compiler_core/kernel_emitter.h"
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <functional>
 #include <vector>
 
@@ -143,9 +146,11 @@ class Emitter {
     }
   }
 
-  // exp(x) for x <= 0 (or NaN), Cephes-style: x = n ln2 + r, |r| <= ln2/2,
-  // degree-6 polynomial, scaling by 2^n in two steps so results down to the
-  // denormal range are right. No libm calls: vectorizes and links standalone.
+  // exp(x) for x <= 88.72 (the largest finite result), Cephes-style: x = n ln2
+  // + r, |r| <= ln2/2, degree-6 polynomial, scaling by 2^n in two steps so
+  // results down to the denormal range are right. NaN in gives an unspecified
+  // value: callers select NaN back. No libm calls: vectorizes and links
+  // standalone.
   Value* ExpNonPositive(Value* x) {
     Type* t = x->getType();
     Type* it = IntLike(t);
@@ -185,17 +190,135 @@ class Emitter {
     return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, s);
   }
 
-  Value* ApplyOp(const std::string& op, const std::vector<Value*>& v) {
+  Value* IsNan(Value* x) { return b_.CreateFCmpUNO(x, x); }
+
+  // exp on the whole line: +inf above 88.72, 0 far below, NaN kept.
+  Value* Exp(Value* x) {
+    Type* t = x->getType();
+    Value* hi = F32(t, 88.7228355);
+    Value* e = ExpNonPositive(b_.CreateSelect(b_.CreateFCmpOGT(x, hi), hi, x));
+    e = b_.CreateSelect(b_.CreateFCmpOGT(x, hi), F32(t, HUGE_VAL), e);
+    return b_.CreateSelect(IsNan(x), x, e);
+  }
+
+  // Cephes tanhf: odd polynomial below |x| = 0.625, else (1 - e) / (1 + e) with
+  // e = exp(-2|x|) and the sign of x. ~2e-7 relative.
+  Value* Tanh(Value* x) {
+    Type* t = x->getType();
+    Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+    Value* z = b_.CreateFMul(x, x);
+    Value* p = F32(t, -5.70498872745E-3);
+    for (double c : {2.06390887954E-2, -5.37397155531E-2, 1.33314422036E-1, -3.33332819422E-1}) {
+      p = b_.CreateFAdd(b_.CreateFMul(p, z), F32(t, c));
+    }
+    Value* small = b_.CreateFAdd(b_.CreateFMul(b_.CreateFMul(p, z), x), x);
+    Value* e = ExpNonPositive(b_.CreateFMul(ax, F32(t, -2.0)));
+    Value* big = b_.CreateFDiv(b_.CreateFSub(F32(t, 1.0), e), b_.CreateFAdd(F32(t, 1.0), e));
+    big = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, big, x);
+    Value* r = b_.CreateSelect(b_.CreateFCmpOLT(ax, F32(t, 0.625)), small, big);
+    return b_.CreateSelect(IsNan(x), x, r);
+  }
+
+  // erf as x * P(x^2) / Q(x^2) on [-4, 4] (Eigen's float rational
+  // approximation), +-1 beyond. ~4e-7 absolute.
+  Value* Erf(Value* x) {
+    Type* t = x->getType();
+    x = b_.CreateSelect(b_.CreateFCmpOGT(x, F32(t, 4.0)), F32(t, 4.0), x);
+    x = b_.CreateSelect(b_.CreateFCmpOLT(x, F32(t, -4.0)), F32(t, -4.0), x);
+    Value* x2 = b_.CreateFMul(x, x);
+    Value* p = F32(t, -2.72614225801306e-10);
+    for (double c : {2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+                     -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02}) {
+      p = b_.CreateFAdd(b_.CreateFMul(p, x2), F32(t, c));
+    }
+    p = b_.CreateFMul(p, x);
+    Value* q = F32(t, -1.45660718464996e-05);
+    for (double c : {-2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+                     -1.42647390514189e-02}) {
+      q = b_.CreateFAdd(b_.CreateFMul(q, x2), F32(t, c));
+    }
+    return b_.CreateFDiv(p, q);
+  }
+
+  // min(max(x, 0), 1) that keeps NaN (as std::clamp).
+  Value* Clamp01(Value* x) {
+    Type* t = x->getType();
+    x = b_.CreateSelect(b_.CreateFCmpOLT(x, F32(t, 0.0)), F32(t, 0.0), x);
+    return b_.CreateSelect(b_.CreateFCmpOGT(x, F32(t, 1.0)), F32(t, 1.0), x);
+  }
+
+  // numpy maximum/minimum: NaN if either is NaN.
+  Value* MaxMin(Value* a, Value* b, bool max) {
+    Value* r = max ? b_.CreateSelect(b_.CreateFCmpOLT(a, b), b, a)
+                   : b_.CreateSelect(b_.CreateFCmpOGT(a, b), b, a);
+    return b_.CreateSelect(b_.CreateFCmpUNO(a, b), F32(a->getType(), NAN), r);
+  }
+
+  Value* ApplyOp(const ElementwiseOp& e, const std::vector<Value*>& v) {
+    const std::string& op = e.op_type;
     if (op == "Add") return b_.CreateFAdd(v[0], v[1]);
     if (op == "Sub") return b_.CreateFSub(v[0], v[1]);
     if (op == "Mul") return b_.CreateFMul(v[0], v[1]);
     if (op == "Div") return b_.CreateFDiv(v[0], v[1]);
+    Type* t = v[0]->getType();
     if (op == "Relu") {
-      Value* zero = llvm::Constant::getNullValue(v[0]->getType());
+      Value* zero = llvm::Constant::getNullValue(t);
       return b_.CreateSelect(b_.CreateFCmpOLT(v[0], zero), zero, v[0]);
     }
-    assert(op == "Sigmoid");
-    return Sigmoid(v[0]);
+    if (op == "Sigmoid") return Sigmoid(v[0]);
+    if (op == "Neg") return b_.CreateFNeg(v[0]);
+    if (op == "Abs") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v[0]);
+    if (op == "Sqrt") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, v[0]);
+    if (op == "Reciprocal") return b_.CreateFDiv(F32(t, 1.0), v[0]);
+    if (op == "Exp") return Exp(v[0]);
+    if (op == "Tanh") return Tanh(v[0]);
+    if (op == "Erf") return Erf(v[0]);
+    if (op == "Max" || op == "Min") {
+      Value* r = v[0];
+      for (size_t i = 1; i < v.size(); ++i) r = MaxMin(r, v[i], op == "Max");
+      return r;
+    }
+    if (op == "Clip") {
+      Value* x = v[0];
+      Value* lo = v.size() > 1 && v[1] != nullptr ? v[1] : nullptr;
+      Value* hi = v.size() > 2 && v[2] != nullptr ? v[2] : nullptr;
+      if (lo == nullptr && !std::isinf(e.lo)) lo = F32(t, e.lo);
+      if (hi == nullptr && !std::isinf(e.hi)) hi = F32(t, e.hi);
+      if (lo != nullptr) x = b_.CreateSelect(b_.CreateFCmpOLT(x, lo), lo, x);
+      if (hi != nullptr) x = b_.CreateSelect(b_.CreateFCmpOGT(x, hi), hi, x);
+      return x;
+    }
+    if (op == "LeakyRelu") {
+      return b_.CreateSelect(b_.CreateFCmpOLT(v[0], F32(t, 0.0)), b_.CreateFMul(v[0], F32(t, e.alpha)), v[0]);
+    }
+    if (op == "HardSigmoid") {
+      return Clamp01(b_.CreateFAdd(b_.CreateFMul(v[0], F32(t, e.alpha)), F32(t, e.beta)));
+    }
+    if (op == "HardSwish") {
+      return b_.CreateFMul(v[0], Clamp01(b_.CreateFAdd(b_.CreateFMul(v[0], F32(t, 1.0 / 6.0)), F32(t, 0.5))));
+    }
+    assert(op == "Gelu");
+    Value* x = v[0];
+    Value* inner;
+    if (e.tanh_approx) {
+      Value* x3 = b_.CreateFMul(b_.CreateFMul(x, x), x);
+      Value* u = b_.CreateFMul(b_.CreateFAdd(x, b_.CreateFMul(x3, F32(t, 0.044715))),
+                               F32(t, 0.7978845608028654));
+      inner = Tanh(u);
+    } else {
+      inner = Erf(b_.CreateFMul(x, F32(t, 0.7071067811865476)));
+    }
+    return b_.CreateFMul(b_.CreateFMul(x, F32(t, 0.5)), b_.CreateFAdd(F32(t, 1.0), inner));
+  }
+
+  // Evaluates `prog` on its leaves; returns every slot's value.
+  std::vector<Value*> EvalProgram(const ElementwiseProgram& prog, std::vector<Value*> slots) {
+    for (const ElementwiseOp& e : prog.ops) {
+      std::vector<Value*> v;
+      for (int s : e.inputs) v.push_back(s < 0 ? nullptr : slots[s]);
+      slots.push_back(ApplyOp(e, v));
+    }
+    return slots;
   }
 
   // ---- elementwise ----------------------------------------------------------
@@ -244,8 +367,9 @@ class Emitter {
         if (st.back() != 0) off = b_.CreateAdd(off, col);
         in_ptrs.push_back(Gep(arg_ptrs_[spec.operand_args[i]], off));
       }
-      Value* out_ptr = Gep(arg_ptrs_[spec.output_arg], pos);
-      EmitElementwiseRun(spec.op_type, in_ptrs, contiguous, out_ptr, len, vw, unroll);
+      std::vector<Value*> out_ptrs;
+      for (int arg : spec.output_args) out_ptrs.push_back(Gep(arg_ptrs_[arg], pos));
+      EmitElementwiseRun(spec.program, in_ptrs, contiguous, out_ptrs, len, vw, unroll);
       pos->addIncoming(b_.CreateAdd(pos, len), b_.GetInsertBlock());
       b_.CreateBr(head);
       b_.SetInsertPoint(exit);
@@ -253,11 +377,11 @@ class Emitter {
     return {num_tasks, spec.num_args};
   }
 
-  // out[i] = op(in...[i]) for i in [0, len): `vw` lanes x `unroll`, then single
-  // vectors, then one masked vector (or scalars when vw == 1).
-  void EmitElementwiseRun(const std::string& op, const std::vector<Value*>& in,
-                          const std::vector<bool>& contiguous, Value* out, Value* len, int64_t vw,
-                          int64_t unroll) {
+  // out...[i] = prog(in...[i]) for i in [0, len): `vw` lanes x `unroll`, then
+  // single vectors, then one masked vector (or scalars when vw == 1).
+  void EmitElementwiseRun(const ElementwiseProgram& prog, const std::vector<Value*>& in,
+                          const std::vector<bool>& contiguous, const std::vector<Value*>& out,
+                          Value* len, int64_t vw, int64_t unroll) {
     std::vector<Value*> splats(in.size(), nullptr);
     for (size_t i = 0; i < in.size(); ++i) {
       if (!contiguous[i]) splats[i] = Splat(b_.CreateAlignedLoad(f32_, in[i], llvm::Align(4)), vw);
@@ -267,7 +391,8 @@ class Emitter {
       for (size_t k = 0; k < in.size(); ++k) {
         operands.push_back(contiguous[k] ? Load(Gep(in[k], i), vw, mask) : splats[k]);
       }
-      Store(ApplyOp(op, operands), Gep(out, i), mask);
+      std::vector<Value*> slots = EvalProgram(prog, std::move(operands));
+      for (size_t o = 0; o < out.size(); ++o) Store(slots[prog.results[o]], Gep(out[o], i), mask);
     };
     int64_t block = vw * unroll;
     Value* i = For(I64(0), b_.CreateSub(len, I64(block - 1)), block, "vec", [&](Value* iv) {
@@ -300,19 +425,28 @@ class Emitter {
       Value* blk = b_.CreateSub(t, b_.CreateMul(batch, I64(divisor)), "blk");
       Value* off_a = I64(0);
       Value* off_b = I64(0);
+      std::vector<Value*> off_e(spec.epilogue.size(), I64(0));
       Value* rem = batch;
       for (size_t d = s.batch_dims.size(); d-- > 0;) {
         Value* idx = d == 0 ? rem : b_.CreateURem(rem, I64(s.batch_dims[d]));
         if (d > 0) rem = b_.CreateUDiv(rem, I64(s.batch_dims[d]));
         off_a = b_.CreateAdd(off_a, b_.CreateMul(idx, I64(s.a_batch_strides[d])));
         off_b = b_.CreateAdd(off_b, b_.CreateMul(idx, I64(s.b_batch_strides[d])));
+        for (size_t e = 0; e < spec.epilogue.size(); ++e) {
+          int64_t st = spec.epilogue[e].batch_strides[d];
+          if (st != 0) off_e[e] = b_.CreateAdd(off_e[e], b_.CreateMul(idx, I64(st)));
+        }
       }
       Value* off_o = b_.CreateMul(batch, I64(s.m * s.n));
       MatMulPtrs p;
+      p.spec = &spec;
       p.a = Gep(arg_ptrs_[spec.operand_args[0]], off_a);
       p.b = Gep(arg_ptrs_[spec.operand_args[1]], off_b);
       p.c = s.has_c ? arg_ptrs_[spec.operand_args[2]] : nullptr;
-      p.out = Gep(arg_ptrs_[spec.output_arg], off_o);
+      for (int arg : spec.output_args) p.outs.push_back(Gep(arg_ptrs_[arg], off_o));
+      for (size_t e = 0; e < spec.epilogue.size(); ++e) {
+        p.epilogue.push_back(Gep(arg_ptrs_[spec.epilogue[e].arg], off_e[e]));
+      }
       Value* m0 = b_.CreateMul(blk, I64(rpt), "m0");
       Value* m1 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(m0, I64(rpt)), I64(s.m));
       Value* m = For(m0, b_.CreateSub(m1, I64(mr - 1)), mr, "rows",
@@ -323,10 +457,12 @@ class Emitter {
   }
 
   struct MatMulPtrs {
+    const KernelSpec* spec;
     Value* a;
     Value* b;
     Value* c;
-    Value* out;
+    std::vector<Value*> outs;      // per workload output, at this batch
+    std::vector<Value*> epilogue;  // per epilogue operand, at this batch
   };
 
   void EmitRowBlock(const MatMulSpec& s, const MatMulPtrs& p, Value* m, int64_t rows, int64_t nr,
@@ -397,9 +533,15 @@ class Emitter {
       });
     }
     for (int64_t k = kfull; k < s.k; ++k) kstep(I64(k));
-    // Epilogue: alpha * acc + beta * C, then store.
+    // Epilogue: alpha * acc + beta * C, then the fused elementwise DAG, then
+    // store every workload output.
+    const KernelSpec& spec = *p.spec;
     for (int64_t i = 0; i < rows; ++i) {
       Value* mi = b_.CreateAdd(m, I64(i));
+      std::vector<Value*> epi_rows;
+      for (size_t e = 0; e < spec.epilogue.size(); ++e) {
+        epi_rows.push_back(Gep(p.epilogue[e], b_.CreateMul(mi, I64(spec.epilogue[e].stride_m))));
+      }
       for (int64_t j = 0; j < nv; ++j) {
         Value* v = b_.CreateAlignedLoad(vt, acc[i * nv + j], llvm::Align(4));
         if (s.alpha != 1.0f) v = b_.CreateFMul(v, F32(vt, s.alpha));
@@ -411,7 +553,19 @@ class Emitter {
           if (s.beta != 1.0f) c = b_.CreateFMul(c, F32(vt, s.beta));
           v = b_.CreateFAdd(v, c);
         }
-        Store(v, Gep(p.out, b_.CreateAdd(b_.CreateMul(mi, I64(s.n)), nj)), masks[j]);
+        std::vector<Value*> leaves = {v};
+        for (size_t e = 0; e < spec.epilogue.size(); ++e) {
+          // Inside one row an operand is contiguous (stride 1) or broadcast (0).
+          assert(spec.epilogue[e].stride_n == 0 || spec.epilogue[e].stride_n == 1);
+          leaves.push_back(spec.epilogue[e].stride_n != 0
+                               ? Load(Gep(epi_rows[e], nj), lanes_, masks[j])
+                               : Splat(b_.CreateAlignedLoad(f32_, epi_rows[e], llvm::Align(4)), lanes_));
+        }
+        std::vector<Value*> slots = EvalProgram(spec.program, std::move(leaves));
+        Value* out_off = b_.CreateAdd(b_.CreateMul(mi, I64(s.n)), nj);
+        for (size_t o = 0; o < p.outs.size(); ++o) {
+          Store(slots[spec.program.results[o]], Gep(p.outs[o], out_off), masks[j]);
+        }
       }
     }
   }

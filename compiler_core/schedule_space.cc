@@ -138,6 +138,8 @@ std::string WorkloadKind(const Graph& workload) {
   return spec->kind == KernelSpec::Kind::kMatMul ? "matmul" : "elementwise";
 }
 
+bool CanCompile(const Graph& workload) { return AnalyzeWorkload(workload).ok(); }
+
 std::vector<ScheduleConfig> EnumerateSchedules(const Graph& workload, const CpuTarget& target) {
   absl::StatusOr<KernelSpec> spec = AnalyzeWorkload(workload);
   if (!spec.ok()) return {};

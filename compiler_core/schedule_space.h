@@ -43,8 +43,18 @@ class ScheduleConfig {
   bool operator<(const ScheduleConfig& o) const { return knobs < o.knobs; }
 };
 
-// "elementwise" | "matmul" | "unsupported".
+// "elementwise": a DAG of fusible elementwise operators (Add, Sub, Mul, Div,
+// Max, Min, Relu, Sigmoid, Neg, Abs, Sqrt, Exp, Tanh, Erf, Reciprocal, Clip,
+// LeakyRelu, HardSigmoid, HardSwish, Gelu) whose outputs all have one shape;
+// "matmul": one MatMul/Gemm over workload inputs followed by such a DAG (the
+// epilogue), every output of the anchor's shape; "unsupported" otherwise
+// (other operators, non-f32 or dynamic shapes, a malformed workload).
 std::string WorkloadKind(const Graph& workload);
+
+// True exactly when the CPU back end compiles the workload (WorkloadKind is
+// not "unsupported"): the fusion partitioner asks this before it hands a
+// multi-node group to codegen.
+bool CanCompile(const Graph& workload);
 
 // Every point of the workload's space, in a deterministic order; points that
 // can only repeat a smaller one on this shape (a vector wider than the data, a

@@ -30,6 +30,12 @@ double FlopsOf(const Node& n) {
 
 }  // namespace
 
+bool IsStructuralConstant(const Value* v) {
+  if (!v || !v->is_constant()) return false;
+  DType t = v->constant().dtype();
+  return (t == DType::kInt64 || t == DType::kInt32) && v->constant().num_elements() <= 64;
+}
+
 absl::StatusOr<Workload> ExtractWorkload(const Graph& graph, const FusionGroup& group) {
   Workload w;
   w.kind = group.kind;
@@ -50,6 +56,7 @@ absl::StatusOr<Workload> ExtractWorkload(const Graph& graph, const FusionGroup& 
   for (size_t i = 0; i < group.outputs.size(); ++i) output_index[group.outputs[i]] = static_cast<int>(i);
   int temp = 0;
   std::vector<std::string> ops;
+  std::string constants_text;
   for (size_t ni = 0; ni < group.nodes.size(); ++ni) {
     const Node* n = group.nodes[ni];
     std::vector<Value*> ins, outs;
@@ -59,6 +66,12 @@ absl::StatusOr<Workload> ExtractWorkload(const Graph& graph, const FusionGroup& 
         continue;
       }
       auto it = map.find(v);
+      if (it == map.end() && IsStructuralConstant(v)) {
+        std::string name = absl::StrCat("c", g->constants().size());
+        ASSIGN_OR_RETURN(Value * nv, g->AddConstant(name, v->constant()));
+        absl::StrAppend(&constants_text, "const %", name, " = ", v->constant().DebugString(64), "\n");
+        it = map.emplace(v, nv).first;
+      }
       if (it == map.end()) {
         return absl::InternalError(absl::StrCat("group ", group.index, ": value '", v->name(),
                                                 "' is neither a group input nor computed inside"));
@@ -80,7 +93,7 @@ absl::StatusOr<Workload> ExtractWorkload(const Graph& graph, const FusionGroup& 
   for (Value* v : g->inputs()) w.bytes += static_cast<double>(ElementsOf(v) * DTypeSize(v->type().dtype));
   for (Value* v : g->outputs()) w.bytes += static_cast<double>(ElementsOf(v) * DTypeSize(v->type().dtype));
   w.op_summary = absl::StrJoin(ops, "+");
-  w.canonical_text = g->ToText();
+  w.canonical_text = g->ToText() + constants_text;
   w.key = Sha256Hex(w.canonical_text);
   w.graph = std::move(g);
   return w;

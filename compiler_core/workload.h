@@ -14,11 +14,19 @@
 
 namespace kiln {
 
+// A small integer constant (a shape, axes, starts, pads, ...): structure, not
+// data. Fusion groups do not list it among their inputs; the workload keeps it
+// as a constant and its values enter the canonical text and the key.
+bool IsStructuralConstant(const Value* v);
+
 struct Workload {
   // Inputs are the group's inputs in order (constants become inputs: weights
   // are data, not structure); outputs are the group's outputs in order.
+  // Structural constants stay constants.
   std::unique_ptr<Graph> graph;
-  std::string canonical_text;  // graph->ToText() with canonical names
+  // graph->ToText() with canonical names, then "const %cK = VALUES" per
+  // structural constant.
+  std::string canonical_text;
   std::string key;             // SHA-256 hex of canonical_text
   std::string kind;            // the group's kind
   std::string op_summary;      // "MatMul", "Add+Relu", ...

@@ -14,8 +14,11 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libsqlite3-dev libssl-dev libcli11-dev
   libgtest-dev libgmock-dev llvm-19-dev clang-19 libonnx-dev libonnx-testdata
-  libxgboost-dev libdnnl-dev libopenblas-dev
+  libxgboost-dev libdnnl-dev libopenblas-dev python3 python3-venv python3-pip
 )
+# Test-only Python tools: models are exported with PyPI's torch/torchvision.
+PY_PACKAGES=(torch torchvision onnx onnxscript numpy)
+VENV=${KILN_VENV:-$ROOT/.venv}
 
 install_deps() {
   local missing=()
@@ -34,11 +37,23 @@ install_deps() {
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
+install_python() {
+  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+  if "$VENV/bin/python" -c "import torch, torchvision, onnx, onnxscript, numpy" 2>/dev/null; then
+    echo "bootstrap: Python packages present in $VENV"
+    return
+  fi
+  echo "bootstrap: installing ${PY_PACKAGES[*]} into $VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
+}
+
 build() {
   export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
   # Hits across clones in different folders (paths enter the debug info).
   export CCACHE_BASEDIR=$ROOT CCACHE_NOHASHDIR=true
-  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  local py=()
+  [ -x "$VENV/bin/python" ] && py=(-DKILN_PYTHON="$VENV/bin/python")
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${py[@]}" >/dev/null
   local start=$SECONDS
   ninja -C "$BUILD" -j"$(nproc)"
   echo "bootstrap: build finished in $((SECONDS - start)) s"
@@ -46,7 +61,7 @@ build() {
 
 case "${1:-}" in
   demo)  install_deps; build; exec "$ROOT/deploy/demo.sh" "$BUILD" ;;
-  test)  install_deps; build
+  test)  install_deps; install_python; build
          cd "$BUILD" && exec ctest --output-on-failure -j"$(nproc)" --timeout 900 ;;
   build) install_deps; build ;;
   *) echo "usage: $0 demo|test|build" >&2; exit 2 ;;

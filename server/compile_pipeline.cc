@@ -10,7 +10,9 @@
 #include "compiler_core/fusion.h"
 #include "compiler_core/graph_proto.h"
 #include "compiler_core/onnx_importer.h"
+#include "compiler_core/optimize.h"
 #include "compiler_core/package_writer.h"
+#include "compiler_core/schedule_space.h"
 #include "compiler_core/status_macros.h"
 #include "compiler_core/version.h"
 #include "server/farm_target.h"
@@ -73,17 +75,29 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   ASSIGN_OR_RETURN(auto resolved, ResolveTarget(request.target()));
   const auto& [target_key, target] = resolved;
 
-  // 2. Partition into fusion groups, one workload per group.
+  // 2. Optimise the graph (the same pipeline `kiln inspect` shows).
+  report("optimize", absl::StrCat("optimizing ", graph->nodes().size(), " nodes"));
+  RETURN_IF_ERROR(OptimizeGraph(*graph, PassPipelineOptions{}).status());
+
+  // 3. Partition into fusion groups, one workload per group.
   report("partition", "partitioning into fusion groups");
-  ASSIGN_OR_RETURN(Partition partition, PartitionGraph(*graph));
+  FusionOptions fusion;
+  fusion.can_compile = [](const Graph& workload) { return CanCompile(workload); };
+  ASSIGN_OR_RETURN(Partition partition, PartitionGraph(*graph, fusion));
   std::vector<Workload> workloads;
   for (const FusionGroup& g : partition.groups) {
     ASSIGN_OR_RETURN(Workload w, ExtractWorkload(*graph, g));
+    if (!CanCompile(*w.graph)) {
+      std::vector<std::string> nodes;
+      for (const Node* n : g.nodes) nodes.push_back(absl::StrCat("'", n->name(), "' (", n->op_type(), ")"));
+      return absl::UnimplementedError(absl::StrCat("no code generator for node ", absl::StrJoin(nodes, ", "),
+                                                   " on target ", target_key, " yet"));
+    }
     workloads.push_back(std::move(w));
   }
   p.set_groups_total(static_cast<int>(partition.groups.size()));
 
-  // 3. Tune each distinct workload once.
+  // 4. Tune each distinct workload once.
   int trials = std::max(0, request.trials_per_group());
   std::map<std::string, TuneOutcome> tuned;
   int trials_measured = 0;
@@ -114,7 +128,7 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
     p.set_trials_measured(trials_measured);
   }
 
-  // 4. Codegen and package.
+  // 5. Codegen and package.
   report("codegen", "generating code and writing the package");
   std::vector<ScheduleConfig> configs;
   for (const Workload& w : workloads) configs.push_back(tuned[w.key].config);
@@ -123,7 +137,7 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   popts.target = target;
   ASSIGN_OR_RETURN(PackageBytes pkg, WritePackage(*graph, partition, workloads, configs, popts));
 
-  // 5. Store: the artifact and the compile key that finds it again.
+  // 6. Store: the artifact and the compile key that finds it again.
   report("package", "storing the package");
   ASSIGN_OR_RETURN(std::string digest, db_->PutArtifact(pkg.bytes));
   if (digest != pkg.digest) return absl::InternalError("artifact store digest differs from the package's");

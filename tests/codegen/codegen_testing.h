@@ -3,7 +3,10 @@
 // splits the tasks into uneven ranges.
 #pragma once
 
+#include <elf.h>
+
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -60,6 +63,27 @@ inline std::vector<float> RunKernel(const JitKernel& k, std::vector<std::vector<
   k.Run(args.data(), b, t);
   k.Run(args.data(), 0, a);
   k.Run(args.data(), a, b);
+  return out;
+}
+
+// Names of the undefined symbols of an ELF64 little-endian relocatable.
+inline std::vector<std::string> UndefinedSymbols(const std::string& elf) {
+  std::vector<std::string> out;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, elf.data(), sizeof(eh));
+  std::vector<Elf64_Shdr> sh(eh.e_shnum);
+  for (int i = 0; i < eh.e_shnum; ++i) {
+    std::memcpy(&sh[i], elf.data() + eh.e_shoff + i * eh.e_shentsize, sizeof(Elf64_Shdr));
+  }
+  for (const Elf64_Shdr& s : sh) {
+    if (s.sh_type != SHT_SYMTAB) continue;
+    const char* strtab = elf.data() + sh[s.sh_link].sh_offset;
+    for (size_t off = sizeof(Elf64_Sym); off < s.sh_size; off += sizeof(Elf64_Sym)) {
+      Elf64_Sym sym;
+      std::memcpy(&sym, elf.data() + s.sh_offset + off, sizeof(sym));
+      if (sym.st_shndx == SHN_UNDEF) out.push_back(strtab + sym.st_name);
+    }
+  }
   return out;
 }
 

@@ -1,0 +1,217 @@
+// `kiln inspect`: imports and optimises a model, partitions it into fusion
+// groups and prints the optimised graph, every group (kind, ops, inputs,
+// outputs, workload key, estimated bytes) and the totals; --json for tools,
+// --dot for Graphviz with one cluster per group.
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/commands.h"
+#include "compiler_core/fusion.h"
+#include "compiler_core/onnx_importer.h"
+#include "compiler_core/optimize.h"
+#include "compiler_core/workload.h"
+
+namespace kiln::client {
+namespace {
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += absl::StrFormat("\\u%04x", static_cast<int>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string DotId(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string Megabytes(double bytes) { return absl::StrFormat("%.2f MB", bytes / 1e6); }
+
+struct Inspection {
+  int nodes_before = 0;
+  std::unique_ptr<Graph> graph;  // optimised
+  Partition partition;
+  std::vector<Workload> workloads;
+  int distinct_workloads = 0;
+};
+
+absl::StatusOr<Inspection> Inspect(const InspectOptions& o) {
+  auto bytes = ReadFile(o.model);
+  if (!bytes.ok()) return bytes.status();
+  ImportOptions io;
+  for (const std::string& flag : o.shapes) {
+    std::string name;
+    std::vector<int64_t> dims;
+    if (absl::Status s = ParseShapeFlag(flag, &name, &dims); !s.ok()) return s;
+    io.input_shapes[name] = dims;
+  }
+  Inspection in;
+  auto graph = ImportOnnxModel(*bytes, io);
+  if (!graph.ok()) return graph.status();
+  in.graph = std::move(*graph);
+  in.nodes_before = static_cast<int>(in.graph->nodes().size());
+  if (auto records = OptimizeGraph(*in.graph, PassPipelineOptions{}); !records.ok()) return records.status();
+  auto partition = PartitionGraph(*in.graph, FusionOptions{});
+  if (!partition.ok()) return partition.status();
+  in.partition = std::move(*partition);
+  std::set<std::string> keys;
+  for (const FusionGroup& g : in.partition.groups) {
+    auto w = ExtractWorkload(*in.graph, g);
+    if (!w.ok()) return w.status();
+    keys.insert(w->key);
+    in.workloads.push_back(std::move(*w));
+  }
+  in.distinct_workloads = static_cast<int>(keys.size());
+  return in;
+}
+
+std::vector<std::string> Names(const std::vector<Value*>& values) {
+  std::vector<std::string> out;
+  for (const Value* v : values) out.push_back(v->name());
+  return out;
+}
+
+std::string Dot(const Inspection& in) {
+  std::string s = "digraph kiln {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n";
+  std::map<const Value*, std::string> writer;  // value -> DOT id of the node that writes it
+  for (const Value* v : in.graph->inputs()) {
+    std::string id = DotId(absl::StrCat("input:", v->name()));
+    absl::StrAppend(&s, "  ", id, " [shape=ellipse, label=", DotId(absl::StrCat(v->name(), "\n", v->type().ToString())),
+                    "];\n");
+    writer[v] = id;
+  }
+  std::string edges;
+  for (size_t gi = 0; gi < in.partition.groups.size(); ++gi) {
+    const FusionGroup& g = in.partition.groups[gi];
+    const Workload& w = in.workloads[gi];
+    absl::StrAppend(&s, "  subgraph cluster_", g.index, " {\n    label=",
+                    DotId(absl::StrCat("group ", g.index, " ", g.kind, " ", w.key.substr(0, 12), "\n",
+                                       Megabytes(g.bytes_fused))),
+                    ";\n    style=rounded;\n");
+    std::map<const Value*, std::string> local;
+    for (const Node* n : g.nodes) {
+      std::string id = DotId(absl::StrCat("g", g.index, ":", n->name()));
+      absl::StrAppend(&s, "    ", id, " [label=", DotId(absl::StrCat(n->op_type(), "\n", n->name())), "];\n");
+      for (const Value* v : n->inputs()) {
+        if (!v || v->is_constant()) continue;
+        auto it = local.find(v);
+        const std::string* from = it != local.end() ? &it->second : nullptr;
+        if (!from) {
+          auto wt = writer.find(v);
+          if (wt != writer.end()) from = &wt->second;
+        }
+        if (from) absl::StrAppend(&edges, "  ", *from, " -> ", id, ";\n");
+      }
+      for (const Value* v : n->outputs()) local[v] = id;
+    }
+    for (const Value* v : g.outputs) writer[v] = local[v];
+    s += "  }\n";
+  }
+  s += edges;
+  for (const Value* v : in.graph->outputs()) {
+    std::string id = DotId(absl::StrCat("output:", v->name()));
+    absl::StrAppend(&s, "  ", id, " [shape=ellipse, label=", DotId(v->name()), "];\n");
+    if (writer.count(v)) absl::StrAppend(&s, "  ", writer[v], " -> ", id, ";\n");
+  }
+  return s + "}\n";
+}
+
+std::string Json(const Inspection& in) {
+  std::string s = "{\n";
+  absl::StrAppend(&s, "  \"nodes_before\": ", in.nodes_before, ",\n");
+  absl::StrAppend(&s, "  \"nodes_after\": ", in.graph->nodes().size(), ",\n");
+  absl::StrAppend(&s, "  \"num_groups\": ", in.partition.groups.size(), ",\n");
+  absl::StrAppend(&s, "  \"distinct_workloads\": ", in.distinct_workloads, ",\n");
+  absl::StrAppend(&s, "  \"bytes_fused\": ", absl::StrFormat("%.0f", in.partition.bytes_fused), ",\n");
+  absl::StrAppend(&s, "  \"bytes_unfused\": ", absl::StrFormat("%.0f", in.partition.bytes_unfused), ",\n");
+  absl::StrAppend(&s, "  \"graph\": ", JsonString(in.graph->ToText()), ",\n");
+  s += "  \"groups\": [";
+  for (size_t gi = 0; gi < in.partition.groups.size(); ++gi) {
+    const FusionGroup& g = in.partition.groups[gi];
+    std::vector<std::string> ops, nodes, ins, outs, rec;
+    for (const Node* n : g.nodes) {
+      ops.push_back(JsonString(n->op_type()));
+      nodes.push_back(JsonString(n->name()));
+    }
+    for (const std::string& n : Names(g.inputs)) ins.push_back(JsonString(n));
+    for (const std::string& n : Names(g.outputs)) outs.push_back(JsonString(n));
+    for (const Node* n : g.recomputed) rec.push_back(JsonString(n->name()));
+    absl::StrAppend(&s, gi ? "," : "", "\n    {\"index\": ", g.index, ", \"kind\": ", JsonString(g.kind),
+                    ", \"ops\": [", absl::StrJoin(ops, ", "), "], \"nodes\": [", absl::StrJoin(nodes, ", "),
+                    "], \"inputs\": [", absl::StrJoin(ins, ", "), "], \"outputs\": [", absl::StrJoin(outs, ", "),
+                    "], \"recomputed\": [", absl::StrJoin(rec, ", "), "], \"workload_key\": ",
+                    JsonString(in.workloads[gi].key), ", \"bytes_fused\": ",
+                    absl::StrFormat("%.0f", g.bytes_fused), ", \"bytes_unfused\": ",
+                    absl::StrFormat("%.0f", g.bytes_unfused), "}");
+  }
+  s += "\n  ]\n}\n";
+  return s;
+}
+
+std::string Text(const Inspection& in) {
+  std::string s = "optimised graph:\n";
+  s += in.graph->ToText();
+  s += "\nfusion groups:\n";
+  for (size_t gi = 0; gi < in.partition.groups.size(); ++gi) {
+    const FusionGroup& g = in.partition.groups[gi];
+    std::vector<std::string> ops;
+    for (const Node* n : g.nodes) ops.push_back(absl::StrCat(n->name(), ":", n->op_type()));
+    absl::StrAppend(&s, "  group ", g.index, " ", g.kind, " [", absl::StrJoin(ops, ", "), "]\n");
+    absl::StrAppend(&s, "    inputs:  ", absl::StrJoin(Names(g.inputs), ", "), "\n");
+    absl::StrAppend(&s, "    outputs: ", absl::StrJoin(Names(g.outputs), ", "), "\n");
+    if (!g.recomputed.empty()) {
+      std::vector<std::string> rec;
+      for (const Node* n : g.recomputed) rec.push_back(n->name());
+      absl::StrAppend(&s, "    recomputes: ", absl::StrJoin(rec, ", "), "\n");
+    }
+    absl::StrAppend(&s, "    workload: ", in.workloads[gi].key, "  bytes: ", Megabytes(g.bytes_fused),
+                    " (unfused ", Megabytes(g.bytes_unfused), ")\n");
+  }
+  double saved = in.partition.bytes_unfused > 0 ? 100.0 * (1.0 - in.partition.bytes_fused / in.partition.bytes_unfused) : 0;
+  s += "\nsummary:\n";
+  absl::StrAppend(&s, "  nodes:              ", in.nodes_before, " before optimisation, ", in.graph->nodes().size(),
+                  " after\n");
+  absl::StrAppend(&s, "  groups (kernels):   ", in.partition.groups.size(), "\n");
+  absl::StrAppend(&s, "  distinct workloads: ", in.distinct_workloads, "\n");
+  absl::StrAppend(&s, "  memory traffic:     ", Megabytes(in.partition.bytes_fused), " fused, ",
+                  Megabytes(in.partition.bytes_unfused), " unfused (", absl::StrFormat("%.1f", saved), "% saved)\n");
+  return s;
+}
+
+}  // namespace
+
+int RunInspect(const InspectOptions& o) {
+  auto in = Inspect(o);
+  if (!in.ok()) return ReportError("inspect", in.status());
+  if (!o.dot.empty()) {
+    if (absl::Status s = WriteFileAtomic(o.dot, Dot(*in)); !s.ok()) return ReportError("inspect", s);
+  }
+  std::string out = o.json ? Json(*in) : Text(*in);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+}  // namespace kiln::client

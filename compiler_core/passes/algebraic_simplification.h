@@ -1,0 +1,20 @@
+// Algebraic simplification: local rewrites that remove or cheapen nodes
+// without changing any value. Identity, inference Dropout, Cast to the same
+// type and shape ops that keep the shape are removed; x*1, 1*x, x+0, 0+x, x-0
+// and x/1 are removed when broadcasting does not change x's shape; division by
+// a float constant becomes multiplication by its reciprocal; Transpose pairs
+// merge (and vanish when they cancel); chains of Reshape/Flatten/Squeeze/
+// Unsqueeze become one Reshape (and vanish when they cancel).
+#pragma once
+
+#include "compiler_core/pass.h"
+
+namespace kiln {
+
+class AlgebraicSimplification : public GraphPass {
+ public:
+  std::string name() const override { return "algebraic_simplification"; }
+  absl::StatusOr<bool> Run(Graph& graph) override;
+};
+
+}  // namespace kiln

@@ -1,0 +1,79 @@
+// Primitives the rewriting passes share: reading small constants, checking that
+// a matched subgraph is private to the pattern, replacing a node while keeping
+// graph-output names, and restoring topological order after new nodes.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/graph.h"
+
+namespace kiln {
+
+// The elements of a constant f32/f64/i32/i64 value as doubles; nullopt for
+// non-constants, other dtypes and tensors larger than `max_elements`.
+std::optional<std::vector<double>> ConstantValues(const Value* v, int64_t max_elements = 1 << 20);
+
+// True when `v` is a constant whose every element is within `tol` (relative to
+// max(1, |expected|)) of `expected`. `v` must have at least one element.
+bool IsConstantNear(const Value* v, double expected, double tol = 1e-5);
+
+// True when `v` is a constant with exactly one element within `tol` of
+// `expected` (a scalar, [1], [1,1], ...).
+bool IsScalarNear(const Value* v, double expected, double tol = 1e-5);
+
+bool IsGraphOutput(const Graph& graph, const Value* v);
+
+// True when `n` is non-null and has op type `op` in the default domain.
+bool IsOp(const Node* n, const char* op);
+
+// The producer of `v` when it has op type `op` (default domain), else nullptr.
+Node* ProducerIs(const Value* v, const char* op);
+
+// The only user of `v`, or nullptr when `v` has zero or several users or is a
+// graph output.
+Node* SoleUser(const Graph& graph, const Value* v);
+
+// For a binary node whose inputs are {a, other} in either order (commutative
+// ops), returns `other`; nullptr when `a` is not one of its two inputs.
+Value* OtherOperand(const Node* binary, const Value* a);
+
+// True when every output of every node in `interior` is read only by nodes in
+// `pattern` and is not a graph output: the subgraph can be replaced without
+// changing anything else.
+bool IsPrivateToPattern(const Graph& graph, const std::vector<Node*>& interior,
+                        const std::vector<Node*>& pattern);
+
+// Removes `nodes` (in any order; their outputs must be read by nobody outside
+// them, except `keep` which may still be read and becomes producer-less).
+void RemoveNodes(Graph& graph, const std::vector<Node*>& nodes);
+
+// Replaces the pattern `pattern` whose result is `root->output(0)` by a new
+// node computing that same value (same name, type and readers). The pattern's
+// nodes are removed; the new node is called `name` (default: `root`'s name). Call
+// RestoreTopologicalOrder before returning from the pass.
+absl::StatusOr<Node*> ReplacePatternWithNode(Graph& graph, const std::vector<Node*>& pattern, Node* root,
+                                             std::string op_type, std::vector<Value*> inputs,
+                                             std::map<std::string, AttrValue> attrs = {},
+                                             std::string name = "");
+
+// Makes every reader of node `n`'s output 0 read `replacement` instead and
+// removes `n` (whose other outputs must be unused). When that output is a graph
+// output, its name is kept by re-creating `replacement`'s producer with the
+// output renamed; that is possible only when `replacement` is computed by a
+// node and read by `n` alone. Returns false (changing nothing) otherwise.
+bool ForwardOutput(Graph& graph, Node* n, Value* replacement);
+
+// Adds a constant with a fresh name derived from `hint`.
+Value* AddFreshConstant(Graph& graph, const std::string& hint, Tensor t);
+
+// Re-creates nodes so that `graph.nodes()` is in topological order again
+// (AddNode appends). Node pointers of moved nodes change. A no-op when the
+// order already holds.
+void RestoreTopologicalOrder(Graph& graph);
+
+}  // namespace kiln
