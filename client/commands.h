@@ -77,6 +77,8 @@ struct InspectOptions {
   std::vector<std::string> shapes;  // NAME=D0,D1,...
   bool json = false;
   std::string dot;  // write Graphviz here when set
+  std::vector<std::string> dump_after;  // pass names, or "all": graph dumps on stderr
+  bool pass_timing = false;             // per-pass timing on stderr
 };
 
 int RunCompile(const CompileOptions& options);

@@ -73,7 +73,18 @@ absl::StatusOr<Inspection> Inspect(const InspectOptions& o) {
   if (!graph.ok()) return graph.status();
   in.graph = std::move(*graph);
   in.nodes_before = static_cast<int>(in.graph->nodes().size());
-  if (auto records = OptimizeGraph(*in.graph, PassPipelineOptions{}); !records.ok()) return records.status();
+  PassPipelineOptions passes;
+  passes.dump_after = std::set<std::string>(o.dump_after.begin(), o.dump_after.end());
+  passes.dump = [](const std::string& pass, const std::string& text) {
+    std::fprintf(stderr, "// after %s\n%s", pass.c_str(), text.c_str());
+  };
+  auto records = OptimizeGraph(*in.graph, passes);
+  if (!records.ok()) return records.status();
+  if (o.pass_timing) {
+    for (const PassRecord& r : *records) {
+      std::fprintf(stderr, "pass %-24s %8.3f ms%s\n", r.name.c_str(), r.milliseconds, r.changed ? "  changed" : "");
+    }
+  }
   auto partition = PartitionGraph(*in.graph, FusionOptions{});
   if (!partition.ok()) return partition.status();
   in.partition = std::move(*partition);

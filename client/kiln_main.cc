@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
   in->add_option("--shape", inspect.shapes, "bind an input's shape: NAME=D0,D1,...");
   in->add_flag("--json", inspect.json, "print as JSON");
   in->add_option("--dot", inspect.dot, "write Graphviz (groups as clusters) to this file");
+  in->add_option("--dump-after", inspect.dump_after, "dump the graph IR after this pass (or 'all') to stderr");
+  in->add_flag("--pass-timing", inspect.pass_timing, "print each pass's time to stderr");
 
   LookupOptions lookup;
   auto* l = app.add_subcommand("lookup", "fetch the package of an earlier compile; never compiles");
