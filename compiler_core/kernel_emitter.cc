@@ -2,7 +2,8 @@
 // (vectorized, unrolled, masked tails; the DAG is evaluated in registers) and
 // MatMul/Gemm (mr x nr register-blocked micro-kernel of llvm.fmuladd, masked
 // column tails, row tails by a one-row block) with the elementwise epilogue DAG
-// applied to the accumulator tile before the store.
+// applied to the accumulator tile before the store; tasks over row and column
+// blocks, and optional K blocking with B packed into a stack buffer.
 #include "compiler_core/kernel_emitter.h"
 
 #include <algorithm>
@@ -14,7 +15,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "compiler_core/kernel_spec.h"
+#include "compiler_core/loop_ir/llvm_lowering.h"
+#include "compiler_core/loop_ir/lower.h"
 #include "compiler_core/status_macros.h"
+#include "compiler_core/vector_math.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/Function.h"
@@ -28,9 +32,6 @@ namespace {
 using llvm::BasicBlock;
 using llvm::Type;
 using llvm::Value;
-
-// Rows of one MatMul task: a multiple of mr near 32.
-int64_t RowsPerTask(int64_t mr) { return mr * std::max<int64_t>(1, 32 / mr); }
 
 int64_t CeilDiv(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
 
@@ -146,99 +147,11 @@ class Emitter {
     }
   }
 
-  // exp(x) for x <= 88.72 (the largest finite result), Cephes-style: x = n ln2
-  // + r, |r| <= ln2/2, degree-6 polynomial, scaling by 2^n in two steps so
-  // results down to the denormal range are right. NaN in gives an unspecified
-  // value: callers select NaN back. No libm calls: vectorizes and links
-  // standalone.
-  Value* ExpNonPositive(Value* x) {
-    Type* t = x->getType();
-    Type* it = IntLike(t);
-    Value* lo = F32(t, -103.972084045410);
-    x = b_.CreateSelect(b_.CreateFCmpOLT(x, lo), lo, x);
-    Value* v = b_.CreateFAdd(b_.CreateFMul(x, F32(t, 1.44269504088896341)), F32(t, 0.5));
-    Value* tr = b_.CreateSIToFP(b_.CreateFPToSI(v, it), t);
-    Value* fx = b_.CreateFSub(tr, b_.CreateSelect(b_.CreateFCmpOGT(tr, v), F32(t, 1.0), F32(t, 0.0)));
-    Value* r = b_.CreateFSub(x, b_.CreateFMul(fx, F32(t, 0.693359375)));
-    r = b_.CreateFSub(r, b_.CreateFMul(fx, F32(t, -2.12194440e-4)));
-    Value* z = b_.CreateFMul(r, r);
-    Value* p = F32(t, 1.9875691500E-4);
-    for (double c : {1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1,
-                     5.0000001201E-1}) {
-      p = b_.CreateFAdd(b_.CreateFMul(p, r), F32(t, c));
-    }
-    Value* y = b_.CreateFAdd(b_.CreateFAdd(b_.CreateFMul(p, z), r), F32(t, 1.0));
-    Value* n = b_.CreateFPToSI(fx, it);  // in [-150, 0]
-    Value* n1 = b_.CreateAShr(n, llvm::ConstantInt::get(it, 1));
-    Value* n2 = b_.CreateSub(n, n1);
-    auto pow2 = [&](Value* k) {
-      Value* bits = b_.CreateShl(b_.CreateAdd(k, llvm::ConstantInt::get(it, 127)),
-                                 llvm::ConstantInt::get(it, 23));
-      return b_.CreateBitCast(bits, t);
-    };
-    return b_.CreateFMul(b_.CreateFMul(y, pow2(n1)), pow2(n2));
-  }
-
-  Value* Sigmoid(Value* x) {
-    Type* t = x->getType();
-    Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-    Value* e = ExpNonPositive(b_.CreateFNeg(ax));
-    Value* d = b_.CreateFAdd(F32(t, 1.0), e);
-    Value* pos = b_.CreateFDiv(F32(t, 1.0), d);
-    Value* neg = b_.CreateFDiv(e, d);
-    Value* s = b_.CreateSelect(b_.CreateFCmpOGE(x, F32(t, 0.0)), pos, neg);
-    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, s);
-  }
-
-  Value* IsNan(Value* x) { return b_.CreateFCmpUNO(x, x); }
-
-  // exp on the whole line: +inf above 88.72, 0 far below, NaN kept.
-  Value* Exp(Value* x) {
-    Type* t = x->getType();
-    Value* hi = F32(t, 88.7228355);
-    Value* e = ExpNonPositive(b_.CreateSelect(b_.CreateFCmpOGT(x, hi), hi, x));
-    e = b_.CreateSelect(b_.CreateFCmpOGT(x, hi), F32(t, HUGE_VAL), e);
-    return b_.CreateSelect(IsNan(x), x, e);
-  }
-
-  // Cephes tanhf: odd polynomial below |x| = 0.625, else (1 - e) / (1 + e) with
-  // e = exp(-2|x|) and the sign of x. ~2e-7 relative.
-  Value* Tanh(Value* x) {
-    Type* t = x->getType();
-    Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-    Value* z = b_.CreateFMul(x, x);
-    Value* p = F32(t, -5.70498872745E-3);
-    for (double c : {2.06390887954E-2, -5.37397155531E-2, 1.33314422036E-1, -3.33332819422E-1}) {
-      p = b_.CreateFAdd(b_.CreateFMul(p, z), F32(t, c));
-    }
-    Value* small = b_.CreateFAdd(b_.CreateFMul(b_.CreateFMul(p, z), x), x);
-    Value* e = ExpNonPositive(b_.CreateFMul(ax, F32(t, -2.0)));
-    Value* big = b_.CreateFDiv(b_.CreateFSub(F32(t, 1.0), e), b_.CreateFAdd(F32(t, 1.0), e));
-    big = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, big, x);
-    Value* r = b_.CreateSelect(b_.CreateFCmpOLT(ax, F32(t, 0.625)), small, big);
-    return b_.CreateSelect(IsNan(x), x, r);
-  }
-
-  // erf as x * P(x^2) / Q(x^2) on [-4, 4] (Eigen's float rational
-  // approximation), +-1 beyond. ~4e-7 absolute.
-  Value* Erf(Value* x) {
-    Type* t = x->getType();
-    x = b_.CreateSelect(b_.CreateFCmpOGT(x, F32(t, 4.0)), F32(t, 4.0), x);
-    x = b_.CreateSelect(b_.CreateFCmpOLT(x, F32(t, -4.0)), F32(t, -4.0), x);
-    Value* x2 = b_.CreateFMul(x, x);
-    Value* p = F32(t, -2.72614225801306e-10);
-    for (double c : {2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
-                     -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02}) {
-      p = b_.CreateFAdd(b_.CreateFMul(p, x2), F32(t, c));
-    }
-    p = b_.CreateFMul(p, x);
-    Value* q = F32(t, -1.45660718464996e-05);
-    for (double c : {-2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
-                     -1.42647390514189e-02}) {
-      q = b_.CreateFAdd(b_.CreateFMul(q, x2), F32(t, c));
-    }
-    return b_.CreateFDiv(p, q);
-  }
+  Value* ExpNonPositive(Value* x) { return vector_math::ExpNonPositive(b_, x); }
+  Value* Sigmoid(Value* x) { return vector_math::Sigmoid(b_, x); }
+  Value* Exp(Value* x) { return vector_math::Exp(b_, x); }
+  Value* Tanh(Value* x) { return vector_math::Tanh(b_, x); }
+  Value* Erf(Value* x) { return vector_math::Erf(b_, x); }
 
   // min(max(x, 0), 1) that keeps NaN (as std::clamp).
   Value* Clamp01(Value* x) {
@@ -408,21 +321,45 @@ class Emitter {
   }
 
   // ---- matmul -----------------------------------------------------------------
+  //
+  // A task is (batch, block of rows, block of columns) (MatMulTiling). Without
+  // K blocking (kc = 0) every register tile runs the whole K loop reading B in
+  // place. With K blocking the task walks K in blocks of kc: it packs its
+  // kc x columns slice of B into a stack buffer (panels of nb columns, kc rows of
+  // nb floats each, zero-padded past N), runs every register tile over the
+  // block, keeps partial sums in output 0 between blocks, and applies the
+  // epilogue once, after the last block.
+
+  // Where a register tile's K range comes from and what it does at the end.
+  struct KPart {
+    Value* k0 = nullptr;       // first k of the block
+    int64_t klen = 0;          // its length
+    Value* packed = nullptr;   // packed B of the task, or null: B in place
+    Value* n0 = nullptr;       // first column of the task (panel offsets)
+    int64_t kc = 0;            // rows of a packed panel
+    Value* first = nullptr;    // i1 "no partial sums yet"; null: always start at zero
+    bool final = true;         // epilogue and store every output; else store raw sums
+  };
 
   EmittedKernel EmitMatMul(const KernelSpec& spec, const ScheduleConfig& config,
                            const std::string& symbol) {
     const MatMulSpec& s = spec.matmul;
     lanes_ = target_.FloatLanes();
-    int64_t mr = config.Get("mr", 6);
-    int64_t nr = config.Get("nr", 2);
-    int64_t ku = config.Get("ku", 4);
-    int64_t rpt = RowsPerTask(mr);
-    int64_t blocks = CeilDiv(s.m, rpt);
-    int64_t num_tasks = s.num_batches() * blocks;
-    EmitFunction(symbol, spec.num_args, num_tasks, [&](Value* t) {
-      int64_t divisor = std::max<int64_t>(blocks, 1);  // no tasks at all when 0
-      Value* batch = b_.CreateUDiv(t, I64(divisor), "batch");
-      Value* blk = b_.CreateSub(t, b_.CreateMul(batch, I64(divisor)), "blk");
+    const MatMulTiling t = TileMatMul(s, config, target_);
+    assert(!spec.output_args.empty());
+    EmitFunction(symbol, spec.num_args, t.num_tasks, [&](Value* task) {
+      Value* packed = nullptr;
+      if (t.kc > 0) {
+        llvm::IRBuilder<> eb(entry_, entry_->begin());
+        llvm::AllocaInst* buf = eb.CreateAlloca(llvm::ArrayType::get(f32_, t.pack_floats), nullptr, "packed_b");
+        buf->setAlignment(llvm::Align(64));
+        packed = buf;
+      }
+      int64_t per_batch = std::max<int64_t>(t.row_blocks * t.col_blocks, 1);  // no tasks at all when 0
+      Value* batch = b_.CreateUDiv(task, I64(per_batch), "batch");
+      Value* r = b_.CreateSub(task, b_.CreateMul(batch, I64(per_batch)));
+      Value* rb = b_.CreateUDiv(r, I64(t.col_blocks), "rb");
+      Value* cb = b_.CreateSub(r, b_.CreateMul(rb, I64(t.col_blocks)), "cb");
       Value* off_a = I64(0);
       Value* off_b = I64(0);
       std::vector<Value*> off_e(spec.epilogue.size(), I64(0));
@@ -447,13 +384,51 @@ class Emitter {
       for (size_t e = 0; e < spec.epilogue.size(); ++e) {
         p.epilogue.push_back(Gep(arg_ptrs_[spec.epilogue[e].arg], off_e[e]));
       }
-      Value* m0 = b_.CreateMul(blk, I64(rpt), "m0");
-      Value* m1 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(m0, I64(rpt)), I64(s.m));
-      Value* m = For(m0, b_.CreateSub(m1, I64(mr - 1)), mr, "rows",
-                     [&](Value* mi) { EmitRowBlock(s, p, mi, mr, nr, ku); });
-      if (mr > 1) For(m, m1, 1, "rowtail", [&](Value* mi) { EmitRowBlock(s, p, mi, 1, nr, ku); });
+      p.nb = t.nr * lanes_;
+      p.n0 = b_.CreateMul(cb, I64(t.cols_per_task), "n0");
+      int64_t n_floor = s.n / p.nb * p.nb;
+      p.n_full_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin,
+                                              b_.CreateAdd(p.n0, I64(t.cols_per_task)), I64(n_floor));
+      p.tail_here = s.n % p.nb == 0 ? nullptr : b_.CreateICmpEQ(cb, I64(t.col_blocks - 1));
+      Value* m0 = b_.CreateMul(rb, I64(t.rows_per_task), "m0");
+      Value* m1 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(m0, I64(t.rows_per_task)),
+                                           I64(s.m));
+      auto rows = [&](const KPart& kp) {
+        Value* m = For(m0, b_.CreateSub(m1, I64(t.mr - 1)), t.mr, "rows",
+                       [&](Value* mi) { EmitRowBlock(s, p, mi, t.mr, t.ku, kp); });
+        if (t.mr > 1) For(m, m1, 1, "rowtail", [&](Value* mi) { EmitRowBlock(s, p, mi, 1, t.ku, kp); });
+      };
+      if (t.kc == 0) {
+        KPart kp;
+        kp.k0 = I64(0);
+        kp.klen = s.k;
+        rows(kp);
+        return;
+      }
+      int64_t nk = std::max<int64_t>(1, CeilDiv(s.k, t.kc));
+      int64_t last_k0 = (nk - 1) * t.kc;
+      KPart kp;
+      kp.packed = packed;
+      kp.n0 = p.n0;
+      kp.kc = t.kc;
+      if (nk > 1) {
+        For(I64(0), I64(last_k0), t.kc, "kb", [&](Value* kb) {
+          EmitPackB(s, p, packed, kb, t.kc, t.kc, t.nr);
+          KPart part = kp;
+          part.k0 = kb;
+          part.klen = t.kc;
+          part.first = b_.CreateICmpEQ(kb, I64(0));
+          part.final = false;
+          rows(part);
+        });
+      }
+      EmitPackB(s, p, packed, I64(last_k0), s.k - last_k0, t.kc, t.nr);
+      kp.k0 = I64(last_k0);
+      kp.klen = s.k - last_k0;
+      kp.first = nk > 1 ? b_.getFalse() : nullptr;
+      rows(kp);
     });
-    return {num_tasks, spec.num_args};
+    return {t.num_tasks, spec.num_args};
   }
 
   struct MatMulPtrs {
@@ -463,23 +438,72 @@ class Emitter {
     Value* c;
     std::vector<Value*> outs;      // per workload output, at this batch
     std::vector<Value*> epilogue;  // per epilogue operand, at this batch
+    int64_t nb = 0;                // columns of a full register panel
+    Value* n0 = nullptr;           // the task's columns: full panels in [n0, n_full_end),
+    Value* n_full_end = nullptr;   // then the column tail at N / nb * nb when
+    Value* tail_here = nullptr;    // this is true (null: N has no tail)
   };
 
-  void EmitRowBlock(const MatMulSpec& s, const MatMulPtrs& p, Value* m, int64_t rows, int64_t nr,
-                    int64_t ku) {
-    int64_t nb = nr * lanes_;
-    int64_t full = s.n / nb;
-    int64_t rest = s.n % nb;
-    if (full > 0) {
-      For(I64(0), I64(full * nb), nb, "cols",
-          [&](Value* n) { EmitMicroKernel(s, p, m, n, rows, nb, ku); });
+  // Vector j (of `lanes_` floats) of B's row segment at `row` (which points at
+  // column n of some k); a gather when B's columns are strided (transB).
+  Value* LoadB(const MatMulSpec& s, Value* row, int64_t j, Value* mask) {
+    Type* vt = Vec(f32_, lanes_);
+    if (s.b_stride_n == 1 || s.n == 1) return Load(Gep(row, I64(j * lanes_)), lanes_, mask);
+    std::vector<llvm::Constant*> offs;
+    for (int64_t l = 0; l < lanes_; ++l) {
+      offs.push_back(llvm::ConstantInt::get(i64_, (j * lanes_ + l) * s.b_stride_n));
     }
-    if (rest > 0) EmitMicroKernel(s, p, m, I64(full * nb), rows, rest, ku);
+    Value* ptrs = b_.CreateInBoundsGEP(f32_, row, llvm::ConstantVector::get(offs));
+    if (mask == nullptr) mask = llvm::Constant::getAllOnesValue(Vec(b_.getInt1Ty(), lanes_));
+    return b_.CreateMaskedGather(vt, ptrs, llvm::Align(4), mask, llvm::Constant::getNullValue(vt));
   }
 
-  // Out[m..m+rows, n..n+cols] with rows x ceil(cols/lanes) vector accumulators.
+  Value* BRow(const MatMulSpec& s, const MatMulPtrs& p, Value* k, Value* n) {
+    bool contiguous = s.b_stride_n == 1 || s.n == 1;
+    return Gep(p.b, b_.CreateAdd(b_.CreateMul(k, I64(s.b_stride_k)),
+                                 b_.CreateMul(n, I64(contiguous ? 1 : s.b_stride_n))));
+  }
+
+  // Packs B[k0 .. k0+klen, the task's columns] into `packed`: the panel at
+  // column n starts at (n - n0) * kc, row kk of it at + kk * nb.
+  void EmitPackB(const MatMulSpec& s, const MatMulPtrs& p, Value* packed, Value* k0, int64_t klen,
+                 int64_t kc, int64_t nr) {
+    auto panel = [&](Value* n, int64_t nv, Value* mask_last) {
+      Value* dst = Gep(packed, b_.CreateMul(b_.CreateSub(n, p.n0), I64(kc)));
+      For(I64(0), I64(klen), 1, "pack", [&](Value* kk) {
+        Value* src = BRow(s, p, b_.CreateAdd(k0, kk), n);
+        Value* d = Gep(dst, b_.CreateMul(kk, I64(p.nb)));
+        for (int64_t j = 0; j < nv; ++j) {
+          Value* v = LoadB(s, src, j, j == nv - 1 ? mask_last : nullptr);
+          b_.CreateAlignedStore(v, Gep(d, I64(j * lanes_)), llvm::Align(64));
+        }
+      });
+    };
+    For(p.n0, p.n_full_end, p.nb, "packcols", [&](Value* n) { panel(n, nr, nullptr); });
+    if (p.tail_here != nullptr) {
+      int64_t rest = s.n % p.nb;
+      If(p.tail_here, "packtail", [&] {
+        Value* mask = rest % lanes_ == 0 ? nullptr : FirstLanesMask(I64(rest % lanes_), lanes_);
+        panel(I64(s.n / p.nb * p.nb), CeilDiv(rest, lanes_), mask);
+      });
+    }
+  }
+
+  void EmitRowBlock(const MatMulSpec& s, const MatMulPtrs& p, Value* m, int64_t rows, int64_t ku,
+                    const KPart& kp) {
+    For(p.n0, p.n_full_end, p.nb, "cols",
+        [&](Value* n) { EmitMicroKernel(s, p, m, n, rows, p.nb, ku, kp); });
+    if (p.tail_here != nullptr) {
+      If(p.tail_here, "coltail", [&] {
+        EmitMicroKernel(s, p, m, I64(s.n / p.nb * p.nb), rows, s.n % p.nb, ku, kp);
+      });
+    }
+  }
+
+  // Out[m..m+rows, n..n+cols] with rows x ceil(cols/lanes) vector accumulators
+  // over kp's K range.
   void EmitMicroKernel(const MatMulSpec& s, const MatMulPtrs& p, Value* m, Value* n, int64_t rows,
-                       int64_t cols, int64_t ku) {
+                       int64_t cols, int64_t ku, const KPart& kp) {
     Type* vt = Vec(f32_, lanes_);
     int64_t nv = CeilDiv(cols, lanes_);
     std::vector<Value*> masks(nv, nullptr);
@@ -490,29 +514,38 @@ class Emitter {
       llvm::IRBuilder<> eb(entry_, entry_->begin());
       for (auto& a : acc) a = eb.CreateAlloca(vt);
     }
-    for (auto* a : acc) b_.CreateAlignedStore(llvm::Constant::getNullValue(vt), a, llvm::Align(4));
-    bool b_contiguous = s.b_stride_n == 1 || s.n == 1;
-    Value* b_col = b_.CreateMul(n, I64(b_contiguous ? 1 : s.b_stride_n));
+    std::vector<Value*> out_rows;  // output 0 at row m + i, column n
+    for (int64_t i = 0; i < rows; ++i) {
+      out_rows.push_back(Gep(p.outs[0], b_.CreateAdd(b_.CreateMul(b_.CreateAdd(m, I64(i)), I64(s.n)), n)));
+    }
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < nv; ++j) {
+        Value* init = llvm::Constant::getNullValue(vt);
+        if (kp.first != nullptr) {
+          Value* partial = Load(Gep(out_rows[i], I64(j * lanes_)), lanes_, masks[j]);
+          init = b_.CreateSelect(kp.first, init, partial);
+        }
+        b_.CreateAlignedStore(init, acc[i * nv + j], llvm::Align(4));
+      }
+    }
+    Value* panel = kp.packed == nullptr
+                       ? nullptr
+                       : Gep(kp.packed, b_.CreateMul(b_.CreateSub(n, kp.n0), I64(kp.kc)));
     std::vector<Value*> a_rows;
     for (int64_t i = 0; i < rows; ++i) {
-      a_rows.push_back(Gep(p.a, b_.CreateMul(b_.CreateAdd(m, I64(i)), I64(s.a_stride_m))));
+      a_rows.push_back(Gep(p.a, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(m, I64(i)), I64(s.a_stride_m)),
+                                             b_.CreateMul(kp.k0, I64(s.a_stride_k)))));
     }
-    auto kstep = [&](Value* k) {
-      Value* b_row = Gep(p.b, b_.CreateAdd(b_.CreateMul(k, I64(s.b_stride_k)), b_col));
+    auto kstep = [&](Value* k) {  // k relative to kp.k0
       std::vector<Value*> bv;
-      for (int64_t j = 0; j < nv; ++j) {
-        if (b_contiguous) {
-          bv.push_back(Load(Gep(b_row, I64(j * lanes_)), lanes_, masks[j]));
-        } else {
-          std::vector<llvm::Constant*> offs;
-          for (int64_t l = 0; l < lanes_; ++l) {
-            offs.push_back(llvm::ConstantInt::get(i64_, (j * lanes_ + l) * s.b_stride_n));
-          }
-          Value* ptrs = b_.CreateInBoundsGEP(f32_, b_row, llvm::ConstantVector::get(offs));
-          Value* mask = masks[j] ? masks[j] : llvm::Constant::getAllOnesValue(Vec(b_.getInt1Ty(), lanes_));
-          bv.push_back(b_.CreateMaskedGather(vt, ptrs, llvm::Align(4), mask,
-                                             llvm::Constant::getNullValue(vt)));
+      if (panel != nullptr) {
+        Value* row = Gep(panel, b_.CreateMul(k, I64(p.nb)));
+        for (int64_t j = 0; j < nv; ++j) {
+          bv.push_back(b_.CreateAlignedLoad(vt, Gep(row, I64(j * lanes_)), llvm::Align(64)));
         }
+      } else {
+        Value* row = BRow(s, p, b_.CreateAdd(kp.k0, k), n);
+        for (int64_t j = 0; j < nv; ++j) bv.push_back(LoadB(s, row, j, masks[j]));
       }
       for (int64_t i = 0; i < rows; ++i) {
         Value* a = b_.CreateAlignedLoad(f32_, Gep(a_rows[i], b_.CreateMul(k, I64(s.a_stride_k))),
@@ -526,13 +559,22 @@ class Emitter {
         }
       }
     };
-    int64_t kfull = s.k / ku * ku;
+    int64_t kfull = kp.klen / ku * ku;
     if (kfull > 0) {
       For(I64(0), I64(kfull), ku, "k", [&](Value* k) {
         for (int64_t u = 0; u < ku; ++u) kstep(u == 0 ? k : b_.CreateAdd(k, I64(u)));
       });
     }
-    for (int64_t k = kfull; k < s.k; ++k) kstep(I64(k));
+    for (int64_t k = kfull; k < kp.klen; ++k) kstep(I64(k));
+    if (!kp.final) {
+      for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t j = 0; j < nv; ++j) {
+          Value* v = b_.CreateAlignedLoad(vt, acc[i * nv + j], llvm::Align(4));
+          Store(v, Gep(out_rows[i], I64(j * lanes_)), masks[j]);
+        }
+      }
+      return;
+    }
     // Epilogue: alpha * acc + beta * C, then the fused elementwise DAG, then
     // store every workload output.
     const KernelSpec& spec = *p.spec;
@@ -596,7 +638,17 @@ absl::StatusOr<EmittedKernel> EmitKernel(const Graph& workload, const ScheduleCo
   if (module->getNamedValue(symbol) != nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("kernel symbol ", symbol, " is defined twice"));
   }
-  ASSIGN_OR_RETURN(KernelSpec spec, AnalyzeWorkload(workload));
+  absl::StatusOr<KernelSpec> analyzed = AnalyzeWorkload(workload);
+  if (!analyzed.ok()) {
+    // Kinds the direct emitters do not take go through loop IR.
+    const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(workload);
+    if (l == nullptr) return analyzed.status();
+    RETURN_IF_ERROR(l->validate(workload, config, target));
+    ASSIGN_OR_RETURN(loop_ir::LoopFunc f, l->lower(workload, config, target));
+    ASSIGN_OR_RETURN(loop_ir::LoweredFunction lf, loop_ir::LowerToLlvm(f, target, symbol, module));
+    return EmittedKernel{lf.num_tasks, lf.num_args};
+  }
+  const KernelSpec& spec = *analyzed;
   RETURN_IF_ERROR(ValidateSchedule(workload, config, target));
   Emitter emitter(module, target);
   if (spec.kind == KernelSpec::Kind::kMatMul) return emitter.EmitMatMul(spec, config, symbol);

@@ -3,7 +3,8 @@
 // args: the workload's inputs then outputs (dense row-major float*). The kernel
 // computes tasks [task_begin, task_end) of [0, num_tasks); tasks write disjoint
 // output regions. Elementwise: a task is a chunk of the flattened output;
-// MatMul/Gemm: a task is (batch, block of rows). Shared by jit and object_emitter.
+// MatMul/Gemm: a task is (batch, block of rows, block of columns) (TileMatMul).
+// Shared by jit and object_emitter.
 #pragma once
 
 #include <cstdint>

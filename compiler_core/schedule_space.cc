@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "compiler_core/kernel_spec.h"
+#include "compiler_core/loop_ir/lower.h"
 #include "compiler_core/status_macros.h"
 
 namespace kiln {
@@ -59,7 +60,10 @@ std::vector<ScheduleConfig> EnumerateElementwise(const ElementwiseSpec& s, const
   return out;
 }
 
-std::vector<ScheduleConfig> EnumerateMatMul(const MatMulSpec& s, const CpuTarget& target) {
+int64_t CeilDiv(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
+
+// The register-block grid (mr x nr x ku), without blocking knobs.
+std::vector<ScheduleConfig> MatMulRegisterBlocks(const MatMulSpec& s, const CpuTarget& target) {
   int64_t lanes = target.FloatLanes();
   std::vector<ScheduleConfig> out;
   for (int64_t mr : Useful({1, 2, 4, 6, 8}, 1, s.m)) {
@@ -72,6 +76,51 @@ std::vector<ScheduleConfig> EnumerateMatMul(const MatMulSpec& s, const CpuTarget
         c.Set("nr", nr);
         c.Set("ku", ku);
         out.push_back(c);
+      }
+    }
+  }
+  return out;
+}
+
+// B larger than an L2 and more rows than one register block: worth packing.
+bool WantsPacking(const MatMulSpec& s) { return s.m > 8 && s.k * s.n * 4 > (int64_t{1} << 20); }
+
+// `reg` with K blocking kc, the widest column block whose packed B fits
+// kMaxPackedBytes, and rows per task mc (0: default).
+ScheduleConfig PackedVariant(const MatMulSpec& s, const ScheduleConfig& reg, int64_t kc, int64_t mc,
+                             const CpuTarget& target) {
+  ScheduleConfig c = reg;
+  int64_t nb = reg.Get("nr", 2) * target.FloatLanes();
+  int64_t nc = kMaxPackedBytes / 4 / kc / nb * nb;
+  c.Set("kc", kc);
+  if (nc < CeilDiv(s.n, nb) * nb) c.Set("nc", nc);
+  if (mc > 0) c.Set("mc", mc);
+  return c;
+}
+
+std::vector<ScheduleConfig> EnumerateMatMul(const MatMulSpec& s, const CpuTarget& target) {
+  std::vector<ScheduleConfig> base = MatMulRegisterBlocks(s, target);
+  std::vector<ScheduleConfig> out = base;
+  if (s.m <= 8) {
+    // Few rows (GEMV): column blocks give threads tasks; B streams once, no packing.
+    for (int64_t nc : {128, 256, 512}) {
+      if (nc >= s.n) continue;
+      for (ScheduleConfig c : base) {
+        c.Set("nc", nc);
+        out.push_back(c);
+      }
+    }
+  }
+  if (WantsPacking(s)) {
+    for (const ScheduleConfig& reg : base) {
+      int64_t mr = reg.Get("mr", 6), nr = reg.Get("nr", 2);
+      if (mr < 4 || mr * nr < 12) continue;  // too little reuse per packed panel
+      for (int64_t kc : Useful({128, 256, 512}, 1, s.k)) {
+        std::vector<int64_t> mcs = {0};
+        for (int64_t mc : Useful({128, 256}, 1, s.m)) {
+          if (mc > 32) mcs.push_back(mc);
+        }
+        for (int64_t mc : mcs) out.push_back(PackedVariant(s, reg, kc, mc, target));
       }
     }
   }
@@ -134,28 +183,49 @@ absl::StatusOr<ScheduleConfig> ScheduleConfig::Parse(const std::string& text) {
 
 std::string WorkloadKind(const Graph& workload) {
   absl::StatusOr<KernelSpec> spec = AnalyzeWorkload(workload);
-  if (!spec.ok()) return "unsupported";
+  if (!spec.ok()) {
+    const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(workload);
+    return l != nullptr ? l->kind : "unsupported";
+  }
   return spec->kind == KernelSpec::Kind::kMatMul ? "matmul" : "elementwise";
 }
 
-bool CanCompile(const Graph& workload) { return AnalyzeWorkload(workload).ok(); }
+bool CanCompile(const Graph& workload) {
+  return AnalyzeWorkload(workload).ok() || loop_ir::FindLowering(workload) != nullptr;
+}
 
 std::vector<ScheduleConfig> EnumerateSchedules(const Graph& workload, const CpuTarget& target) {
   absl::StatusOr<KernelSpec> spec = AnalyzeWorkload(workload);
-  if (!spec.ok()) return {};
+  if (!spec.ok()) {
+    const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(workload);
+    return l != nullptr ? l->enumerate(workload, target) : std::vector<ScheduleConfig>{};
+  }
   if (spec->kind == KernelSpec::Kind::kMatMul) return EnumerateMatMul(spec->matmul, target);
   return EnumerateElementwise(spec->elementwise, target);
 }
 
 ScheduleConfig DefaultSchedule(const Graph& workload, const CpuTarget& target) {
   absl::StatusOr<KernelSpec> spec = AnalyzeWorkload(workload);
-  if (!spec.ok()) return {};
+  if (!spec.ok()) {
+    const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(workload);
+    return l != nullptr ? l->default_schedule(workload, target) : ScheduleConfig{};
+  }
   ScheduleConfig want;
   if (spec->kind == KernelSpec::Kind::kMatMul) {
+    const MatMulSpec& s = spec->matmul;
     want.Set("mr", 6);
     want.Set("nr", 2);
     want.Set("ku", 4);
-    return Closest(EnumerateMatMul(spec->matmul, target), want);
+    ScheduleConfig reg = Closest(MatMulRegisterBlocks(s, target), want);
+    ScheduleConfig blocked = reg;
+    if (WantsPacking(s)) {
+      blocked = PackedVariant(s, reg, std::min<int64_t>(256, Useful({128, 256}, 1, s.k).back()),
+                              s.m > 128 ? 128 : 0, target);
+    } else if (s.m <= 8 && s.n > 256) {
+      blocked.Set("nc", 256);
+    }
+    std::vector<ScheduleConfig> space = EnumerateMatMul(s, target);
+    return std::find(space.begin(), space.end(), blocked) != space.end() ? blocked : reg;
   }
   want.Set("vw", target.FloatLanes());
   want.Set("unroll", 2);
@@ -165,11 +235,19 @@ ScheduleConfig DefaultSchedule(const Graph& workload, const CpuTarget& target) {
 
 absl::Status ValidateSchedule(const Graph& workload, const ScheduleConfig& config,
                               const CpuTarget& target) {
-  ASSIGN_OR_RETURN(KernelSpec spec, AnalyzeWorkload(workload));
+  absl::StatusOr<KernelSpec> analyzed = AnalyzeWorkload(workload);
+  if (!analyzed.ok()) {
+    if (const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(workload)) {
+      return l->validate(workload, config, target);
+    }
+    return analyzed.status();
+  }
+  const KernelSpec& spec = *analyzed;
   struct Range { const char* key; int64_t lo, hi; };
   std::vector<Range> ranges;
   if (spec.kind == KernelSpec::Kind::kMatMul) {
-    ranges = {{"mr", 1, 8}, {"nr", 1, 4}, {"ku", 1, 8}};
+    ranges = {{"mr", 1, 8}, {"nr", 1, 4},         {"ku", 1, 8},
+              {"mc", 0, int64_t{1} << 30}, {"nc", 0, int64_t{1} << 30}, {"kc", 0, int64_t{1} << 20}};
   } else {
     ranges = {{"vw", 1, target.FloatLanes()}, {"unroll", 1, 8}, {"chunk", 1, int64_t{1} << 30}};
   }
@@ -187,7 +265,35 @@ absl::Status ValidateSchedule(const Graph& workload, const ScheduleConfig& confi
                                                      v, " out of range for target ", target.Key()));
     }
   }
+  if (spec.kind == KernelSpec::Kind::kMatMul) {
+    MatMulTiling t = TileMatMul(spec.matmul, config, target);
+    if (t.pack_floats * 4 > kMaxPackedBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "schedule ", config.ToString(), ": packed B block of kc=", t.kc, " x ", t.cols_per_task,
+          " columns needs ", t.pack_floats * 4, " bytes, more than ", kMaxPackedBytes, " (node ",
+          spec.node_name, ")"));
+    }
+  }
   return absl::OkStatus();
+}
+
+MatMulTiling TileMatMul(const MatMulSpec& s, const ScheduleConfig& config, const CpuTarget& target) {
+  MatMulTiling t;
+  t.mr = config.Get("mr", 6);
+  t.nr = config.Get("nr", 2);
+  t.ku = config.Get("ku", 4);
+  t.nb = t.nr * target.FloatLanes();
+  int64_t mc = config.Get("mc", 0);
+  t.rows_per_task = mc > 0 ? CeilDiv(mc, t.mr) * t.mr : t.mr * std::max<int64_t>(1, 32 / t.mr);
+  int64_t n_padded = std::max<int64_t>(CeilDiv(s.n, t.nb) * t.nb, t.nb);
+  int64_t nc = config.Get("nc", 0);
+  t.cols_per_task = nc > 0 ? std::min(CeilDiv(nc, t.nb) * t.nb, n_padded) : n_padded;
+  t.kc = config.Get("kc", 0);
+  t.row_blocks = CeilDiv(s.m, t.rows_per_task);
+  t.col_blocks = std::max<int64_t>(1, CeilDiv(s.n, t.cols_per_task));
+  t.num_tasks = s.num_batches() * t.row_blocks * t.col_blocks;
+  t.pack_floats = t.kc * t.cols_per_task;
+  return t;
 }
 
 }  // namespace kiln

@@ -26,7 +26,14 @@ inline constexpr int kScheduleSpaceVersion = 1;
 //   matmul:      mr     rows of the register block
 //                nr     vectors (of target lanes floats) of the register block
 //                ku     unroll of the reduction loop
-// A missing knob takes the DefaultSchedule value.
+//                mc     rows per task (rounded up to mr); 0 or missing: ~32
+//                nc     columns per task (rounded up to nr * lanes); 0 or
+//                       missing: all of N
+//                kc     K block; 0 or missing: no K blocking, B read in
+//                       place; else B is packed per task and K block into a
+//                       stack buffer of kc x columns-per-task floats (at most
+//                       kMaxPackedBytes)
+// A missing knob takes the DefaultSchedule value (mc, nc, kc: 0).
 class ScheduleConfig {
  public:
   std::map<std::string, int64_t> knobs;
@@ -42,6 +49,25 @@ class ScheduleConfig {
   bool operator!=(const ScheduleConfig& o) const { return knobs != o.knobs; }
   bool operator<(const ScheduleConfig& o) const { return knobs < o.knobs; }
 };
+
+// Largest stack buffer a matmul kernel packs B into.
+inline constexpr int64_t kMaxPackedBytes = 256 * 1024;
+
+struct MatMulSpec;
+
+// How a matmul kernel is cut up for one schedule: register block, tasks over
+// (batch, row block, column block), K blocking. Shared by the emitter and the
+// validation of the config.
+struct MatMulTiling {
+  int64_t mr = 6, nr = 2, ku = 4;
+  int64_t nb = 0;             // nr * lanes: columns of a register panel
+  int64_t rows_per_task = 0;  // a multiple of mr
+  int64_t cols_per_task = 0;  // a multiple of nb
+  int64_t kc = 0;             // 0: no K blocking
+  int64_t row_blocks = 0, col_blocks = 1, num_tasks = 0;
+  int64_t pack_floats = 0;    // kc * min(cols_per_task, N rounded up to nb)
+};
+MatMulTiling TileMatMul(const MatMulSpec& spec, const ScheduleConfig& config, const CpuTarget& target);
 
 // "elementwise": a DAG of fusible elementwise operators (Add, Sub, Mul, Div,
 // Max, Min, Relu, Sigmoid, Neg, Abs, Sqrt, Exp, Tanh, Erf, Reciprocal, Clip,

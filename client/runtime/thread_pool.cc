@@ -2,10 +2,31 @@
 #include "client/runtime/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace kiln::runtime {
 namespace {
 thread_local bool t_inside_task = false;
+
+// How long a thread spins before it sleeps on a condition variable.
+constexpr std::chrono::microseconds kSpin(100);
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins until `done()` or kSpin has passed; true if done.
+template <typename Done>
+bool SpinUntil(Done done) {
+  auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    CpuRelax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) return done();
+  }
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
@@ -19,6 +40,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    spin_stop_ = true;
   }
   work_cv_.notify_all();
   for (std::thread& t : workers_) t.join();
@@ -28,6 +50,10 @@ void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
+    lock.unlock();
+    SpinUntil([&] { return spin_stop_.load(std::memory_order_relaxed) ||
+                           spin_generation_.load(std::memory_order_acquire) != seen; });
+    lock.lock();
     work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
     if (stop_) return;
     seen = generation_;
@@ -52,6 +78,7 @@ int64_t ThreadPool::RunChunks() {
     t_inside_task = false;
     ++ran;
     lock.lock();
+    spin_pending_.fetch_sub(1, std::memory_order_release);
     if (++chunks_done_ == num_chunks_) done_cv_.notify_all();
   }
   return ran;
@@ -72,9 +99,12 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_
     next_chunk_ = 0;
     chunks_done_ = 0;
     ++generation_;
+    spin_pending_.store(num_chunks_, std::memory_order_relaxed);
+    spin_generation_.store(generation_, std::memory_order_release);
   }
   work_cv_.notify_all();
   RunChunks();
+  SpinUntil([&] { return spin_pending_.load(std::memory_order_acquire) == 0; });
   std::unique_lock<std::mutex> lock(mu_);
   done_cv_.wait(lock, [&] { return chunks_done_ == num_chunks_; });
   fn_ = nullptr;

@@ -1,6 +1,7 @@
 // A fixed pool of worker threads that runs the tasks of one kernel step in parallel.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -47,6 +48,12 @@ class ThreadPool {
   int64_t num_chunks_ = 0;
   int64_t next_chunk_ = 0;
   int64_t chunks_done_ = 0;
+  // Mirrors for the spin phase (kernels come back to back; waking a sleeping
+  // thread costs tens of microseconds): the published generation and the
+  // chunks not finished yet.
+  std::atomic<uint64_t> spin_generation_{0};
+  std::atomic<int64_t> spin_pending_{0};
+  std::atomic<bool> spin_stop_{false};
 };
 
 }  // namespace kiln::runtime

@@ -1,0 +1,77 @@
+// Shared knob and form helpers of the loop-IR lowerings.
+#include "compiler_core/loop_ir/lower_common.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::loop_ir {
+
+absl::Status CheckWorkloadBasics(const Graph& g) {
+  if (g.nodes().empty() || g.outputs().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("workload graph ", g.name(), " has no nodes or no outputs"));
+  }
+  for (const Value* v : g.values()) {
+    if (v->is_constant() && v->users().empty()) continue;
+    const TensorType& t = v->type();
+    bool structural_int = v->is_constant() && (t.dtype == DType::kInt64 || t.dtype == DType::kInt32);
+    if (structural_int) continue;
+    if (!t.known || !t.IsStatic() || t.dtype != DType::kFloat32) {
+      return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is not a static f32 tensor"));
+    }
+    if (NumElements(t.StaticDims()) > (int64_t{1} << 31)) {
+      return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is too large"));
+    }
+  }
+  for (const auto& n : g.nodes()) {
+    if (!n->domain().empty()) return absl::UnimplementedError(absl::StrCat("node ", n->name(), " has a domain"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<int64_t> VectorWidths(const CpuTarget& target, int64_t extent) {
+  std::vector<int64_t> out;
+  for (int64_t vw : {1, 4, 8, 16}) {
+    if (vw > target.FloatLanes()) break;
+    if (!out.empty() && out.back() >= extent) break;
+    out.push_back(vw);
+  }
+  return out;
+}
+
+std::vector<int64_t> TaskCounts(int64_t elements, bool can_parallelize) {
+  if (!can_parallelize || elements < 4096) return {1};
+  return {1, 16};
+}
+
+ScheduleConfig PickDefault(const std::vector<ScheduleConfig>& space, const CpuTarget& target) {
+  if (space.empty()) return {};
+  ScheduleConfig best = space.front();
+  for (const ScheduleConfig& c : space) {
+    auto key = [&](const ScheduleConfig& x) {
+      return std::make_pair(std::min<int64_t>(x.Get("vw", 1), target.FloatLanes()), x.Get("tasks", 1));
+    };
+    if (key(c) > key(best)) best = c;
+  }
+  return best;
+}
+
+absl::Status ValidateKnobs(const Graph& g, const ScheduleConfig& c, const CpuTarget& target,
+                           const std::vector<std::string>& known) {
+  for (const auto& [k, v] : c.knobs) {
+    if (std::find(known.begin(), known.end(), k) == known.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("schedule ", c.ToString(), ": knob ", k, " does not apply to workload ", g.name()));
+    }
+    bool ok = true;
+    if (k == "vw") ok = v >= 1 && v <= target.FloatLanes() && (v & (v - 1)) == 0;
+    if (k == "tasks") ok = v >= 1 && v <= 1024;
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("schedule ", c.ToString(), ": knob ", k, "=", v, " out of range for target ", target.Key()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::loop_ir

@@ -1,0 +1,359 @@
+// "conv" workloads: Conv + elementwise epilogue lowered to a packed,
+// register-blocked loop nest (see lower_conv.h for the knobs and task shape).
+#include "compiler_core/loop_ir/lower_conv.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/loop_ir/graph_expr.h"
+#include "compiler_core/loop_ir/lower_common.h"
+#include "compiler_core/status_macros.h"
+
+namespace kiln::loop_ir {
+namespace {
+
+// Floats of the per-task input pack (a stack buffer).
+constexpr int64_t kMaxPackFloats = 128 * 1024;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+absl::Status NodeError(const Node& n, const std::string& why) {
+  return absl::UnimplementedError(absl::StrCat("node ", n.name(), " (", n.op_type(), "): ", why));
+}
+
+int InputIndex(const Graph& g, const Value* v) {
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    if (g.inputs()[i] == v) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+struct ConvForm {
+  const Node* conv = nullptr;
+  WindowGeometry geo;
+  int64_t k = 1, group = 1, cg = 1, kg = 1;
+  int x_arg = -1, w_arg = -1, b_arg = -1;
+};
+
+absl::StatusOr<ConvForm> Analyze(const Graph& g) {
+  RETURN_IF_ERROR(CheckWorkloadBasics(g));
+  ConvForm f;
+  for (const auto& n : g.nodes()) {
+    if (n->op_type() == "Conv") {
+      if (f.conv != nullptr) return NodeError(*n, "a second Conv in one workload");
+      f.conv = n.get();
+      continue;
+    }
+    if (!IsInlinableElementwise(n->op_type())) return NodeError(*n, "not an elementwise epilogue operator");
+    RETURN_IF_ERROR(GraphExpr::CheckNode(*n));
+  }
+  if (f.conv == nullptr) return absl::UnimplementedError(absl::StrCat("workload ", g.name(), " has no Conv"));
+  const Node& conv = *f.conv;
+  if (conv.num_outputs() != 1) return NodeError(conv, "more than one output");
+  f.x_arg = InputIndex(g, conv.input(0));
+  f.w_arg = InputIndex(g, conv.input(1));
+  if (f.x_arg < 0 || f.w_arg < 0) return NodeError(conv, "input or weights computed inside the workload");
+  if (conv.input(2) != nullptr) {
+    f.b_arg = InputIndex(g, conv.input(2));
+    if (f.b_arg < 0) return NodeError(conv, "bias computed inside the workload");
+  }
+  std::vector<int64_t> wd = DimsOf(conv.input(1));
+  std::vector<int64_t> xd = DimsOf(conv.input(0));
+  if (wd.size() != xd.size() || wd.size() < 3) return NodeError(conv, "weights and input ranks differ");
+  std::vector<int64_t> kernel(wd.begin() + 2, wd.end());
+  ASSIGN_OR_RETURN(f.geo, ResolveWindow(conv, kernel));
+  f.group = conv.GetInt("group", 1);
+  f.k = wd[0];
+  if (f.group < 1 || f.geo.c % f.group != 0 || f.k % f.group != 0 || wd[1] != f.geo.c / f.group) {
+    return NodeError(conv, "group does not divide the channels");
+  }
+  if (f.conv->input(2) != nullptr && DimsOf(conv.input(2)) != std::vector<int64_t>{f.k}) {
+    return NodeError(conv, "bias is not [M]");
+  }
+  f.cg = f.geo.c / f.group;
+  f.kg = f.k / f.group;
+  std::vector<int64_t> od = DimsOf(conv.output(0));
+  for (const auto& n : g.nodes()) {
+    if (n.get() != f.conv && DimsOf(n->output(0)) != od) {
+      return NodeError(*n, "epilogue value does not have the convolution's shape");
+    }
+  }
+  for (const Value* v : g.outputs()) {
+    if (DimsOf(v) != od) return NodeError(conv, absl::StrCat("output ", v->name(), " is not of the convolution's shape"));
+  }
+  const WindowGeometry& s = f.geo;
+  int64_t rin = (s.kh - 1) * s.dh + 1;
+  if (f.cg * rin * (s.ow * s.sw + s.kw * s.dw + 16) > kMaxPackFloats) {
+    return NodeError(conv, "one output row reads more input than the stack pack holds");
+  }
+  return f;
+}
+
+struct Knobs {
+  int64_t vw = 1, ur = 1, kb = 1, rows = 1;
+};
+
+Knobs KnobsOf(const ScheduleConfig& c) {
+  return Knobs{c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1), c.Get("rows", 1)};
+}
+
+// Pack geometry: rin input rows, per stride phase wq columns (a multiple of
+// vw covering every register block, padded width owr).
+void PackDims(const ConvForm& f, const Knobs& k, int64_t* rin, int64_t* wq, int64_t* owr) {
+  const WindowGeometry& s = f.geo;
+  *rin = (k.rows - 1) * s.sh + (s.kh - 1) * s.dh + 1;
+  *owr = CeilDiv(s.ow, k.vw * k.ur) * k.vw * k.ur;
+  *wq = CeilDiv(*owr + ((s.kw - 1) * s.dw) / s.sw, k.vw) * k.vw;
+}
+
+int64_t PackFloats(const ConvForm& f, const Knobs& k) {
+  int64_t rin, wq, owr;
+  PackDims(f, k, &rin, &wq, &owr);
+  return f.cg * rin * f.geo.sw * wq;
+}
+
+absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& target) {
+  bool ok = k.vw >= 1 && k.vw <= target.FloatLanes() && (k.vw & (k.vw - 1)) == 0 && k.ur >= 1 && k.ur <= 8 &&
+            k.kb >= 1 && k.kb <= 16 && f.kg % k.kb == 0 && k.rows >= 1 && k.rows <= std::max<int64_t>(f.geo.oh, 1);
+  if (!ok) return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": knobs out of range"));
+  if (PackFloats(f, k) > kMaxPackFloats) {
+    return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": rows=", k.rows, " vw=", k.vw,
+                                                   " ur=", k.ur, " overflow the input pack"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
+  absl::StatusOr<ConvForm> f = Analyze(g);
+  if (!f.ok()) return {};
+  std::vector<int64_t> vws = VectorWidths(target, f->geo.ow);
+  if (vws.size() > 2) vws.erase(vws.begin(), vws.end() - 2);
+  std::vector<ScheduleConfig> out;
+  for (int64_t vw : vws) {
+    for (int64_t ur : {1, 2, 3, 4}) {
+      if (ur > 1 && (ur - 1) * vw >= f->geo.ow) break;
+      for (int64_t kb : {1, 2, 4, 8}) {
+        if (f->kg % kb != 0 || kb * ur + ur + 1 > target.NumVectorRegisters()) continue;
+        for (int64_t rows : {1, 2, 4}) {
+          if (rows > 1 && rows / 2 >= f->geo.oh) break;
+          Knobs k{vw, ur, kb, rows};
+          if (!CheckKnobs(*f, k, target).ok()) continue;
+          ScheduleConfig c;
+          c.Set("vw", vw);
+          c.Set("ur", ur);
+          c.Set("kb", kb);
+          c.Set("rows", rows);
+          out.push_back(c);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// About 12 accumulators, widest vectors, one row per task.
+ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
+  std::vector<ScheduleConfig> space = Enumerate(g, target);
+  if (space.empty()) return {};
+  auto score = [](const ScheduleConfig& c) {
+    int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
+    return std::make_tuple(c.Get("vw", 1), -std::abs(acc - 12), -c.Get("rows", 1), c.Get("kb", 1));
+  };
+  ScheduleConfig best = space.front();
+  for (const ScheduleConfig& c : space) {
+    if (score(c) > score(best)) best = c;
+  }
+  return best;
+}
+
+absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
+  ASSIGN_OR_RETURN(ConvForm f, Analyze(g));
+  for (const auto& [key, v] : c.knobs) {
+    if (key != "vw" && key != "ur" && key != "kb" && key != "rows") {
+      return absl::InvalidArgumentError(absl::StrCat("schedule ", c.ToString(), ": knob ", key,
+                                                     " does not apply to conv ", f.conv->name()));
+    }
+  }
+  return CheckKnobs(f, KnobsOf(c), target);
+}
+
+Expr I(int64_t v) { return IntImm(v); }
+
+// a * b + c, fused where the IR offers it.
+Expr MulAdd(Expr a, Expr b, Expr c) {
+  if (IsKnownCall("fma", 3)) return Call("fma", {std::move(a), std::move(b), std::move(c)});
+  return Add(Mul(std::move(a), std::move(b)), std::move(c));
+}
+
+absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
+  ASSIGN_OR_RETURN(ConvForm f, Analyze(g));
+  Knobs kn = KnobsOf(config);
+  RETURN_IF_ERROR(CheckKnobs(f, kn, target));
+  const WindowGeometry& s = f.geo;
+  int64_t rin, wq, owr;
+  PackDims(f, kn, &rin, &wq, &owr);
+  const int64_t vw = kn.vw, ur = kn.ur, kb = kn.kb, rows = kn.rows;
+  const int64_t ohb = CeilDiv(s.oh, rows);
+  const int64_t tasks = s.n * f.group * ohb;
+
+  GraphExpr ge(g);
+  const std::vector<Buffer>& args = ge.args();
+  Buffer x = args[f.x_arg], w = args[f.w_arg];
+  Buffer bias = f.b_arg >= 0 ? args[f.b_arg] : nullptr;
+  const Value* conv_out = f.conv->output(0);
+  // The output the raw convolution is stored to first: the conv value itself
+  // when it is an output, else the last output (computed last, in place).
+  int num_out = static_cast<int>(g.outputs().size());
+  int first = num_out - 1;
+  for (int j = 0; j < num_out; ++j) {
+    if (g.outputs()[j] == conv_out) first = j;
+  }
+  Buffer raw = ge.output_buffer(first);
+  ge.Bind(conv_out, raw);
+
+  Expr n = Var("n_"), grp = Var("g_"), hb = Var("hb_");
+  // ---- pack: xp[cl][r][phase][q] = x[n, g*cg + cl, hb*rows*sh + r - pt, q*sw + phase - pl] or 0
+  Buffer xp = MakeBuffer("xp", {f.cg * rin * s.sw * wq}, BufferRole::kTemp);
+  Stmt pack;
+  {
+    Expr cl = Var("pc_"), r = Var("pr_"), ph = Var("pp_"), qo = Var("pq_"), qi = Var("pv_");
+    Expr q = Add(Mul(qo, I(vw)), qi);
+    Expr ih = Sub(Add(Mul(hb, I(rows * s.sh)), r), I(s.pad_top));
+    Expr iw = Sub(Add(Mul(q, I(s.sw)), ph), I(s.pad_left));
+    Expr inside = And(And(Ge(ih, I(0)), Lt(ih, I(s.h))), And(Ge(iw, I(0)), Lt(iw, I(s.w))));
+    Expr chan = Add(Mul(grp, I(f.cg)), cl);
+    Expr xi = Add(Mul(Add(Mul(Add(Mul(n, I(s.c)), chan), I(s.h)), ih), I(s.w)), iw);
+    Expr pi = Add(Mul(Add(Mul(Add(Mul(cl, I(rin)), r), I(s.sw)), ph), I(wq)), q);
+    Stmt body = IfThen(inside, Store(xp, pi, Load(x, xi)), Store(xp, pi, FloatImm(0)));
+    pack = For("pc_", I(f.cg),
+               For("pr_", I(rin),
+                   For("pp_", I(s.sw),
+                       For("pq_", I(wq / vw), For("pv_", I(vw), body, ForKind::kVectorized)))));
+  }
+  // ---- compute one register block: acc[kk][u][v] for output channels
+  // g*kg + kbo*kb + kk, row oh, columns owo*vw*ur + u*vw + v.
+  Buffer acc = MakeBuffer("acc", {kb * ur * vw}, BufferRole::kTemp);
+  Expr kbo = Var("kbo_"), rr = Var("rr_"), owo = Var("owo_"), v = Var("v_"), kk = Var("kk_"), u = Var("u_");
+  Expr oh = Add(Mul(hb, I(rows)), rr);
+  Expr k = Add(Add(Mul(grp, I(f.kg)), Mul(kbo, I(kb))), kk);
+  Expr ai = Add(Mul(Add(Mul(kk, I(ur)), u), I(vw)), v);
+  Expr ow = Add(Add(Mul(owo, I(vw * ur)), Mul(u, I(vw))), v);
+  auto lanes = [&](Stmt body) {
+    return For("v_", I(vw), For("kk_", I(kb), For("u_", I(ur), std::move(body), ForKind::kUnrolled), ForKind::kUnrolled),
+               ForKind::kVectorized);
+  };
+  Stmt init = lanes(Store(acc, ai, bias ? Load(bias, k) : FloatImm(0)));
+  Stmt mac;
+  {
+    Expr cl = Var("cl_"), kh = Var("kh_"), kw = Var("kw_");
+    Expr off = Mul(kw, I(s.dw));
+    Expr row = Add(Mul(rr, I(s.sh)), Mul(kh, I(s.dh)));
+    Expr col = Add(ow, Div(off, I(s.sw)));
+    Expr xi = Add(Mul(Add(Mul(Add(Mul(cl, I(rin)), row), I(s.sw)), Mod(off, I(s.sw))), I(wq)), col);
+    Expr wi = Add(Mul(Add(Mul(Add(Mul(k, I(f.cg)), cl), I(s.kh)), kh), I(s.kw)), kw);
+    Stmt upd = Store(acc, ai, MulAdd(Load(xp, xi), Load(w, wi), Load(acc, ai)));
+    mac = For("cl_", I(f.cg),
+              For("kh_", I(s.kh), For("kw_", I(s.kw), lanes(upd), s.kw <= 8 ? ForKind::kUnrolled : ForKind::kSerial)));
+  }
+  Stmt store;
+  {
+    std::vector<Expr> idx = s.one_d ? std::vector<Expr>{n, k, ow} : std::vector<Expr>{n, k, oh, ow};
+    Expr oi = FlatIndex(DimsOf(conv_out), idx);
+    std::vector<Stmt> st = {Store(raw, oi, Load(acc, ai))};
+    std::vector<int> order;
+    for (int j = 0; j < num_out; ++j) {
+      if (j != first) order.push_back(j);
+    }
+    if (g.outputs()[first] != conv_out) order.push_back(first);
+    for (int j : order) {
+      ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], idx));
+      st.push_back(Store(ge.output_buffer(j), oi, e));
+    }
+    Stmt body = Block(st);
+    if (s.ow % (vw * ur) != 0) body = IfThen(Lt(ow, I(s.ow)), body);
+    store = lanes(body);
+  }
+  Stmt block = For("owo_", I(owr / (vw * ur)), Allocate(acc, Block({init, mac, store})));
+  Stmt per_rows = For("kbo_", I(f.kg / kb), For("rr_", I(rows), IfThen(Lt(oh, I(s.oh)), block)));
+  Stmt body = Allocate(xp, Block({pack, per_rows}));
+  body = LetStmt("n_", Div(Var("t_"), I(f.group * ohb)),
+                 LetStmt("g_", Mod(Div(Var("t_"), I(ohb)), I(f.group)), LetStmt("hb_", Mod(Var("t_"), I(ohb)), body)));
+  return LoopFunc{"conv", args, For("t_", I(tasks), body, ForKind::kParallel)};
+}
+
+}  // namespace
+
+absl::StatusOr<WindowGeometry> ResolveWindow(const Node& node, const std::vector<int64_t>& kernel) {
+  std::vector<int64_t> xd = DimsOf(node.input(0));
+  std::vector<int64_t> od = DimsOf(node.output(0));
+  size_t rank = xd.size();
+  if ((rank != 3 && rank != 4) || od.size() != rank || kernel.size() != rank - 2) {
+    return NodeError(node, "only 1-D and 2-D windows (NCW, NCHW)");
+  }
+  size_t sp = rank - 2;
+  std::vector<int64_t> strides = node.GetInts("strides", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> dil = node.GetInts("dilations", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> pads = node.GetInts("pads", std::vector<int64_t>(2 * sp, 0));
+  if (strides.size() != sp || dil.size() != sp || pads.size() != 2 * sp) {
+    return NodeError(node, "strides, dilations or pads do not match the rank");
+  }
+  std::string auto_pad = node.GetString("auto_pad", "NOTSET");
+  for (size_t i = 0; i < sp; ++i) {
+    if (strides[i] < 1 || dil[i] < 1 || kernel[i] < 1 || pads[i] < 0 || pads[i + sp] < 0) {
+      return NodeError(node, "non-positive kernel, stride or dilation, or negative pad");
+    }
+    int64_t in = xd[2 + i], out = od[2 + i];
+    if (auto_pad == "VALID") {
+      pads[i] = pads[i + sp] = 0;
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - in);
+      pads[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[i + sp] = total - pads[i];
+    } else if (auto_pad != "NOTSET") {
+      return NodeError(node, absl::StrCat("auto_pad ", auto_pad));
+    }
+  }
+  WindowGeometry s;
+  s.one_d = rank == 3;
+  s.n = xd[0];
+  s.c = xd[1];
+  if (s.one_d) {
+    s.w = xd[2];
+    s.ow = od[2];
+    s.kw = kernel[0];
+    s.sw = strides[0];
+    s.dw = dil[0];
+    s.pad_left = pads[0];
+    s.pad_right = pads[1];
+  } else {
+    s.h = xd[2];
+    s.w = xd[3];
+    s.oh = od[2];
+    s.ow = od[3];
+    s.kh = kernel[0];
+    s.kw = kernel[1];
+    s.sh = strides[0];
+    s.sw = strides[1];
+    s.dh = dil[0];
+    s.dw = dil[1];
+    s.pad_top = pads[0];
+    s.pad_left = pads[1];
+    s.pad_bottom = pads[2];
+    s.pad_right = pads[3];
+  }
+  if (s.n * s.c * s.oh * s.ow == 0) return NodeError(node, "empty tensor");
+  return s;
+}
+
+WorkloadLowering ConvLowering() {
+  WorkloadLowering l;
+  l.kind = "conv";
+  l.match = [](const Graph& g) { return Analyze(g).status(); };
+  l.enumerate = Enumerate;
+  l.default_schedule = Default;
+  l.validate = Validate;
+  l.lower = Lower;
+  return l;
+}
+
+}  // namespace kiln::loop_ir

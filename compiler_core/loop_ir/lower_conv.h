@@ -1,0 +1,43 @@
+// "conv" workloads on loop IR: one Conv (NCHW, 1-D or 2-D; groups incl.
+// depthwise; strides, pads incl. auto_pad, dilations; optional bias) followed
+// by a fused elementwise epilogue (Relu, Clip, HardSwish, Add of a residual,
+// Mul by a scale, ...), plus the window geometry that pooling shares.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/graph.h"
+#include "compiler_core/loop_ir/lower.h"
+
+namespace kiln::loop_ir {
+
+// A sliding window over an NCHW (or NCW, as H = 1) input, resolved from a
+// Conv/MaxPool/AveragePool node's attributes and its static input/output
+// shapes. Pads are top/left; the bottom/right pads are implied by the output
+// extent (ceil_mode and asymmetric pads need no separate field).
+struct WindowGeometry {
+  bool one_d = false;  // the tensors are rank 3
+  int64_t n = 1, c = 1, h = 1, w = 1;      // input
+  int64_t oh = 1, ow = 1;                  // output spatial extents
+  int64_t kh = 1, kw = 1;                  // window
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1;  // strides, dilations
+  int64_t pad_top = 0, pad_left = 0;
+  int64_t pad_bottom = 0, pad_right = 0;   // as the attributes give them
+};
+
+// Geometry of `node` (Conv, MaxPool or AveragePool) whose kernel extents are
+// `kernel` (from the weights or kernel_shape). UNIMPLEMENTED naming the node
+// for ranks other than 3 and 4, bad attributes or non-static shapes.
+absl::StatusOr<WindowGeometry> ResolveWindow(const Node& node, const std::vector<int64_t>& kernel);
+
+// Knobs: vw (output pixels per vector, along the output width), ur (vectors
+// of output pixels per register block), kb (output channels per register
+// block; divides the group's output channels), rows (output rows per task).
+// A task is (image, group, block of `rows` output rows): it packs the input
+// rows it reads (zero padding, width de-interleaved by the stride) into a
+// bounded stack buffer, then runs every output-channel block over them.
+WorkloadLowering ConvLowering();
+
+}  // namespace kiln::loop_ir

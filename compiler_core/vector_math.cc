@@ -1,0 +1,160 @@
+// Inline float math for generated kernels (see vector_math.h).
+#include "compiler_core/vector_math.h"
+
+#include <cmath>
+
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DerivedTypes.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Intrinsics.h"
+
+namespace kiln::vector_math {
+namespace {
+
+using llvm::Type;
+using llvm::Value;
+
+Value* F32(llvm::IRBuilderBase& b, Type* t, double v) {
+  (void)b;
+  return llvm::ConstantFP::get(t, v);
+}
+
+// i32 with the lane count of `t`.
+Type* IntLike(llvm::IRBuilderBase& b, Type* t) {
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t)) {
+    return llvm::FixedVectorType::get(b.getInt32Ty(), vt->getNumElements());
+  }
+  return b.getInt32Ty();
+}
+
+}  // namespace
+
+// exp(x) for x <= 88.72 (the largest finite result), Cephes-style: x = n ln2
+// + r, |r| <= ln2/2, degree-6 polynomial, scaling by 2^n in two steps so
+// results down to the denormal range are right. NaN in gives an unspecified
+// value: callers select NaN back. No libm calls: vectorizes and links
+// standalone.
+Value* ExpNonPositive(llvm::IRBuilderBase& b, Value* x) {
+  Type* t = x->getType();
+  Type* it = IntLike(b, t);
+  Value* lo = F32(b, t, -103.972084045410);
+  x = b.CreateSelect(b.CreateFCmpOLT(x, lo), lo, x);
+  Value* v = b.CreateFAdd(b.CreateFMul(x, F32(b, t, 1.44269504088896341)), F32(b, t, 0.5));
+  Value* tr = b.CreateSIToFP(b.CreateFPToSI(v, it), t);
+  Value* fx = b.CreateFSub(tr, b.CreateSelect(b.CreateFCmpOGT(tr, v), F32(b, t, 1.0), F32(b, t, 0.0)));
+  Value* r = b.CreateFSub(x, b.CreateFMul(fx, F32(b, t, 0.693359375)));
+  r = b.CreateFSub(r, b.CreateFMul(fx, F32(b, t, -2.12194440e-4)));
+  Value* z = b.CreateFMul(r, r);
+  Value* p = F32(b, t, 1.9875691500E-4);
+  for (double c : {1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1,
+                   5.0000001201E-1}) {
+    p = b.CreateFAdd(b.CreateFMul(p, r), F32(b, t, c));
+  }
+  Value* y = b.CreateFAdd(b.CreateFAdd(b.CreateFMul(p, z), r), F32(b, t, 1.0));
+  Value* n = b.CreateFPToSI(fx, it);  // in [-150, 0]
+  Value* n1 = b.CreateAShr(n, llvm::ConstantInt::get(it, 1));
+  Value* n2 = b.CreateSub(n, n1);
+  auto pow2 = [&](Value* k) {
+    Value* bits = b.CreateShl(b.CreateAdd(k, llvm::ConstantInt::get(it, 127)),
+                               llvm::ConstantInt::get(it, 23));
+    return b.CreateBitCast(bits, t);
+  };
+  return b.CreateFMul(b.CreateFMul(y, pow2(n1)), pow2(n2));
+}
+
+Value* Sigmoid(llvm::IRBuilderBase& b, Value* x) {
+  Type* t = x->getType();
+  Value* ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  Value* e = ExpNonPositive(b, b.CreateFNeg(ax));
+  Value* d = b.CreateFAdd(F32(b, t, 1.0), e);
+  Value* pos = b.CreateFDiv(F32(b, t, 1.0), d);
+  Value* neg = b.CreateFDiv(e, d);
+  Value* s = b.CreateSelect(b.CreateFCmpOGE(x, F32(b, t, 0.0)), pos, neg);
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, s);
+}
+
+
+// exp on the whole line: +inf above 88.72, 0 far below, NaN kept.
+Value* Exp(llvm::IRBuilderBase& b, Value* x) {
+  Type* t = x->getType();
+  Value* hi = F32(b, t, 88.7228355);
+  Value* e = ExpNonPositive(b, b.CreateSelect(b.CreateFCmpOGT(x, hi), hi, x));
+  e = b.CreateSelect(b.CreateFCmpOGT(x, hi), F32(b, t, HUGE_VAL), e);
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, e);
+}
+
+// Cephes tanhf: odd polynomial below |x| = 0.625, else (1 - e) / (1 + e) with
+// e = exp(-2|x|) and the sign of x. ~2e-7 relative.
+Value* Tanh(llvm::IRBuilderBase& b, Value* x) {
+  Type* t = x->getType();
+  Value* ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  Value* z = b.CreateFMul(x, x);
+  Value* p = F32(b, t, -5.70498872745E-3);
+  for (double c : {2.06390887954E-2, -5.37397155531E-2, 1.33314422036E-1, -3.33332819422E-1}) {
+    p = b.CreateFAdd(b.CreateFMul(p, z), F32(b, t, c));
+  }
+  Value* small = b.CreateFAdd(b.CreateFMul(b.CreateFMul(p, z), x), x);
+  Value* e = ExpNonPositive(b, b.CreateFMul(ax, F32(b, t, -2.0)));
+  Value* big = b.CreateFDiv(b.CreateFSub(F32(b, t, 1.0), e), b.CreateFAdd(F32(b, t, 1.0), e));
+  big = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, big, x);
+  Value* r = b.CreateSelect(b.CreateFCmpOLT(ax, F32(b, t, 0.625)), small, big);
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, r);
+}
+
+// erf as x * P(x^2) / Q(x^2) on [-4, 4] (Eigen's float rational
+// approximation), +-1 beyond. ~4e-7 absolute.
+Value* Erf(llvm::IRBuilderBase& b, Value* x) {
+  Type* t = x->getType();
+  x = b.CreateSelect(b.CreateFCmpOGT(x, F32(b, t, 4.0)), F32(b, t, 4.0), x);
+  x = b.CreateSelect(b.CreateFCmpOLT(x, F32(b, t, -4.0)), F32(b, t, -4.0), x);
+  Value* x2 = b.CreateFMul(x, x);
+  Value* p = F32(b, t, -2.72614225801306e-10);
+  for (double c : {2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+                   -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02}) {
+    p = b.CreateFAdd(b.CreateFMul(p, x2), F32(b, t, c));
+  }
+  p = b.CreateFMul(p, x);
+  Value* q = F32(b, t, -1.45660718464996e-05);
+  for (double c : {-2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+                   -1.42647390514189e-02}) {
+    q = b.CreateFAdd(b.CreateFMul(q, x2), F32(b, t, c));
+  }
+  return b.CreateFDiv(p, q);
+}
+
+// Cephes logf: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), log(x) = log1p(m - 1)
+// + e ln2 with a degree-8 polynomial for log1p. Denormals are scaled by 2^23
+// first; special values are selected at the end.
+Value* Log(llvm::IRBuilderBase& b, Value* x) {
+  Type* t = x->getType();
+  Type* it = IntLike(b, t);
+  auto ic = [&](int64_t v) { return llvm::ConstantInt::get(it, v); };
+  Value* tiny = b.CreateFCmpOLT(x, F32(b, t, 1.17549435e-38));
+  Value* xs = b.CreateSelect(tiny, b.CreateFMul(x, F32(b, t, 8388608.0)), x);
+  Value* bits = b.CreateBitCast(xs, it);
+  Value* e = b.CreateSub(b.CreateLShr(bits, ic(23)), ic(126));
+  e = b.CreateSub(e, b.CreateSelect(tiny, ic(23), ic(0)));
+  // Mantissa in [0.5, 1).
+  Value* m = b.CreateBitCast(b.CreateOr(b.CreateAnd(bits, ic(0x007fffff)), ic(0x3f000000)), t);
+  Value* fe = b.CreateSIToFP(e, t);
+  Value* small = b.CreateFCmpOLT(m, F32(b, t, 0.707106781186547524));
+  // m < sqrt(1/2): m = 2m - 1, e -= 1; else m = m - 1.
+  m = b.CreateSelect(small, b.CreateFSub(b.CreateFAdd(m, m), F32(b, t, 1.0)), b.CreateFSub(m, F32(b, t, 1.0)));
+  fe = b.CreateSelect(small, b.CreateFSub(fe, F32(b, t, 1.0)), fe);
+  Value* z = b.CreateFMul(m, m);
+  Value* p = F32(b, t, 7.0376836292E-2);
+  for (double c : {-1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1, 1.4249322787E-1, -1.6668057665E-1,
+                   2.0000714765E-1, -2.4999993993E-1, 3.3333331174E-1}) {
+    p = b.CreateFAdd(b.CreateFMul(p, m), F32(b, t, c));
+  }
+  Value* y = b.CreateFMul(b.CreateFMul(p, m), z);
+  y = b.CreateFAdd(y, b.CreateFMul(fe, F32(b, t, -2.12194440e-4)));
+  y = b.CreateFSub(y, b.CreateFMul(z, F32(b, t, 0.5)));
+  Value* r = b.CreateFAdd(b.CreateFAdd(m, y), b.CreateFMul(fe, F32(b, t, 0.693359375)));
+  r = b.CreateSelect(b.CreateFCmpOEQ(x, F32(b, t, 0.0)), F32(b, t, -HUGE_VAL), r);
+  r = b.CreateSelect(b.CreateFCmpOEQ(x, F32(b, t, HUGE_VAL)), x, r);
+  r = b.CreateSelect(b.CreateFCmpOLT(x, F32(b, t, 0.0)), F32(b, t, NAN), r);
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, r);
+}
+
+}  // namespace kiln::vector_math

@@ -1,0 +1,31 @@
+// Inline float math for generated kernels, on scalars or vectors of f32:
+// polynomial exp, log, tanh, erf and sigmoid emitted as LLVM IR (no libm
+// calls: the code vectorizes and packages link standalone). Shared by the
+// direct kernel emitter and the loop-IR lowering.
+#pragma once
+
+namespace llvm {
+class IRBuilderBase;
+class Value;
+}  // namespace llvm
+
+namespace kiln::vector_math {
+
+// exp(x) for x <= 88.72 (Cephes-style, degree-6 polynomial, two-step 2^n
+// scaling so results down to the denormal range are right). NaN in gives an
+// unspecified value: callers select NaN back.
+llvm::Value* ExpNonPositive(llvm::IRBuilderBase& b, llvm::Value* x);
+// exp on the whole line: +inf above 88.72, 0 far below, NaN kept.
+llvm::Value* Exp(llvm::IRBuilderBase& b, llvm::Value* x);
+// Natural log (Cephes logf: frexp, sqrt(1/2) range reduction, degree-8
+// polynomial); log(0) = -inf, negative or NaN -> NaN, +inf -> +inf. Denormal
+// inputs are scaled first.
+llvm::Value* Log(llvm::IRBuilderBase& b, llvm::Value* x);
+// Cephes tanhf, ~2e-7 relative; NaN kept.
+llvm::Value* Tanh(llvm::IRBuilderBase& b, llvm::Value* x);
+// erf as x * P(x^2) / Q(x^2) on [-4, 4], +-1 beyond; ~4e-7 absolute.
+llvm::Value* Erf(llvm::IRBuilderBase& b, llvm::Value* x);
+// 1 / (1 + exp(-x)) without overflow; NaN kept.
+llvm::Value* Sigmoid(llvm::IRBuilderBase& b, llvm::Value* x);
+
+}  // namespace kiln::vector_math
