@@ -18,6 +18,7 @@
 #include "compiler_core/optimize.h"
 #include "compiler_core/workload.h"
 #include "tests/fusion/partition_evaluation.h"
+#include "tests/models/model_testing.h"
 
 namespace kiln {
 namespace {
@@ -30,31 +31,6 @@ namespace {
 // of slack for a data-movement op between two anchors that cannot be index
 // arithmetic (a fan-out the cost model chooses to materialise).
 constexpr int kGroupSlack = 3;
-
-std::string ModelPath(const std::string& name) { return std::string(KILN_TEST_MODELS_DIR) + "/" + name; }
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-std::map<std::string, Tensor> RandomInputs(const Graph& g) {
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  std::map<std::string, Tensor> inputs;
-  for (const Value* v : g.inputs()) {
-    Tensor t(v->type().dtype, v->type().StaticDims());
-    if (t.dtype() == DType::kFloat32) {
-      for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = normal(rng);
-    } else if (t.dtype() == DType::kInt64) {
-      for (int64_t i = 0; i < t.num_elements(); ++i) t.data<int64_t>()[i] = static_cast<int64_t>(rng() % 100);
-    }
-    inputs.emplace(v->name(), std::move(t));
-  }
-  return inputs;
-}
 
 void CheckModel(const std::string& file) {
   std::string path = ModelPath(file);

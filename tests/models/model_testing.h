@@ -1,0 +1,39 @@
+// Shared by the model tests: where the exported models are, and inputs for them.
+#pragma once
+
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "compiler_core/graph.h"
+
+namespace kiln {
+
+inline std::string ModelPath(const std::string& name) { return std::string(KILN_TEST_MODELS_DIR) + "/" + name; }
+
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline std::map<std::string, Tensor> RandomInputs(const Graph& g) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::map<std::string, Tensor> inputs;
+  for (const Value* v : g.inputs()) {
+    Tensor t(v->type().dtype, v->type().StaticDims());
+    if (t.dtype() == DType::kFloat32) {
+      for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = normal(rng);
+    } else if (t.dtype() == DType::kInt64) {
+      for (int64_t i = 0; i < t.num_elements(); ++i) t.data<int64_t>()[i] = static_cast<int64_t>(rng() % 100);
+    }
+    inputs.emplace(v->name(), std::move(t));
+  }
+  return inputs;
+}
+
+}  // namespace kiln
