@@ -15,9 +15,16 @@
 
 namespace kiln {
 
-// Bump when the meaning of a config changes: tuning records of an older version
-// must miss.
-inline constexpr int kScheduleSpaceVersion = 1;
+// Bump when the meaning of a config of the direct emitters (elementwise,
+// matmul) changes.
+inline constexpr int kDirectScheduleVersion = 1;
+// Mirrors loop_ir::kLoopIrScheduleVersion (compiler_core/loop_ir/lower.h, which
+// static_asserts that they agree).
+inline constexpr int kLoopIrSpaceVersion = 1;
+// The version every tuning record is filed under and every measurement task
+// carries: it changes whenever any schedule space changes, so a record of an
+// older space misses instead of steering the new code generator.
+inline constexpr int kScheduleSpaceVersion = kDirectScheduleVersion * 1000 + kLoopIrSpaceVersion;
 
 // Knobs, by kind of workload:
 //   elementwise: vw     floats per vector (1 = scalar code), <= target lanes

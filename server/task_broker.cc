@@ -63,11 +63,19 @@ std::vector<kiln::v1::MeasureTask> TaskBroker::Lease(const std::string& worker_i
     if (wit == workers_.end()) return out;
     wit->second.last_seen = Clock::now();
     auto& queue = queues_[wit->second.view.target_key];
-    while (!queue.empty() && static_cast<int>(out.size()) < std::max(1, max_tasks)) {
-      std::string id = queue.front();
-      queue.pop_front();
-      auto tit = tasks_.find(id);
-      if (tit == tasks_.end()) continue;
+    const int worker_space = wit->second.view.device.space_version();
+    for (auto qit = queue.begin(); qit != queue.end() && static_cast<int>(out.size()) < std::max(1, max_tasks);) {
+      auto tit = tasks_.find(*qit);
+      if (tit == tasks_.end()) {
+        qit = queue.erase(qit);
+        continue;
+      }
+      // A worker measures only tasks of its own schedule-space version (0: any).
+      if (worker_space != 0 && tit->second.proto.space_version() != worker_space) {
+        ++qit;
+        continue;
+      }
+      qit = queue.erase(qit);
       Task& t = tit->second;
       t.worker_id = worker_id;
       t.attempts++;
@@ -131,10 +139,14 @@ std::shared_future<TaskOutcome> TaskBroker::Submit(const std::string& target_key
   return future;
 }
 
-bool TaskBroker::HasLiveWorker(const std::string& target_key) const {
+bool TaskBroker::HasLiveWorker(const std::string& target_key, int space_version) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [id, w] : workers_) {
-    if (w.view.target_key == target_key) return true;
+    const int worker_space = w.view.device.space_version();
+    if (w.view.target_key == target_key &&
+        (space_version == 0 || worker_space == 0 || worker_space == space_version)) {
+      return true;
+    }
   }
   return false;
 }

@@ -62,7 +62,9 @@ class TaskBroker {
   // Queues a task for `target_key`; task_id and deadline are set by the broker.
   std::shared_future<TaskOutcome> Submit(const std::string& target_key, kiln::v1::MeasureTask task);
 
-  bool HasLiveWorker(const std::string& target_key) const;
+  // A registered worker of the target that measures `space_version` (workers
+  // that report no version count for every version).
+  bool HasLiveWorker(const std::string& target_key, int space_version = 0) const;
   std::vector<WorkerView> Workers() const;
   const Options& options() const { return options_; }
   int64_t pending_tasks() const;

@@ -119,7 +119,7 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
 
   // Wait for a worker that measures this target.
   auto wait_until = std::chrono::steady_clock::now() + options_.worker_wait;
-  while (!broker_->HasLiveWorker(target_key)) {
+  while (!broker_->HasLiveWorker(target_key, kScheduleSpaceVersion)) {
     if (cancelled()) return absl::CancelledError("compile cancelled");
     if (std::chrono::steady_clock::now() > wait_until) {
       return absl::UnavailableError(absl::StrCat(

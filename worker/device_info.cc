@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "compiler_core/schedule_space.h"
+#include "compiler_core/version.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -65,6 +67,8 @@ kiln::v1::DeviceInfo DescribeCpu() {
   info.set_device_model(CpuModelName());
   info.set_cores(static_cast<int32_t>(std::thread::hardware_concurrency()));
   info.set_memory_bytes(PhysicalMemoryBytes());
+  info.set_space_version(kScheduleSpaceVersion);
+  info.set_compiler_version(kCompilerVersion);
   return info;
 }
 

@@ -16,10 +16,12 @@
 
 namespace kiln::loop_ir {
 
-// Bump when the meaning of a loop-IR kind's config changes (tuning records
-// filed under an older version must miss). Independent of
-// kScheduleSpaceVersion, which versions the direct emitters' spaces.
+// Bump when the meaning of a loop-IR kind's config changes. It enters
+// kScheduleSpaceVersion (compiler_core/schedule_space.h), the version every
+// tuning record and measurement task carries, so older records miss.
 inline constexpr int kLoopIrScheduleVersion = 1;
+static_assert(kLoopIrScheduleVersion == kLoopIrSpaceVersion,
+              "bump kLoopIrSpaceVersion in compiler_core/schedule_space.h too");
 
 struct WorkloadLowering {
   std::string kind;  // "reduction", "data_movement", ...

@@ -117,6 +117,27 @@ TEST(TaskBrokerTest, GivesUpAfterMaxAttempts) {
   EXPECT_NE(f.get().result.error_message().find("lost its lease 2 times"), std::string::npos);
 }
 
+TEST(TaskBrokerTest, WorkersLeaseOnlyTasksOfTheirScheduleSpaceVersion) {
+  TaskBroker broker(FastOptions());
+  kiln::v1::DeviceInfo old_build, new_build;
+  old_build.set_space_version(1);
+  new_build.set_space_version(2);
+  std::string old_worker = broker.RegisterWorker("cpu", "old", old_build);
+  auto f = broker.Submit("cpu", Task("x=1"));  // space version 1
+  kiln::v1::MeasureTask v2 = Task("x=2");
+  v2.set_space_version(2);
+  broker.Submit("cpu", v2);
+  EXPECT_TRUE(broker.HasLiveWorker("cpu", 1));
+  EXPECT_FALSE(broker.HasLiveWorker("cpu", 2));
+  auto leased = broker.Lease(old_worker, 10, milliseconds(50));
+  ASSERT_EQ(leased.size(), 1u);
+  EXPECT_EQ(leased[0].schedule_config(), "x=1");
+  std::string new_worker = broker.RegisterWorker("cpu", "new", new_build);
+  auto leased2 = broker.Lease(new_worker, 10, milliseconds(50));
+  ASSERT_EQ(leased2.size(), 1u);
+  EXPECT_EQ(leased2[0].schedule_config(), "x=2");
+}
+
 TEST(TaskBrokerTest, LeaseLongPollWakesOnSubmit) {
   TaskBroker broker(FastOptions());
   std::string w = broker.RegisterWorker("cpu", "w", {});
