@@ -254,6 +254,7 @@ class Lowerer {
         if (n == "neg") return b_.CreateFNeg(x);
         if (n == "fmax") return MaxMin(a[0], a[1], true);
         if (n == "fmin") return MaxMin(a[0], a[1], false);
+        if (n == "fma") return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {a[0], a[1], a[2]});
         return absl::InvalidArgumentError(absl::StrCat("unknown call ", n));
       }
       default: break;

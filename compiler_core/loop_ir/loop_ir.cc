@@ -402,6 +402,7 @@ bool IsKnownCall(const std::string& name, int n) {
     if (name == u) return n == 1;
   }
   if (name == "fmax" || name == "fmin") return n == 2;
+  if (name == "fma") return n == 3;
   return false;
 }
 

@@ -91,11 +91,23 @@ absl::StatusOr<ConvForm> Analyze(const Graph& g) {
 
 struct Knobs {
   int64_t vw = 1, ur = 1, kb = 1, rows = 1;
+  int64_t pw = 0;  // 1: pointwise variant over flattened output pixels
 };
 
 Knobs KnobsOf(const ScheduleConfig& c) {
-  return Knobs{c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1), c.Get("rows", 1)};
+  return Knobs{c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1), c.Get("rows", 1), c.Get("pw", 0)};
 }
+
+// 1x1 kernel, unit strides, no padding: output pixel p reads input pixel p of
+// every channel, and both are contiguous over H*W in NCHW.
+bool IsPointwise(const ConvForm& f) {
+  const WindowGeometry& s = f.geo;
+  return s.kh == 1 && s.kw == 1 && s.sh == 1 && s.sw == 1 && s.pad_top == 0 && s.pad_left == 0 &&
+         s.pad_bottom == 0 && s.pad_right == 0 && s.oh == s.h && s.ow == s.w;
+}
+
+// Output pixels per image (H*W, or W for 1-D).
+int64_t Pixels(const ConvForm& f) { return f.geo.oh * f.geo.ow; }
 
 // Pack geometry: rin input rows, per stride phase wq columns (a multiple of
 // vw covering every register block, padded width owr).
@@ -113,6 +125,13 @@ int64_t PackFloats(const ConvForm& f, const Knobs& k) {
 }
 
 absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& target) {
+  if (k.pw != 0) {
+    bool ok = k.pw == 1 && IsPointwise(f) && k.vw >= 1 && k.vw <= target.FloatLanes() && (k.vw & (k.vw - 1)) == 0 &&
+              k.ur >= 1 && k.ur <= 8 && k.kb >= 1 && k.kb <= 16 && f.kg % k.kb == 0 && k.rows >= 1 &&
+              k.rows <= std::max<int64_t>(1, CeilDiv(Pixels(f), k.vw * k.ur));
+    if (!ok) return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": pointwise knobs out of range"));
+    return absl::OkStatus();
+  }
   bool ok = k.vw >= 1 && k.vw <= target.FloatLanes() && (k.vw & (k.vw - 1)) == 0 && k.ur >= 1 && k.ur <= 8 &&
             k.kb >= 1 && k.kb <= 16 && f.kg % k.kb == 0 && k.rows >= 1 && k.rows <= std::max<int64_t>(f.geo.oh, 1);
   if (!ok) return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": knobs out of range"));
@@ -148,16 +167,48 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
       }
     }
   }
+  if (IsPointwise(*f)) {
+    // Pointwise variant: vectors over the flattened pixels, rows = register
+    // blocks of pixels per task.
+    const int64_t p = Pixels(*f);
+    // Only the widest vector: pixels are contiguous, lanes are wasted only
+    // in the last vector.
+    for (int64_t vw : {VectorWidths(target, p).back()}) {
+      for (int64_t ur = 1; ur <= 8; ++ur) {
+        if (ur > 1 && (ur - 1) * vw >= p) break;
+        for (int64_t kb : {1, 2, 4, 8}) {
+          if (f->kg % kb != 0 || kb * ur + ur + 1 > target.NumVectorRegisters()) continue;
+          for (int64_t rows : {1, 2}) {
+            if (rows > 1 && vw * ur >= p) break;
+            Knobs k{vw, ur, kb, rows, 1};
+            if (!CheckKnobs(*f, k, target).ok()) continue;
+            ScheduleConfig c;
+            c.Set("pw", 1);
+            c.Set("vw", vw);
+            c.Set("ur", ur);
+            c.Set("kb", kb);
+            c.Set("rows", rows);
+            out.push_back(c);
+          }
+        }
+      }
+    }
+  }
   return out;
 }
 
-// About 12 accumulators, widest vectors, one row per task.
+// Pointwise convs: the pointwise variant, widest vectors, about 16
+// accumulators (kb 4 preferred), one pixel block per task. Others: about 12
+// accumulators, widest vectors, one row per task.
 ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   std::vector<ScheduleConfig> space = Enumerate(g, target);
   if (space.empty()) return {};
   auto score = [](const ScheduleConfig& c) {
     int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
-    return std::make_tuple(c.Get("vw", 1), -std::abs(acc - 12), -c.Get("rows", 1), c.Get("kb", 1));
+    int64_t pw = c.Get("pw", 0);
+    int64_t want = pw ? 16 : 12;
+    return std::make_tuple(pw, c.Get("vw", 1), -std::abs(acc - want), -c.Get("rows", 1),
+                           -std::abs(c.Get("kb", 1) - 4 * pw), c.Get("kb", 1));
   };
   ScheduleConfig best = space.front();
   for (const ScheduleConfig& c : space) {
@@ -169,7 +220,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
 absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
   ASSIGN_OR_RETURN(ConvForm f, Analyze(g));
   for (const auto& [key, v] : c.knobs) {
-    if (key != "vw" && key != "ur" && key != "kb" && key != "rows") {
+    if (key != "vw" && key != "ur" && key != "kb" && key != "rows" && key != "pw") {
       return absl::InvalidArgumentError(absl::StrCat("schedule ", c.ToString(), ": knob ", key,
                                                      " does not apply to conv ", f.conv->name()));
     }
@@ -185,10 +236,115 @@ Expr MulAdd(Expr a, Expr b, Expr c) {
   return Add(Mul(std::move(a), std::move(b)), std::move(c));
 }
 
+// The epilogue may index every value at (n, k, 0, p) instead of
+// (n, k, p / ow, p % ow) when each value's two trailing dims are both the
+// output's spatial extents or both broadcast (1): its row-major offset is then p.
+bool FlatSpatialIndexOk(const Graph& g, const ConvForm& f) {
+  for (const auto& node : g.nodes()) {
+    if (node.get() == f.conv) continue;
+    for (int i = 0; i < node->num_inputs(); ++i) {
+      const Value* v = node->input(i);
+      if (v == nullptr) continue;
+      std::vector<int64_t> d = DimsOf(v);
+      int64_t h = d.size() >= 2 ? d[d.size() - 2] : 1;
+      int64_t w = d.empty() ? 1 : d.back();
+      if (!(h == 1 && w == 1) && !(h == f.geo.oh && w == f.geo.ow)) return false;
+    }
+  }
+  return true;
+}
+
+// Pointwise variant: a task is (image, group, `rows` register blocks of
+// vw*ur pixels); per block of kb output channels it accumulates over the
+// group's input channels reading x and the weights in place (no pack). The
+// pixels the full blocks leave (fewer than vw*ur) form one narrower block in
+// the last task, lane-masked when vw does not divide them.
+absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const Knobs& kn) {
+  const WindowGeometry& s = f.geo;
+  const int64_t np = Pixels(f);
+  const int64_t vw = kn.vw, ur = kn.ur, kb = kn.kb, rows = kn.rows;
+  const int64_t bw = vw * ur;
+  const int64_t nbf = np / bw, rem = np % bw;
+  const int64_t chunks = std::max<int64_t>(1, CeilDiv(nbf, rows));
+  const int64_t tasks = s.n * f.group * chunks;
+  const bool flat_ok = s.one_d || FlatSpatialIndexOk(g, f);
+
+  GraphExpr ge(g);
+  const std::vector<Buffer>& args = ge.args();
+  Buffer x = args[f.x_arg], w = args[f.w_arg];
+  Buffer bias = f.b_arg >= 0 ? args[f.b_arg] : nullptr;
+  const Value* conv_out = f.conv->output(0);
+  int num_out = static_cast<int>(g.outputs().size());
+  int first = num_out - 1;
+  for (int j = 0; j < num_out; ++j) {
+    if (g.outputs()[j] == conv_out) first = j;
+  }
+  Buffer raw = ge.output_buffer(first);
+  ge.Bind(conv_out, raw);
+  std::vector<int> order;
+  for (int j = 0; j < num_out; ++j) {
+    if (j != first) order.push_back(j);
+  }
+  if (g.outputs()[first] != conv_out) order.push_back(first);
+
+  Expr n = Var("n_"), grp = Var("g_"), pc = Var("pc_"), kbo = Var("kbo_");
+  // One register block: pixels p0 + u*vw + v (u < nu) of channels kbo*kb + kk.
+  auto block = [&](const std::string& acc_name, Expr p0, int64_t nu, bool guard) -> absl::StatusOr<Stmt> {
+    Buffer acc = MakeBuffer(acc_name, {kb * nu * vw}, BufferRole::kTemp);
+    Expr kk = Var("kk_"), u = Var("u_"), v = Var("v_"), cl = Var("cl_");
+    Expr k = Add(Add(Mul(grp, I(f.kg)), Mul(kbo, I(kb))), kk);
+    Expr ai = Add(Mul(Add(Mul(kk, I(nu)), u), I(vw)), v);
+    Expr p = Add(Add(p0, Mul(u, I(vw))), v);
+    auto lanes = [&](Stmt body, bool guarded) {
+      if (guarded) body = IfThen(Lt(p, I(np)), std::move(body));
+      return For("v_", I(vw),
+                 For("kk_", I(kb), For("u_", I(nu), std::move(body), ForKind::kUnrolled), ForKind::kUnrolled),
+                 ForKind::kVectorized);
+    };
+    Stmt init = lanes(Store(acc, ai, bias ? Load(bias, k) : FloatImm(0)), false);
+    Expr xi = Add(Mul(Add(Mul(n, I(s.c)), Add(Mul(grp, I(f.cg)), cl)), I(np)), p);
+    Expr wi = Add(Mul(k, I(f.cg)), cl);
+    Stmt mac = For("cl_", I(f.cg), lanes(Store(acc, ai, MulAdd(Load(x, xi), Load(w, wi), Load(acc, ai))), guard));
+    Expr oi = Add(Mul(Add(Mul(n, I(f.k)), k), I(np)), p);
+    std::vector<Expr> idx;
+    if (s.one_d) {
+      idx = {n, k, p};
+    } else if (flat_ok) {
+      idx = {n, k, I(0), p};
+    } else {
+      idx = {n, k, Div(p, I(s.ow)), Mod(p, I(s.ow))};
+    }
+    std::vector<Stmt> st = {Store(raw, oi, Load(acc, ai))};
+    for (int j : order) {
+      ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], idx));
+      st.push_back(Store(ge.output_buffer(j), oi, e));
+    }
+    Stmt store = lanes(Block(st), guard);
+    return Allocate(acc, Block({init, mac, store}));
+  };
+  std::vector<Stmt> per_kb;
+  if (nbf > 0) {
+    Expr bi = Add(Mul(pc, I(rows)), Var("ob_"));
+    ASSIGN_OR_RETURN(Stmt full, block("acc", Mul(bi, I(bw)), ur, false));
+    if (nbf % rows != 0) full = IfThen(Lt(bi, I(nbf)), full);
+    per_kb.push_back(For("ob_", I(rows), full));
+  }
+  if (rem > 0) {
+    ASSIGN_OR_RETURN(Stmt tail, block("acc_tail", I(nbf * bw), CeilDiv(rem, vw), rem % vw != 0));
+    per_kb.push_back(chunks > 1 ? IfThen(Eq(pc, I(chunks - 1)), tail) : tail);
+  }
+  Stmt body = For("kbo_", I(f.kg / kb), Block(per_kb));
+  body = LetStmt("pc_", Mod(Var("t_"), I(chunks)), body);
+  body = LetStmt("n_", Div(Var("t_"), I(f.group * chunks)),
+                 LetStmt("g_", Mod(Div(Var("t_"), I(chunks)), I(f.group)), body));
+  return LoopFunc{"conv", args, For("t_", I(tasks), body, ForKind::kParallel)};
+}
+
 absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
   ASSIGN_OR_RETURN(ConvForm f, Analyze(g));
   Knobs kn = KnobsOf(config);
   RETURN_IF_ERROR(CheckKnobs(f, kn, target));
+  if (kn.pw != 0) return LowerPointwise(g, f, kn);
   const WindowGeometry& s = f.geo;
   int64_t rin, wq, owr;
   PackDims(f, kn, &rin, &wq, &owr);

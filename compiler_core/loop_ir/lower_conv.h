@@ -38,6 +38,12 @@ absl::StatusOr<WindowGeometry> ResolveWindow(const Node& node, const std::vector
 // A task is (image, group, block of `rows` output rows): it packs the input
 // rows it reads (zero padding, width de-interleaved by the stride) into a
 // bounded stack buffer, then runs every output-channel block over them.
+// pw=1 (only for 1x1, stride-1, unpadded convs; absent/0 is the above) is the
+// pointwise variant: vw lanes over the flattened output pixels (H*W is
+// contiguous in NCHW), ur vectors by kb output channels per register block,
+// rows = pixel blocks (of vw*ur) per task; input and weights are read in place
+// and the leftover pixels form one narrower, lane-masked block. The default
+// schedule of a pointwise conv is a pw=1 point.
 WorkloadLowering ConvLowering();
 
 }  // namespace kiln::loop_ir

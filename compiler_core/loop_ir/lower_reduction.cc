@@ -2,14 +2,20 @@
 // LayerNormalization, GlobalAveragePool and GlobalMaxPool, with elementwise
 // and data-movement producers inlined into their inputs and consumers
 // computed from their (materialized) results. Each reduction is one stage:
-// loops over the kept index, per-lane accumulators (rfactor) when the
-// innermost input axis is reduced and vw > 1, a guarded vectorized inner loop
-// (masked tail), then the horizontal combine. Knobs: vw, tasks (parallel
-// split of the outermost kept loop; only for a single-stage kernel).
+// loops over the kept index, per-lane accumulators (rfactor; 4 unrolled
+// vector accumulators when the extent allows) when the innermost input axis
+// is reduced and vw > 1, a guarded vectorized inner loop (masked tail), then
+// the horizontal combine. Softmax writes exp(x - max) in its sum pass and
+// only scales it after; per-row factors (1/sum, 1/stddev) are bound once.
+// Knobs: vw, tasks (parallel split of the outermost kept loop of a
+// single-stage kernel; for a row-local multi-stage kernel, all stages fused
+// per block of rows, one block per task).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/loop_ir/graph_expr.h"
@@ -23,6 +29,7 @@ namespace kiln::loop_ir {
 namespace {
 
 constexpr int64_t kMaxTempElements = 16384;
+constexpr int64_t kAccumulators = 4;
 
 bool IsReductionOp(const std::string& op) {
   return op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin" || op == "ReduceProd" ||
@@ -75,6 +82,10 @@ Expr Apply(const Combine& c, Expr a, Expr b) {
   return Add(a, b);
 }
 
+// Optional extra store of each reduced value (index, value) -> (store, the
+// stored value read back), e.g. softmax's exp written to its output.
+using Tee = std::function<std::pair<Stmt, Expr>(const std::vector<Expr>&, Expr)>;
+
 class StageBuilder {
  public:
   StageBuilder(int64_t vw) : vw_(vw) {}
@@ -83,11 +94,13 @@ class StageBuilder {
   // value receives the per-reduced-axis index expressions.
   absl::StatusOr<Stmt> Reduce(const std::string& name, const Combine& c, const std::vector<int64_t>& rdims,
                               const std::function<absl::StatusOr<Expr>(const std::vector<Expr>&)>& value,
-                              Stmt* alloc_body_hole, Buffer* acc_out) {
+                              Stmt* alloc_body_hole, Buffer* acc_out, const Tee& tee = nullptr) {
     (void)alloc_body_hole;
     int64_t last = rdims.empty() ? 1 : rdims.back();
     int64_t w = vw_ > 1 && last > 1 ? vw_ : 1;
-    Buffer acc = MakeBuffer(name, {w}, BufferRole::kTemp);
+    // Independent vector accumulators (unrolled) hide the combine's latency.
+    int64_t u = w > 1 && last >= kAccumulators * w ? kAccumulators : 1;
+    Buffer acc = MakeBuffer(name, {w * u}, BufferRole::kTemp);
     *acc_out = acc;
     std::string p = name + "_r";
     std::string lane = name + "_lane";
@@ -99,17 +112,37 @@ class StageBuilder {
         return Block({});
       }
       Expr li = w > 1 ? Var(lane) : IntImm(0);
+      if (tee) {
+        // Writes the value out too and accumulates what was written.
+        auto [st, reread] = tee(idx, *v);
+        return Block({st, Store(acc, li, Apply(c, Load(acc, li), reread))});
+      }
       return Store(acc, li, Apply(c, Load(acc, li), *v));
     });
     RETURN_IF_ERROR(err);
     std::vector<Stmt> out;
     if (w > 1) {
       std::string r = absl::StrCat(p, rdims.size() - 1);
-      ASSIGN_OR_RETURN(loops, Split(loops, r, w, r + "o", r + "v"));
-      loops = Substitute(loops, lane, Var(r + "v"));
-      ASSIGN_OR_RETURN(loops, Vectorize(loops, r + "v"));
-      out.push_back(For(lane, IntImm(w), Store(acc, Var(lane), FloatImm(c.init)), ForKind::kVectorized));
+      ASSIGN_OR_RETURN(loops, Split(loops, r, w * u, r + "o", r + "i"));
+      loops = Substitute(loops, lane, Var(r + "i"));
+      std::string vec = r + "i";
+      if (u > 1) {
+        ASSIGN_OR_RETURN(loops, Split(loops, r + "i", w, r + "u", r + "v"));
+        ASSIGN_OR_RETURN(loops, Unroll(loops, r + "u"));
+        vec = r + "v";
+      }
+      ASSIGN_OR_RETURN(loops, Vectorize(loops, vec));
+      out.push_back(For(lane, IntImm(w * u), Store(acc, Var(lane), FloatImm(c.init)), ForKind::kVectorized));
       out.push_back(loops);
+      if (u > 1) {
+        // acc[0:w] = combine of the u vector accumulators.
+        std::string a = name + "_u", l = name + "_ul";
+        Expr other = Add(Mul(Add(Var(a), IntImm(1)), IntImm(w)), Var(l));
+        out.push_back(For(a, IntImm(u - 1),
+                          For(l, IntImm(w), Store(acc, Var(l), Apply(c, Load(acc, Var(l)), Load(acc, other))),
+                              ForKind::kVectorized),
+                          ForKind::kUnrolled));
+      }
       std::string h = name + "_h";
       out.push_back(For(h, IntImm(w - 1),
                         Store(acc, IntImm(0), Apply(c, Load(acc, IntImm(0)), Load(acc, Add(Var(h), IntImm(1))))),
@@ -181,15 +214,36 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
         Combine c1 = ln ? Combine{ExprKind::kAdd, 0} : Combine{ExprKind::kMax, -INFINITY};
         ASSIGN_OR_RETURN(Stmt s1, rsb.Reduce(sp + "a", c1, red,
                                              [&](const std::vector<Expr>& r) { return xat(kidx, r); }, nullptr, &a1));
-        Expr m = ln ? Div(Load(a1, IntImm(0)), FloatImm(static_cast<double>(std::max<int64_t>(count, 1))))
-                    : Load(a1, IntImm(0));
+        std::string fv = sp + "f";
+        std::string mv = sp + "m";
+        Expr mean = Div(Load(a1, IntImm(0)), FloatImm(static_cast<double>(std::max<int64_t>(count, 1))));
+        Expr m = ln ? Var(mv, ScalarType::kF32) : Load(a1, IntImm(0));
         auto second = [&](const std::vector<Expr>& r) -> absl::StatusOr<Expr> {
           ASSIGN_OR_RETURN(Expr v, xat(kidx, r));
           Expr dv = Sub(v, m);
           return ln ? Mul(dv, dv) : Call("exp", {dv});
         };
-        ASSIGN_OR_RETURN(Stmt s2, rsb.Reduce(sp + "b", Combine{ExprKind::kAdd, 0}, red, second, nullptr, &a2));
+        bool sm = op == "Softmax";
+        Tee tee = nullptr;
+        if (sm) {
+          // exp(x - max) goes to dst in this pass; the output pass only scales it.
+          tee = [&](const std::vector<Expr>& r, Expr v) -> std::pair<Stmt, Expr> {
+            std::vector<Expr> at = Merge(mask, kidx, r);
+            return {Store(dst, at, v), Load(dst, at)};
+          };
+        }
+        ASSIGN_OR_RETURN(Stmt s2, rsb.Reduce(sp + "b", Combine{ExprKind::kAdd, 0}, red, second, nullptr, &a2, tee));
+        // Loop-invariant factor of the output pass, bound once per row.
         Expr s = Load(a2, IntImm(0));
+        Expr factor;
+        if (op == "Softmax") {
+          factor = Div(FloatImm(1), s);
+        } else if (op == "LogSoftmax") {
+          factor = Add(m, Call("log", {s}));
+        } else {
+          factor = Div(FloatImm(1), Call("sqrt", {Add(Div(s, FloatImm(static_cast<double>(std::max<int64_t>(count, 1)))),
+                                                      FloatImm(n.GetFloat("epsilon", 1e-5f)))}));
+        }
         // Output loop over the reduced axes, vectorized like the reductions.
         std::string op_prefix = sp + "w";
         Stmt w = ForEachIndex(red, op_prefix, [&](const std::vector<Expr>& r) -> Stmt {
@@ -199,14 +253,13 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
             return Block({});
           }
           Expr y;
+          Expr f = Var(fv, ScalarType::kF32);
           if (op == "Softmax") {
-            y = Div(Call("exp", {Sub(*v, m)}), s);
+            y = Mul(Load(dst, Merge(mask, kidx, r)), f);
           } else if (op == "LogSoftmax") {
-            y = Sub(Sub(*v, m), Call("log", {s}));
+            y = Sub(*v, f);
           } else {
-            Expr inv = Div(FloatImm(1), Call("sqrt", {Add(Div(s, FloatImm(static_cast<double>(std::max<int64_t>(count, 1)))),
-                                                            FloatImm(n.GetFloat("epsilon", 1e-5f)))}));
-            y = Mul(Sub(*v, m), inv);
+            y = Mul(Sub(*v, Var(mv, ScalarType::kF32)), f);
             // Scale and bias broadcast against the normalised axes.
             for (int i = 1; i < 3; ++i) {
               const Value* p = n.input(i);
@@ -226,7 +279,10 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
         });
         RETURN_IF_ERROR(err);
         ASSIGN_OR_RETURN(w, ScheduleNest(w, red, op_prefix, rvw > 1 && red.back() > 1 ? rvw : 1, 1));
-        return Allocate(a1, Allocate(a2, Block({s1, s2, w})));
+        w = LetStmt(fv, factor, w);
+        Stmt rest = Block({s2, w});
+        if (ln) rest = LetStmt(mv, mean, rest);
+        return Allocate(a1, Allocate(a2, Block({s1, rest})));
       }
       // Reduce* and global pools.
       Combine c;
@@ -308,12 +364,54 @@ bool SingleStage(const Graph& g) {
   return count == 1 && g.outputs().size() == 1 && LastReduction(g)->output(0) == g.outputs()[0];
 }
 
+bool IsDataMovementOp(const std::string& op) {
+  return op == "Transpose" || op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
+         op == "Identity" || op == "Slice" || op == "Concat" || op == "Pad";
+}
+
+// Rows of a multi-stage workload whose every stage and output is row-local:
+// every computed value has the same rank (>= 2) and leading extent R >= 2,
+// no data movement, and no reduction over axis 0. Then row r of every result
+// depends on row r of the computed values only, and the stages can run fused
+// per block of rows, in parallel. 0 when the workload is not of that form.
+int64_t RowParallelRows(const Graph& g) {
+  std::set<const Value*> inputs(g.inputs().begin(), g.inputs().end());
+  int64_t rank = -1, rows = -1;
+  for (const auto& n : g.nodes()) {
+    if (IsDataMovementOp(n->op_type())) return 0;
+    for (int i = 0; i < n->num_outputs(); ++i) {
+      std::vector<int64_t> d = DimsOf(n->output(i));
+      if (rank < 0) {
+        rank = static_cast<int64_t>(d.size());
+        rows = d.empty() ? 0 : d[0];
+      }
+      if (static_cast<int64_t>(d.size()) != rank || rank < 2 || d[0] != rows || rows < 2) return 0;
+    }
+    if (!IsReductionOp(n->op_type())) continue;
+    const std::string& op = n->op_type();
+    if (op == "Softmax" || op == "LogSoftmax" || op == "LayerNormalization") {
+      int64_t r = static_cast<int64_t>(DimsOf(n->input(0)).size());
+      int64_t axis = n->GetInt("axis", -1);
+      if (axis < 0) axis += r;
+      if (axis < 1 || r != rank) return 0;
+    } else {
+      absl::StatusOr<std::vector<bool>> mask = ReducedAxes(*n);
+      if (!mask.ok() || mask->empty() || (*mask)[0] || static_cast<int64_t>(mask->size()) != rank) return 0;
+    }
+  }
+  for (const Value* v : g.outputs()) {
+    if (inputs.count(v) > 0) return 0;
+  }
+  return rows;
+}
+
 std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
   const Node* r = LastReduction(g);
   std::vector<int64_t> d = DimsOf(r->input(0));
   std::vector<ScheduleConfig> out;
   for (int64_t vw : VectorWidths(target, d.empty() ? 1 : d.back())) {
-    for (int64_t tasks : TaskCounts(NumElements(d), SingleStage(g) && NumElements(DimsOf(r->output(0))) > 1)) {
+    bool parallel = (SingleStage(g) && NumElements(DimsOf(r->output(0))) > 1) || RowParallelRows(g) > 0;
+    for (int64_t tasks : TaskCounts(NumElements(d), parallel)) {
       ScheduleConfig c;
       c.Set("vw", vw);
       c.Set("tasks", tasks);
@@ -327,8 +425,11 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   RETURN_IF_ERROR(Match(g));
   GraphExpr ge(g);
   int64_t vw = config.Get("vw", 1);
-  int64_t tasks = SingleStage(g) ? config.Get("tasks", 1) : 1;
+  bool single = SingleStage(g);
+  int64_t rows = single ? 0 : RowParallelRows(g);
+  int64_t tasks = single || rows > 0 ? config.Get("tasks", 1) : 1;
   std::vector<Stmt> stages;
+  std::vector<std::string> row_vars;  // each stage's outermost (row) loop variable
   std::vector<Buffer> temps;
   int stage = 0;
   std::set<const Value*> written;
@@ -346,8 +447,9 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
       dst = MakeBuffer(absl::StrCat("t", stage), DimsOf(v), BufferRole::kTemp);
       temps.push_back(dst);
     }
-    ASSIGN_OR_RETURN(Stmt s, LowerStage(*n, ge, dst, vw, tasks, stage));
+    ASSIGN_OR_RETURN(Stmt s, LowerStage(*n, ge, dst, vw, single ? tasks : 1, stage));
     stages.push_back(s);
+    row_vars.push_back(absl::StrCat("s", stage, "_k0"));
     ge.Bind(v, dst);
     written.insert(v);
     ++stage;
@@ -377,6 +479,30 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     RETURN_IF_ERROR(err);
     ASSIGN_OR_RETURN(nest, ScheduleNest(nest, dims, prefix, vw, 1));
     stages.push_back(nest);
+    row_vars.push_back(prefix + "0");
+  }
+  if (rows > 0 && tasks > 1) {
+    // Fuse the stages per row: for (task) parallel { temps; for (row in block) { stage bodies } }.
+    int64_t per = (rows + tasks - 1) / tasks;
+    int64_t num = (rows + per - 1) / per;
+    Expr row = Add(Mul(Var("task"), IntImm(per)), Var("row"));
+    std::vector<Stmt> bodies;
+    for (size_t i = 0; i < stages.size(); ++i) {
+      const Stmt& s = stages[i];
+      int64_t ext = 0;
+      if (s->kind != StmtKind::kFor || s->var != row_vars[i] || !AsConst(s->extent, &ext) || ext != rows) {
+        bodies.clear();
+        break;
+      }
+      bodies.push_back(Substitute(s->body[0], row_vars[i], row));
+    }
+    if (!bodies.empty()) {
+      Stmt inner = Block(bodies);
+      if (per * num != rows) inner = IfThen(Lt(row, IntImm(rows)), inner);
+      inner = For("row", IntImm(per), inner);
+      for (size_t i = temps.size(); i-- > 0;) inner = Allocate(temps[i], inner);
+      return LoopFunc{"reduction", ge.args(), For("task", IntImm(num), inner, ForKind::kParallel)};
+    }
   }
   Stmt body = Block(stages);
   for (size_t i = temps.size(); i-- > 0;) body = Allocate(temps[i], body);

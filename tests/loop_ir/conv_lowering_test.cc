@@ -75,13 +75,22 @@ std::vector<ScheduleConfig> Points(const Graph& g, const CpuTarget& target) {
   return out;
 }
 
+// Every point of the pointwise variant (pw=1) in the space.
+std::vector<ScheduleConfig> PointwisePoints(const Graph& g, const CpuTarget& target) {
+  std::vector<ScheduleConfig> out;
+  for (const ScheduleConfig& c : EnumerateSchedules(g, target)) {
+    if (c.Get("pw", 0) == 1) out.push_back(c);
+  }
+  return out;
+}
+
 // Inputs: in0 the data in [-1, 1], the rest (weights, bias, residuals) in
-// [-0.5, 0.5]; tasks run in three uneven ranges.
-void CheckConv(const Graph& g) {
+// [-0.5, 0.5]; tasks run in three uneven ranges. `configs` defaults to Points.
+void CheckConv(const Graph& g, std::vector<ScheduleConfig> configs = {}) {
   CpuTarget target = CpuTarget::Host();
   ASSERT_EQ(WorkloadKind(g), "conv") << g.ToText();
   ASSERT_TRUE(CanCompile(g));
-  std::vector<ScheduleConfig> configs = Points(g, target);
+  if (configs.empty()) configs = Points(g, target);
   ASSERT_FALSE(configs.empty());
   std::map<std::string, Tensor> feeds;
   std::vector<std::vector<float>> inputs;
@@ -254,6 +263,53 @@ TEST(ConvLoweringTest, SpaceAndValidation) {
   bad = def;
   bad.Set("mr", 4);
   EXPECT_EQ(ValidateSchedule(*g, bad, target).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The pointwise variant (1x1, stride 1, no pads) over flattened pixels: odd
+// pixel counts leave a masked tail block; rows=2 leaves a task with one block.
+TEST(ConvLoweringTest, PointwiseVariantOddSizes) {
+  CpuTarget target = CpuTarget::Host();
+  for (const Ints& x : {Ints{2, 6, 5, 7}, Ints{1, 5, 3, 3}, Ints{1, 4, 13, 11}, Ints{1, 3, 1, 1}}) {
+    auto g = Conv2d(x, 12, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+    std::vector<ScheduleConfig> pw = PointwisePoints(*g, target);
+    ASSERT_FALSE(pw.empty());
+    EXPECT_EQ(DefaultSchedule(*g, target).Get("pw", 0), 1);
+    CheckConv(*g, pw);
+  }
+  auto grouped = Conv2d({1, 6, 9, 9}, 4, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, /*bias=*/false);
+  CheckConv(*grouped, PointwisePoints(*grouped, target));
+}
+
+TEST(ConvLoweringTest, PointwiseVariantOneDimensionalAndEpilogues) {
+  CpuTarget target = CpuTarget::Host();
+  {
+    Builder b;
+    Value* x = b.Input({2, 5, 37});
+    Value* w = b.Input({8, 5, 1});
+    Value* y = b.Op("Conv", {x, w}, {});
+    auto g = b.Finish({b.Op("Relu", {y})});
+    CheckConv(*g, PointwisePoints(*g, target));
+  }
+  // Residual of the full shape (flat spatial index), then a residual that
+  // broadcasts along H only (row/column index).
+  for (const Ints& r : {Ints{1, 8, 5, 9}, Ints{1, 1, 1, 9}, Ints{8, 1, 1}}) {
+    Builder b;
+    Value* x = b.Input({1, 6, 5, 9});
+    Value* w = b.Input({8, 6, 1, 1});
+    Value* bias = b.Input({8});
+    Value* res = b.Input(r);
+    Value* y = b.Op("Conv", {x, w, bias}, {});
+    auto g = b.Finish({b.Op("Relu", {b.Op("Add", {y, res})})});
+    CheckConv(*g, PointwisePoints(*g, target));
+  }
+  // Not pointwise: the variant does not apply.
+  auto g = Conv2d({1, 8, 12, 20}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  EXPECT_TRUE(PointwisePoints(*g, target).empty());
+  ScheduleConfig bad = DefaultSchedule(*g, target);
+  bad.Set("pw", 1);
+  EXPECT_EQ(ValidateSchedule(*g, bad, target).code(), absl::StatusCode::kInvalidArgument);
+  auto strided = Conv2d({1, 8, 12, 20}, 16, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1);
+  EXPECT_TRUE(PointwisePoints(*strided, target).empty());
 }
 
 TEST(ConvLoweringTest, RefusesWhatItDoesNotLower) {
