@@ -70,7 +70,8 @@ struct ExprNode {
 using Expr = std::shared_ptr<const ExprNode>;
 
 // Math functions for kCall (all f32 -> f32 unless noted): exp, log, sqrt, tanh,
-// erf, sigmoid, abs, neg, floor; fmax/fmin (numpy maximum/minimum: NaN wins),
+// erf, sigmoid, abs, neg, floor; fmax/fmin (numpy maximum/minimum: NaN wins);
+// fma(a, b, c) = a*b+c (llvm.fmuladd: fused where the target has FMA),
 // pow is not provided.
 bool IsKnownCall(const std::string& name, int num_args);
 
