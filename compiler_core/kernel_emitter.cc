@@ -4,6 +4,7 @@
 // column tails, row tails by a one-row block) with the elementwise epilogue DAG
 // applied to the accumulator tile before the store; tasks over row and column
 // blocks, and optional K blocking with B packed into a stack buffer.
+#include "compiler_core/llvm_pipeline.h"
 #include "compiler_core/kernel_emitter.h"
 
 #include <algorithm>
@@ -56,21 +57,8 @@ class Emitter {
   // Creates the function and its task loop; `task_body(t)` emits one task.
   void EmitFunction(const std::string& symbol, int num_args, int64_t num_tasks,
                     const std::function<void(Value*)>& task_body) {
-    auto* fty = llvm::FunctionType::get(Type::getVoidTy(ctx_), {ptr_, i64_, i64_}, false);
-    fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, symbol, module_);
-    fn_->setDSOLocal(true);
-    fn_->setDoesNotThrow();
-    fn_->addFnAttr("target-cpu", target_.cpu);
-    fn_->addFnAttr("target-features", target_.features);
-    fn_->addFnAttr("min-legal-vector-width", std::to_string(target_.VectorBits()));
-    fn_->addFnAttr("prefer-vector-width", std::to_string(target_.VectorBits()));
-    fn_->addParamAttr(0, llvm::Attribute::NoAlias);
-    fn_->addParamAttr(0, llvm::Attribute::ReadOnly);
-    fn_->addParamAttr(0, llvm::Attribute::NoCapture);
+    fn_ = DeclareKernelFunction(module_, symbol, target_);
     llvm::Argument* args = fn_->getArg(0);
-    args->setName("args");
-    fn_->getArg(1)->setName("task_begin");
-    fn_->getArg(2)->setName("task_end");
     entry_ = BasicBlock::Create(ctx_, "entry", fn_);
     b_.SetInsertPoint(entry_);
     for (int i = 0; i < num_args; ++i) {

@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "llvm/Analysis/CGSCCPassManager.h"
 #include "llvm/Analysis/LoopAnalysisManager.h"
+#include "llvm/IR/DerivedTypes.h"
+#include "llvm/IR/Function.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/IR/Verifier.h"
@@ -90,6 +92,28 @@ std::string ModuleToText(const llvm::Module& module) {
   module.print(os, nullptr);
   os.flush();
   return text;
+}
+
+llvm::Function* DeclareKernelFunction(llvm::Module* module, const std::string& symbol,
+                                      const CpuTarget& target) {
+  llvm::LLVMContext& ctx = module->getContext();
+  llvm::Type* ptr = llvm::PointerType::get(ctx, 0);
+  llvm::Type* i64 = llvm::Type::getInt64Ty(ctx);
+  auto* fty = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr, i64, i64}, false);
+  llvm::Function* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, symbol, module);
+  fn->setDSOLocal(true);
+  fn->setDoesNotThrow();
+  fn->addFnAttr("target-cpu", target.cpu);
+  fn->addFnAttr("target-features", target.features);
+  fn->addFnAttr("min-legal-vector-width", std::to_string(target.VectorBits()));
+  fn->addFnAttr("prefer-vector-width", std::to_string(target.VectorBits()));
+  fn->addParamAttr(0, llvm::Attribute::NoAlias);
+  fn->addParamAttr(0, llvm::Attribute::ReadOnly);
+  fn->addParamAttr(0, llvm::Attribute::NoCapture);
+  fn->getArg(0)->setName("args");
+  fn->getArg(1)->setName("task_begin");
+  fn->getArg(2)->setName("task_end");
+  return fn;
 }
 
 }  // namespace kiln

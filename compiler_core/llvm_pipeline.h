@@ -11,6 +11,7 @@
 #include "compiler_core/target.h"
 
 namespace llvm {
+class Function;
 class Module;
 class TargetMachine;
 }  // namespace llvm
@@ -30,5 +31,13 @@ absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const C
 absl::Status OptimizeModule(llvm::Module& module, llvm::TargetMachine& tm);
 
 std::string ModuleToText(const llvm::Module& module);
+
+// Declares a kernel with Kiln's ABI in `module`:
+//   void symbol(void* const* args, int64_t task_begin, int64_t task_end)
+// with the target's CPU and features, vector-width hints, and the argument
+// table marked noalias/readonly/nocapture. Both the direct emitter and the
+// loop-IR lowering create their kernels through it.
+llvm::Function* DeclareKernelFunction(llvm::Module* module, const std::string& symbol,
+                                      const CpuTarget& target);
 
 }  // namespace kiln

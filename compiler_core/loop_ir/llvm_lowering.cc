@@ -47,21 +47,8 @@ class Lowerer {
   }
 
   absl::StatusOr<LoweredFunction> Run(const LoopFunc& f, const std::string& symbol) {
-    auto* fty = llvm::FunctionType::get(Type::getVoidTy(ctx_), {ptr_, i64_, i64_}, false);
-    fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, symbol, module_);
-    fn_->setDSOLocal(true);
-    fn_->setDoesNotThrow();
-    fn_->addFnAttr("target-cpu", target_.cpu);
-    fn_->addFnAttr("target-features", target_.features);
-    fn_->addFnAttr("min-legal-vector-width", std::to_string(target_.VectorBits()));
-    fn_->addFnAttr("prefer-vector-width", std::to_string(target_.VectorBits()));
-    fn_->addParamAttr(0, llvm::Attribute::NoAlias);
-    fn_->addParamAttr(0, llvm::Attribute::ReadOnly);
-    fn_->addParamAttr(0, llvm::Attribute::NoCapture);
+    fn_ = DeclareKernelFunction(module_, symbol, target_);
     llvm::Argument* args = fn_->getArg(0);
-    args->setName("args");
-    fn_->getArg(1)->setName("task_begin");
-    fn_->getArg(2)->setName("task_end");
     entry_ = BasicBlock::Create(ctx_, "entry", fn_);
     b_.SetInsertPoint(entry_);
     for (size_t i = 0; i < f.args.size(); ++i) {
