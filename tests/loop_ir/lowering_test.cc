@@ -12,29 +12,13 @@
 #include "compiler_core/loop_ir/lower.h"
 #include "compiler_core/schedule_space.h"
 #include "gtest/gtest.h"
+#include "tests/loop_ir/lowering_testing.h"
 
 namespace kiln {
 namespace {
 
-struct Builder {
-  std::unique_ptr<Graph> g = std::make_unique<Graph>();
-  int count = 0;
-  Value* In(const std::vector<int64_t>& d) {
-    return *g->AddInput("x" + std::to_string(count++), TensorType::Static(DType::kFloat32, d));
-  }
-  Value* Op(const std::string& op, std::vector<Value*> ins, const std::vector<int64_t>& out,
-            std::map<std::string, AttrValue> attrs = {}) {
-    Value* y = *g->AddValue("v" + std::to_string(count++), TensorType::Static(DType::kFloat32, out));
-    EXPECT_TRUE(g->AddNode(op, "n" + std::to_string(count++), ins, {y}, std::move(attrs)).ok());
-    return y;
-  }
-};
-
-int64_t Count(const std::vector<int64_t>& d) {
-  int64_t n = 1;
-  for (int64_t x : d) n *= x;
-  return n;
-}
+using Builder = loop_ir_testing::TypedBuilder;
+using loop_ir_testing::Count;
 
 // JITs every schedule point and compares all outputs with Evaluate.
 void CheckAllPoints(const Graph& g, const std::string& want_kind) {

@@ -1,0 +1,99 @@
+// Shared by the loop-IR lowering tests: building small workload graphs,
+// random data, and a spread of schedule points to compile.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/graph.h"
+#include "compiler_core/schedule_space.h"
+#include "compiler_core/shape_inference.h"
+#include "compiler_core/target.h"
+
+namespace kiln::loop_ir_testing {
+
+using Attrs = std::map<std::string, AttrValue>;
+using Ints = std::vector<int64_t>;
+
+class Builder {
+ public:
+  Builder() : g_(std::make_unique<Graph>()) { g_->set_opset_version(17); }
+  Value* Input(const Ints& dims) {
+    return *g_->AddInput(absl::StrCat("in", g_->inputs().size()), TensorType::Static(DType::kFloat32, dims));
+  }
+  Value* Op(const std::string& op, std::vector<Value*> ins, Attrs attrs = {}) {
+    Value* y = *g_->AddValue(absl::StrCat("t", n_));
+    EXPECT_TRUE(g_->AddNode(op, absl::StrCat("n", n_++), std::move(ins), {y}, std::move(attrs)).ok());
+    return y;
+  }
+  std::unique_ptr<Graph> Finish(std::vector<Value*> outs) {
+    for (Value* v : outs) g_->AddOutput(v);
+    absl::Status s = InferShapes(*g_);
+    EXPECT_TRUE(s.ok()) << s << "\n" << g_->ToText();
+    return std::move(g_);
+  }
+
+ private:
+  std::unique_ptr<Graph> g_;
+  int n_ = 0;
+};
+
+inline std::vector<float> Random(int64_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+inline int64_t Product(const Ints& d) {
+  int64_t p = 1;
+  for (int64_t x : d) p *= x;
+  return p;
+}
+
+// First, last, default and up to five evenly spread points of the space.
+inline std::vector<ScheduleConfig> Points(const Graph& g, const CpuTarget& target) {
+  std::vector<ScheduleConfig> space = EnumerateSchedules(g, target);
+  std::vector<ScheduleConfig> out;
+  auto add = [&](const ScheduleConfig& c) {
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
+  if (space.empty()) return out;
+  add(DefaultSchedule(g, target));
+  add(space.front());
+  add(space.back());
+  for (size_t i = 1; i < 6; ++i) add(space[i * space.size() / 6]);
+  return out;
+}
+
+// A builder with explicit output shapes (no shape inference), for graphs
+// whose intermediate types the test states itself.
+struct TypedBuilder {
+  std::unique_ptr<Graph> g = std::make_unique<Graph>();
+  int count = 0;
+  Value* In(const std::vector<int64_t>& d) {
+    return *g->AddInput("x" + std::to_string(count++), TensorType::Static(DType::kFloat32, d));
+  }
+  Value* Op(const std::string& op, std::vector<Value*> ins, const std::vector<int64_t>& out,
+            std::map<std::string, AttrValue> attrs = {}) {
+    Value* y = *g->AddValue("v" + std::to_string(count++), TensorType::Static(DType::kFloat32, out));
+    EXPECT_TRUE(g->AddNode(op, "n" + std::to_string(count++), ins, {y}, std::move(attrs)).ok());
+    return y;
+  }
+};
+
+inline int64_t Count(const std::vector<int64_t>& d) {
+  int64_t n = 1;
+  for (int64_t x : d) n *= x;
+  return n;
+}
+
+}  // namespace kiln::loop_ir_testing
