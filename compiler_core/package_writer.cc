@@ -107,12 +107,32 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
     }
     FillTensor(v, add_buffer(v, PackageBuffer::INPUT), m.add_inputs());
   }
+  std::string weights;
+  auto add_constant = [&](const Value* v) {
+    int b = add_buffer(v, PackageBuffer::CONSTANT);
+    weights.resize(package::AlignUp(static_cast<int64_t>(weights.size())), '\0');
+    m.mutable_buffers(b)->set_offset(static_cast<int64_t>(weights.size()));
+    weights.append(v->constant().bytes());
+    return b;
+  };
+  // A graph output that no group computes (a constant, a graph input, or a
+  // value listed twice) refers to the buffer that already holds it.
   for (const Value* v : graph.outputs()) {
-    if (buffer_of.count(v) || v->is_constant() || v->producer() == nullptr) {
-      return absl::UnimplementedError(absl::StrCat(
-          "graph output '", v->name(), "' is an input or a constant; such pass-through outputs are not packaged yet"));
+    if (!v->type().IsStatic()) {
+      return absl::InvalidArgumentError(absl::StrCat("output '", v->name(), "' has no static shape (",
+                                                     v->type().ToString(), ")"));
     }
-    FillTensor(v, add_buffer(v, PackageBuffer::OUTPUT), m.add_outputs());
+    int b = 0;
+    if (buffer_of.count(v)) {
+      b = buffer_of[v];
+    } else if (v->is_constant()) {
+      b = add_constant(v);
+    } else if (v->producer() == nullptr) {
+      return absl::InternalError(absl::StrCat("graph output '", v->name(), "' has no producer"));
+    } else {
+      b = add_buffer(v, PackageBuffer::OUTPUT);
+    }
+    FillTensor(v, b, m.add_outputs());
   }
 
   // Last group that reads each value, to free scratch space after it.
@@ -121,7 +141,6 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
     for (const Value* v : partition.groups[gi].inputs) last_use[v] = gi;
   }
 
-  std::string weights;
   ArenaPlanner arena;
   std::vector<KernelRequest> requests;
   for (size_t gi = 0; gi < partition.groups.size(); ++gi) {
@@ -134,10 +153,7 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
         if (!v->is_constant()) {
           return absl::InternalError(absl::StrCat("value '", v->name(), "' is read before it is written"));
         }
-        int b = add_buffer(v, PackageBuffer::CONSTANT);
-        weights.resize(package::AlignUp(static_cast<int64_t>(weights.size())), '\0');
-        m.mutable_buffers(b)->set_offset(static_cast<int64_t>(weights.size()));
-        weights.append(v->constant().bytes());
+        add_constant(v);
       }
       step->add_args(buffer_of[v]);
     }

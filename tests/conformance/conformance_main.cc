@@ -1,13 +1,18 @@
 // kiln_conformance: runs the ONNX node-test suite through the interpreter and
 // the compiled path and prints "N passed, N failed, N skipped".
 //   kiln_conformance [--data DIR] [--filter SUBSTR] [--verbose] [--no-compiled]
-//                    [--expected FILE] [--write-expected FILE]
-// With --expected, exits 1 when a failure is not listed or a listed test passes.
+//                    [--expected FILE]... [--write-expected FILE]
+// With --expected (repeatable: the lists are merged), exits 1 when a failure,
+// or an interpreter pass the compiled path does not match, is not listed, or
+// when a listed test passes.
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "tests/conformance/conformance_runner.h"
 
 namespace {
@@ -20,8 +25,9 @@ int Usage(const char* argv0) {
                "  --filter SUBSTR       only tests whose name contains SUBSTR\n"
                "  --verbose             one line per test with its outcome and reason\n"
                "  --no-compiled         skip the compiled (package + runtime) path\n"
-               "  --expected FILE       reviewed expected failures; exit 1 on any difference\n"
-               "  --write-expected FILE write the current failures, with reasons, to FILE\n",
+               "  --expected FILE       reviewed expected failures (repeatable); exit 1 on any difference\n"
+               "  --write-expected FILE write the current failures and compiled-path gaps, with\n"
+               "                        reasons, to FILE\n",
                argv0, kiln::conformance::kDefaultDataDir);
   return 2;
 }
@@ -32,7 +38,8 @@ int main(int argc, char** argv) {
   using namespace kiln::conformance;
   Options options;
   bool verbose = false;
-  std::string expected_path, write_path;
+  std::vector<std::string> expected_paths;
+  std::string write_path, expected_arg;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
@@ -44,7 +51,8 @@ int main(int argc, char** argv) {
       const char* v = next();
       if (v == nullptr) return Usage(argv[0]);
       (a == "--data" ? options.data_dir : a == "--filter" ? options.filter
-                                          : a == "--expected" ? expected_path : write_path) = v;
+                                          : a == "--expected" ? expected_arg : write_path) = v;
+      if (a == "--expected") expected_paths.push_back(expected_arg);
     } else {
       return Usage(argv[0]);
     }
@@ -74,23 +82,34 @@ int main(int argc, char** argv) {
     out << "# ONNX node tests expected to fail (kiln_conformance --expected); one name per line, # reason.\n";
     for (const CaseResult& c : report->cases) {
       if (c.outcome == Outcome::kFailed) out << c.name << "  # " << c.message.substr(0, 160) << "\n";
-      if (c.compiled == Outcome::kFailed) {
+      if (c.compiled == Outcome::kFailed || (c.outcome == Outcome::kPassed && c.compiled != Outcome::kPassed)) {
         out << c.name << kCompiledSuffix << "  # " << c.compiled_message.substr(0, 160) << "\n";
       }
     }
   }
-  if (!expected_path.empty()) {
-    auto expected = ReadExpectedFailures(expected_path);
-    if (!expected.ok()) {
-      std::fprintf(stderr, "kiln_conformance: %s\n", std::string(expected.status().message()).c_str());
-      return 1;
+  if (!expected_paths.empty()) {
+    std::map<std::string, std::string> expected;
+    for (const std::string& path : expected_paths) {
+      auto list = ReadExpectedFailures(path);
+      if (!list.ok()) {
+        std::fprintf(stderr, "kiln_conformance: %s\n", std::string(list.status().message()).c_str());
+        return 1;
+      }
+      for (const auto& [name, reason] : *list) {
+        if (!expected.emplace(name, reason).second) {
+          std::fprintf(stderr, "kiln_conformance: %s: '%s' is also listed in an earlier file\n", path.c_str(),
+                       name.c_str());
+          return 1;
+        }
+      }
     }
-    ExpectationCheck check = CheckExpectations(*report, *expected);
+    std::string lists = absl::StrJoin(expected_paths, ", ");
+    ExpectationCheck check = CheckExpectations(*report, expected);
     for (const std::string& n : check.unexpected_failures) {
-      std::printf("UNEXPECTED FAILURE (not in %s): %s\n", expected_path.c_str(), n.c_str());
+      std::printf("UNEXPECTED FAILURE (not in %s): %s\n", lists.c_str(), n.c_str());
     }
     for (const std::string& n : check.unexpected_passes) {
-      std::printf("UNEXPECTED PASS (remove it from %s): %s\n", expected_path.c_str(), n.c_str());
+      std::printf("UNEXPECTED PASS (remove it from %s): %s\n", lists.c_str(), n.c_str());
     }
     if (!check.ok()) status = 1;
   }

@@ -41,6 +41,7 @@ struct Counts {
 struct Report {
   std::vector<CaseResult> cases;  // sorted by name
   Counts interpreted, compiled;
+  bool compiled_ran = true;  // false with Options.compiled off: no compiled-path checks
   double interpreter_seconds = 0;
 };
 
@@ -66,7 +67,9 @@ inline constexpr char kCompiledSuffix[] = "@compiled";
 absl::StatusOr<std::map<std::string, std::string>> ReadExpectedFailures(const std::string& path);
 
 // Differences between a report and the expected-failure list: failures not
-// listed, and listed cases that now pass. Listed cases that were filtered out
+// listed (a case the interpreter passes but the compiled path does not run,
+// "<name>@compiled", counts as a failure of the compiled path), and listed
+// cases that now pass. Listed cases that were filtered out
 // or skipped are not differences.
 struct ExpectationCheck {
   std::vector<std::string> unexpected_failures;

@@ -84,5 +84,53 @@ TEST(PackageWriterTest, SameInputsGiveTheSameBytes) {
   EXPECT_NE(a.package.llvm_ir.find("kiln_group_0"), std::string::npos);
 }
 
+// Outputs no kernel computes: a constant, a graph input, and a computed value
+// listed twice. They refer to the buffers that already hold them.
+TEST(PackageWriterTest, PassThroughOutputsReadTheirBuffers) {
+  Graph g;
+  g.set_name("passthrough");
+  auto x = g.AddInput("x", TensorType::Static(DType::kFloat32, {2, 3}));
+  ASSERT_TRUE(x.ok());
+  auto c = g.AddConstant("c", Tensor::FromVector<int64_t>(DType::kInt64, {3}, {7, -1, 9}));
+  ASSERT_TRUE(c.ok());
+  auto y = g.AddValue("y", TensorType::Static(DType::kFloat32, {2, 3}));
+  ASSERT_TRUE(y.ok());
+  ASSERT_TRUE(g.AddNode("Relu", "relu", {*x}, {*y}).ok());
+  g.AddOutput(*c);
+  g.AddOutput(*x);
+  g.AddOutput(*y);
+  auto p = PartitionGraph(g);
+  ASSERT_TRUE(p.ok()) << p.status();
+  CpuTarget target = CpuTarget::Host();
+  std::vector<Workload> workloads;
+  std::vector<ScheduleConfig> configs;
+  for (const FusionGroup& group : p->groups) {
+    auto w = ExtractWorkload(g, group);
+    ASSERT_TRUE(w.ok()) << w.status();
+    configs.push_back(DefaultSchedule(*w->graph, target));
+    workloads.push_back(std::move(*w));
+  }
+  PackageOptions po;
+  po.model_name = "passthrough";
+  po.target = target;
+  auto bytes = WritePackage(g, *p, workloads, configs, po);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  auto pkg = runtime::Package::FromBytes(bytes->bytes);
+  ASSERT_TRUE(pkg.ok()) << pkg.status();
+  std::shared_ptr<const runtime::Package> shared(std::move(*pkg));
+  auto session = runtime::Session::Create(shared, nullptr);
+  ASSERT_TRUE(session.ok()) << session.status();
+  const std::vector<float> in = {-1, 2, -3, 4, -5, 6};
+  ASSERT_TRUE((*session)->SetInput("x", in.data(), in.size() * sizeof(float)).ok());
+  ASSERT_TRUE((*session)->Run().ok());
+  ASSERT_EQ((*session)->num_outputs(), 3);
+  const int64_t* cv = static_cast<const int64_t*>((*session)->OutputData(0));
+  EXPECT_EQ(std::vector<int64_t>(cv, cv + 3), (std::vector<int64_t>{7, -1, 9}));
+  const float* xv = static_cast<const float*>((*session)->OutputData(1));
+  EXPECT_EQ(std::vector<float>(xv, xv + 6), in);
+  const float* yv = static_cast<const float*>((*session)->OutputData(2));
+  EXPECT_EQ(std::vector<float>(yv, yv + 6), (std::vector<float>{0, 2, 0, 4, 0, 6}));
+}
+
 }  // namespace
 }  // namespace kiln
