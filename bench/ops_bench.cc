@@ -6,6 +6,13 @@
 // default); a case whose workload Kiln's back end does not compile prints n/a.
 //
 //   OMP_WAIT_POLICY=passive build/bench/kiln_bench_ops [--quick] [--repeat N]
+//       [--only WORD[,WORD...]] [--threads N] [--cpu-time] [--dump-ir DIR]
+//
+// --only: just the cases whose name contains one of the words (e.g.
+// "softmax,layernorm"); --threads N: that thread count only, not 1 then 2;
+// --cpu-time: process CPU time (threads summed) instead of wall time, to
+// compare code at one thread on a loaded machine; --dump-ir DIR: each case's
+// best kernel's optimized LLVM IR to DIR/<case>_t<threads>.ll.
 //
 // (passive: on a shared machine, spinning OpenMP workers that lose their core
 // otherwise leave oneDNN at 2 threads with multi-millisecond stalls.)
@@ -23,9 +30,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <random>
@@ -51,7 +60,17 @@ using kiln::Value;
 
 constexpr size_t kMaxSearched = 24;
 
+// --cpu-time: time is this process's CPU time (all threads summed) instead of
+// wall time; on a loaded machine it leaves out the time other processes had
+// the cores, so single-thread numbers stay comparable between runs.
+bool g_cpu_time = false;
+
 double Now() {
+  if (g_cpu_time) {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+  }
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
@@ -163,6 +182,7 @@ struct KilnResult {
   std::string config;
   size_t searched = 0, space = 0;
   std::string why;  // when !ok
+  std::string llvm_ir;  // the best kernel's optimized LLVM IR
 };
 
 // Searches the workload's schedule space at `pool`'s thread count; leaves the
@@ -202,6 +222,7 @@ KilnResult TuneKiln(const Graph& g, const std::vector<void*>& args, kiln::runtim
       best_s = s;
       best = std::move(*kernel);
       res.config = config.ToString();
+      res.llvm_ir = best->llvm_ir();
     }
   }
   if (!best) return res;
@@ -394,14 +415,31 @@ void PrintRow(const Row& r) {
 int main(int argc, char** argv) {
   bool quick = false;
   int repeats = 7;
+  std::vector<std::string> only;
+  std::string dump_dir;
+  std::vector<int> thread_counts = {1, 2};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
       repeats = 3;
     } else if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
       repeats = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--cpu-time") == 0) {
+      g_cpu_time = true;
+    } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      thread_counts = {std::max(1, std::atoi(argv[++i]))};
+    } else if (std::strcmp(argv[i], "--dump-ir") == 0 && i + 1 < argc) {
+      dump_dir = argv[++i];
+    } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      std::string list = argv[++i];
+      for (size_t start = 0; start <= list.size();) {
+        size_t end = list.find(',', start);
+        if (end == std::string::npos) end = list.size();
+        if (end > start) only.push_back(list.substr(start, end - start));
+        start = end + 1;
+      }
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--repeat N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--repeat N] [--only WORD[,WORD...]] [--threads N] [--cpu-time] [--dump-ir DIR]\n", argv[0]);
       return 2;
     }
   }
@@ -421,8 +459,30 @@ int main(int argc, char** argv) {
       {"pwconv 128x28x28->256 1x1", 1, 128, 28, 28, 256, 1, 1, 1, 0, 1},
   };
 
+  auto selected = [&](const std::string& name) {
+    if (only.empty()) return true;
+    for (const std::string& w : only) {
+      if (name.find(w) != std::string::npos) return true;
+    }
+    return false;
+  };
+
   std::vector<Row> rows;
-  for (int threads : {1, 2}) {
+  auto record = [&](const Row& r) {
+    PrintRow(r);
+    rows.push_back(r);
+    if (dump_dir.empty() || r.kiln.llvm_ir.empty()) return;
+    std::string file = r.name;
+    for (char& ch : file) {
+      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    }
+    file = dump_dir + "/" + file + "_t" + std::to_string(r.threads) + ".ll";
+    if (FILE* f = std::fopen(file.c_str(), "w")) {
+      std::fputs(r.kiln.llvm_ir.c_str(), f);
+      std::fclose(f);
+    }
+  };
+  for (int threads : thread_counts) {
     kiln::runtime::ThreadPool pool(threads);
     omp_set_num_threads(threads);
     double triad = TriadBytesPerSecond(kChain, threads, repeats);
@@ -432,6 +492,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
 
     for (const ConvCase& c : convs) {
+      if (!selected(c.name)) continue;
       Row r;
       r.name = c.name;
       r.threads = threads;
@@ -449,11 +510,10 @@ int main(int argc, char** argv) {
       r.extra_s = OneDnnConv(c, x, w, bias, y_blocked, /*plain=*/false, repeats);
       if (r.kiln.ok) r.err = MaxRelDiff(y_kiln, y_peer);
 #endif
-      PrintRow(r);
-      rows.push_back(r);
+      record(r);
     }
 
-    {  // Fused elementwise chain vs triad.
+    if (selected("hardswish")) {  // Fused elementwise chain vs triad.
       Row r;
       r.name = "hardswish(x*a+b)+r 16M";
       if (quick) r.name = "hardswish(x*a+b)+r 4M";
@@ -474,11 +534,10 @@ int main(int argc, char** argv) {
         }
         r.err = MaxRelDiff(y, want);
       }
-      PrintRow(r);
-      rows.push_back(r);
+      record(r);
     }
 
-    {  // Softmax over the last axis.
+    if (selected("softmax")) {  // Softmax over the last axis.
       Row r;
       r.name = "softmax 512x768";
       r.threads = threads;
@@ -492,11 +551,10 @@ int main(int argc, char** argv) {
       r.peer_s = OneDnnSoftmax(kRows, kCols, x, y_peer, repeats);
       if (r.kiln.ok) r.err = MaxRelDiff(y_kiln, y_peer);
 #endif
-      PrintRow(r);
-      rows.push_back(r);
+      record(r);
     }
 
-    {  // Layer normalization over the last axis, with scale and shift.
+    if (selected("layernorm")) {  // Layer normalization over the last axis, with scale and shift.
       Row r;
       r.name = "layernorm 512x768";
       r.threads = threads;
@@ -511,8 +569,7 @@ int main(int argc, char** argv) {
       r.peer_s = OneDnnLayerNorm(kRows, kCols, kEps, x, scale, shift, y_peer, repeats);
       if (r.kiln.ok) r.err = MaxRelDiff(y_kiln, y_peer);
 #endif
-      PrintRow(r);
-      rows.push_back(r);
+      record(r);
     }
   }
 

@@ -1,10 +1,10 @@
 // Emits one workload's kernel as an LLVM function with Kiln's kernel ABI:
 //   extern "C" void SYMBOL(void* const* args, int64_t task_begin, int64_t task_end)
-// args: the workload's inputs then outputs (dense row-major float*). The kernel
-// computes tasks [task_begin, task_end) of [0, num_tasks); tasks write disjoint
-// output regions. Elementwise: a task is a chunk of the flattened output;
-// MatMul/Gemm: a task is (batch, block of rows, block of columns) (TileMatMul).
-// Shared by jit and object_emitter.
+// args: the workload's inputs then outputs (dense row-major arrays of their
+// dtypes). The kernel computes tasks [task_begin, task_end) of [0, num_tasks);
+// tasks write disjoint output regions. Every kind lowers through the loop IR
+// (compiler_core/loop_ir); MatMul/Gemm: a task is (batch, block of rows, block
+// of columns) (TileMatMul). Shared by jit and object_emitter.
 #pragma once
 
 #include <cstdint>

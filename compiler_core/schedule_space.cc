@@ -37,29 +37,6 @@ std::vector<int64_t> Useful(const std::vector<int64_t>& candidates, int64_t unit
   return out;
 }
 
-std::vector<ScheduleConfig> EnumerateElementwise(const ElementwiseSpec& s, const CpuTarget& target) {
-  std::vector<int64_t> vws;
-  for (int64_t vw : {1, 4, 8, 16}) {
-    if (vw <= target.FloatLanes()) vws.push_back(vw);
-  }
-  int64_t inner = s.dims.back();
-  vws = Useful(vws, 1, inner);
-  std::vector<int64_t> chunks = Useful({4096, 16384}, 1, s.num_elements);
-  std::vector<ScheduleConfig> out;
-  for (int64_t vw : vws) {
-    for (int64_t unroll : Useful({1, 2, 4}, vw, inner)) {
-      for (int64_t chunk : chunks) {
-        ScheduleConfig c;
-        c.Set("vw", vw);
-        c.Set("unroll", unroll);
-        c.Set("chunk", chunk);
-        out.push_back(c);
-      }
-    }
-  }
-  return out;
-}
-
 int64_t CeilDiv(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
 
 // The register-block grid (mr x nr x ku), without blocking knobs.
@@ -181,76 +158,78 @@ absl::StatusOr<ScheduleConfig> ScheduleConfig::Parse(const std::string& text) {
   return c;
 }
 
+// The matmul spec of a MatMul/Gemm workload; an error for every other one
+// (elementwise DAGs included: they lower through the loop IR).
+absl::StatusOr<KernelSpec> MatMulWorkload(const Graph& workload) {
+  ASSIGN_OR_RETURN(KernelSpec spec, AnalyzeWorkload(workload));
+  if (spec.kind != KernelSpec::Kind::kMatMul) return absl::UnimplementedError("not a matmul workload");
+  return spec;
+}
+
 std::string WorkloadKind(const Graph& workload) {
-  absl::StatusOr<KernelSpec> spec = AnalyzeWorkload(workload);
+  absl::StatusOr<KernelSpec> spec = MatMulWorkload(workload);
   if (!spec.ok()) {
     const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(workload);
     return l != nullptr ? l->kind : "unsupported";
   }
-  return spec->kind == KernelSpec::Kind::kMatMul ? "matmul" : "elementwise";
+  return "matmul";
 }
 
 bool CanCompile(const Graph& workload) {
-  return AnalyzeWorkload(workload).ok() || loop_ir::FindLowering(workload) != nullptr;
+  return MatMulWorkload(workload).ok() || loop_ir::FindLowering(workload) != nullptr;
 }
 
 std::vector<ScheduleConfig> EnumerateSchedules(const Graph& workload, const CpuTarget& target) {
-  absl::StatusOr<KernelSpec> spec = AnalyzeWorkload(workload);
+  absl::StatusOr<KernelSpec> spec = MatMulWorkload(workload);
   if (!spec.ok()) {
     const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(workload);
     return l != nullptr ? l->enumerate(workload, target) : std::vector<ScheduleConfig>{};
   }
-  if (spec->kind == KernelSpec::Kind::kMatMul) return EnumerateMatMul(spec->matmul, target);
-  return EnumerateElementwise(spec->elementwise, target);
+  return EnumerateMatMul(spec->matmul, target);
 }
 
 ScheduleConfig DefaultSchedule(const Graph& workload, const CpuTarget& target) {
-  absl::StatusOr<KernelSpec> spec = AnalyzeWorkload(workload);
+  absl::StatusOr<KernelSpec> spec = MatMulWorkload(workload);
   if (!spec.ok()) {
     const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(workload);
     return l != nullptr ? l->default_schedule(workload, target) : ScheduleConfig{};
   }
+  const MatMulSpec& s = spec->matmul;
   ScheduleConfig want;
-  if (spec->kind == KernelSpec::Kind::kMatMul) {
-    const MatMulSpec& s = spec->matmul;
-    want.Set("mr", 6);
-    want.Set("nr", 2);
-    want.Set("ku", 4);
-    ScheduleConfig reg = Closest(MatMulRegisterBlocks(s, target), want);
-    ScheduleConfig blocked = reg;
-    if (WantsPacking(s)) {
-      blocked = PackedVariant(s, reg, std::min<int64_t>(256, Useful({128, 256}, 1, s.k).back()),
-                              s.m > 128 ? 128 : 0, target);
-    } else if (s.m <= 8 && s.n > 256) {
-      blocked.Set("nc", 256);
-    }
-    std::vector<ScheduleConfig> space = EnumerateMatMul(s, target);
-    return std::find(space.begin(), space.end(), blocked) != space.end() ? blocked : reg;
+  want.Set("mr", 6);
+  want.Set("nr", 2);
+  want.Set("ku", 4);
+  ScheduleConfig reg = Closest(MatMulRegisterBlocks(s, target), want);
+  ScheduleConfig blocked = reg;
+  if (WantsPacking(s)) {
+    blocked = PackedVariant(s, reg, std::min<int64_t>(256, Useful({128, 256}, 1, s.k).back()),
+                            s.m > 128 ? 128 : 0, target);
+  } else if (s.m <= 8 && s.n > 256) {
+    blocked.Set("nc", 256);
   }
-  want.Set("vw", target.FloatLanes());
-  want.Set("unroll", 2);
-  want.Set("chunk", 16384);
-  return Closest(EnumerateElementwise(spec->elementwise, target), want);
+  std::vector<ScheduleConfig> space = EnumerateMatMul(s, target);
+  return std::find(space.begin(), space.end(), blocked) != space.end() ? blocked : reg;
 }
 
 absl::Status ValidateSchedule(const Graph& workload, const ScheduleConfig& config,
                               const CpuTarget& target) {
-  absl::StatusOr<KernelSpec> analyzed = AnalyzeWorkload(workload);
+  absl::StatusOr<KernelSpec> analyzed = MatMulWorkload(workload);
   if (!analyzed.ok()) {
-    if (const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(workload)) {
+    absl::Status why;
+    if (const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(workload, &why)) {
       return l->validate(workload, config, target);
     }
-    return analyzed.status();
+    absl::Status direct = AnalyzeWorkload(workload).status();
+    return direct.ok() ? why : direct;
   }
   const KernelSpec& spec = *analyzed;
   struct Range { const char* key; int64_t lo, hi; };
-  std::vector<Range> ranges;
-  if (spec.kind == KernelSpec::Kind::kMatMul) {
-    ranges = {{"mr", 1, 8}, {"nr", 1, 4},         {"ku", 1, 8},
-              {"mc", 0, int64_t{1} << 30}, {"nc", 0, int64_t{1} << 30}, {"kc", 0, int64_t{1} << 20}};
-  } else {
-    ranges = {{"vw", 1, target.FloatLanes()}, {"unroll", 1, 8}, {"chunk", 1, int64_t{1} << 30}};
-  }
+  const std::vector<Range> ranges = {{"mr", 1, 8},
+                                     {"nr", 1, 4},
+                                     {"ku", 1, 8},
+                                     {"mc", 0, int64_t{1} << 30},
+                                     {"nc", 0, int64_t{1} << 30},
+                                     {"kc", 0, int64_t{1} << 20}};
   for (const auto& [k, v] : config.knobs) {
     auto it = std::find_if(ranges.begin(), ranges.end(), [&](const Range& r) { return k == r.key; });
     if (it == ranges.end()) {
@@ -259,20 +238,17 @@ absl::Status ValidateSchedule(const Graph& workload, const ScheduleConfig& confi
                                                      spec.op_type, ")"));
     }
     bool ok = v >= it->lo && v <= it->hi;
-    if (k == "vw") ok = ok && (v & (v - 1)) == 0;
     if (!ok) {
       return absl::InvalidArgumentError(absl::StrCat("schedule ", config.ToString(), ": knob ", k, "=",
                                                      v, " out of range for target ", target.Key()));
     }
   }
-  if (spec.kind == KernelSpec::Kind::kMatMul) {
-    MatMulTiling t = TileMatMul(spec.matmul, config, target);
-    if (t.pack_floats * 4 > kMaxPackedBytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "schedule ", config.ToString(), ": packed B block of kc=", t.kc, " x ", t.cols_per_task,
-          " columns needs ", t.pack_floats * 4, " bytes, more than ", kMaxPackedBytes, " (node ",
-          spec.node_name, ")"));
-    }
+  MatMulTiling t = TileMatMul(spec.matmul, config, target);
+  if (t.pack_floats * 4 > kMaxPackedBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "schedule ", config.ToString(), ": packed B block of kc=", t.kc, " x ", t.cols_per_task,
+        " columns needs ", t.pack_floats * 4, " bytes, more than ", kMaxPackedBytes, " (node ",
+        spec.node_name, ")"));
   }
   return absl::OkStatus();
 }

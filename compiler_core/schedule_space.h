@@ -15,21 +15,19 @@
 
 namespace kiln {
 
-// Bump when the meaning of a config of the direct emitters (elementwise,
-// matmul) changes.
-inline constexpr int kDirectScheduleVersion = 1;
+// Bump when the meaning of a matmul config (the knobs below) changes. 2:
+// elementwise DAGs left this space for the loop IR's (vw, tasks).
+inline constexpr int kDirectScheduleVersion = 2;
 // Mirrors loop_ir::kLoopIrScheduleVersion (compiler_core/loop_ir/lower.h, which
 // static_asserts that they agree).
-inline constexpr int kLoopIrSpaceVersion = 1;
+inline constexpr int kLoopIrSpaceVersion = 2;
 // The version every tuning record is filed under and every measurement task
 // carries: it changes whenever any schedule space changes, so a record of an
 // older space misses instead of steering the new code generator.
 inline constexpr int kScheduleSpaceVersion = kDirectScheduleVersion * 1000 + kLoopIrSpaceVersion;
 
-// Knobs, by kind of workload:
-//   elementwise: vw     floats per vector (1 = scalar code), <= target lanes
-//                unroll vectors (or scalars) per loop iteration
-//                chunk  output elements per task
+// Knobs of the matmul space (the other kinds' knobs are documented with their
+// lowering in compiler_core/loop_ir/lower*.h):
 //   matmul:      mr     rows of the register block
 //                nr     vectors (of target lanes floats) of the register block
 //                ku     unroll of the reduction loop
@@ -76,12 +74,13 @@ struct MatMulTiling {
 };
 MatMulTiling TileMatMul(const MatMulSpec& spec, const ScheduleConfig& config, const CpuTarget& target);
 
-// "elementwise": a DAG of fusible elementwise operators (Add, Sub, Mul, Div,
-// Max, Min, Relu, Sigmoid, Neg, Abs, Sqrt, Exp, Tanh, Erf, Reciprocal, Clip,
-// LeakyRelu, HardSigmoid, HardSwish, Gelu) whose outputs all have one shape;
-// "matmul": one MatMul/Gemm over workload inputs followed by such a DAG (the
-// epilogue), every output of the anchor's shape; "unsupported" otherwise
-// (other operators, non-f32 or dynamic shapes, a malformed workload).
+// "matmul": one f32 MatMul/Gemm over workload inputs followed by a DAG of
+// fusible elementwise operators (the epilogue), every output of the anchor's
+// shape; otherwise the kind of the loop-IR lowering that takes the workload
+// ("data_movement" for elementwise DAGs with or without data movement,
+// "reduction", "conv", "conv_transpose", "pool", "index", "resize", "topk");
+// "unsupported" when none does (operators no lowering takes, dynamic shapes,
+// a malformed workload).
 std::string WorkloadKind(const Graph& workload);
 
 // True exactly when the CPU back end compiles the workload (WorkloadKind is

@@ -27,40 +27,50 @@ Type* IntLike(llvm::IRBuilderBase& b, Type* t) {
   return b.getInt32Ty();
 }
 
-}  // namespace
+// a * b + c, fused where the target has FMA.
+Value* MulAdd(llvm::IRBuilderBase& b, Value* x, Value* y, Value* z) {
+  return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {x, y, z});
+}
 
-// exp(x) for x <= 88.72 (the largest finite result), Cephes-style: x = n ln2
-// + r, |r| <= ln2/2, degree-6 polynomial, scaling by 2^n in two steps so
-// results down to the denormal range are right. NaN in gives an unspecified
-// value: callers select NaN back. No libm calls: vectorizes and links
-// standalone.
-Value* ExpNonPositive(llvm::IRBuilderBase& b, Value* x) {
+// exp(x) for x in [lo, hi] after clamping (NaN passes through the clamps and
+// the arithmetic, so NaN in gives NaN out). Cephes-style: x = n ln2 + r,
+// |r| <= ln2/2, n = round(x / ln2) by the 1.5 * 2^23 magic-number trick (no
+// float <-> int conversion: n is read from the sum's low mantissa bits), a
+// degree-6 polynomial in Horner form (fused multiply-adds), then scaling by
+// 2^n in two steps (2^(n/2) twice) so results down to the denormal range
+// are right and n up to 128 overflows to +inf. x <= -103.98 gives 0
+// (2^-150 rounds to 0), exp(-inf) = 0 exactly.
+Value* ExpClamped(llvm::IRBuilderBase& b, Value* x, double hi) {
   Type* t = x->getType();
   Type* it = IntLike(b, t);
+  auto ic = [&](int64_t v) { return llvm::ConstantInt::get(it, v); };
   Value* lo = F32(b, t, -103.972084045410);
   x = b.CreateSelect(b.CreateFCmpOLT(x, lo), lo, x);
-  Value* v = b.CreateFAdd(b.CreateFMul(x, F32(b, t, 1.44269504088896341)), F32(b, t, 0.5));
-  Value* tr = b.CreateSIToFP(b.CreateFPToSI(v, it), t);
-  Value* fx = b.CreateFSub(tr, b.CreateSelect(b.CreateFCmpOGT(tr, v), F32(b, t, 1.0), F32(b, t, 0.0)));
-  Value* r = b.CreateFSub(x, b.CreateFMul(fx, F32(b, t, 0.693359375)));
-  r = b.CreateFSub(r, b.CreateFMul(fx, F32(b, t, -2.12194440e-4)));
-  Value* z = b.CreateFMul(r, r);
-  Value* p = F32(b, t, 1.9875691500E-4);
-  for (double c : {1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1,
-                   5.0000001201E-1}) {
-    p = b.CreateFAdd(b.CreateFMul(p, r), F32(b, t, c));
+  if (hi < HUGE_VAL) {
+    Value* h = F32(b, t, hi);
+    x = b.CreateSelect(b.CreateFCmpOGT(x, h), h, x);
   }
-  Value* y = b.CreateFAdd(b.CreateFAdd(b.CreateFMul(p, z), r), F32(b, t, 1.0));
-  Value* n = b.CreateFPToSI(fx, it);  // in [-150, 0]
-  Value* n1 = b.CreateAShr(n, llvm::ConstantInt::get(it, 1));
+  const double kMagic = 12582912.0;  // 1.5 * 2^23: adding it rounds to an integer
+  Value* v = MulAdd(b, x, F32(b, t, 1.44269504088896341), F32(b, t, kMagic));
+  Value* fx = b.CreateFSub(v, F32(b, t, kMagic));
+  Value* n = b.CreateSub(b.CreateBitCast(v, it), ic(0x4b400000));  // in [-150, 129]
+  Value* r = MulAdd(b, fx, F32(b, t, -0.693359375), x);
+  r = MulAdd(b, fx, F32(b, t, 2.12194440e-4), r);
+  Value* p = F32(b, t, 1.9875691500E-4);
+  for (double c : {1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1, 1.0,
+                   1.0}) {
+    p = MulAdd(b, p, r, F32(b, t, c));
+  }
+  Value* n1 = b.CreateAShr(n, ic(1));
   Value* n2 = b.CreateSub(n, n1);
-  auto pow2 = [&](Value* k) {
-    Value* bits = b.CreateShl(b.CreateAdd(k, llvm::ConstantInt::get(it, 127)),
-                               llvm::ConstantInt::get(it, 23));
-    return b.CreateBitCast(bits, t);
-  };
-  return b.CreateFMul(b.CreateFMul(y, pow2(n1)), pow2(n2));
+  auto pow2 = [&](Value* k) { return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, ic(127)), ic(23)), t); };
+  return b.CreateFMul(b.CreateFMul(p, pow2(n1)), pow2(n2));
 }
+
+}  // namespace
+
+// exp for x <= 88.72 (see ExpClamped); NaN in gives NaN out.
+Value* ExpNonPositive(llvm::IRBuilderBase& b, Value* x) { return ExpClamped(b, x, HUGE_VAL); }
 
 Value* Sigmoid(llvm::IRBuilderBase& b, Value* x) {
   Type* t = x->getType();
@@ -74,14 +84,9 @@ Value* Sigmoid(llvm::IRBuilderBase& b, Value* x) {
 }
 
 
-// exp on the whole line: +inf above 88.72, 0 far below, NaN kept.
-Value* Exp(llvm::IRBuilderBase& b, Value* x) {
-  Type* t = x->getType();
-  Value* hi = F32(b, t, 88.7228355);
-  Value* e = ExpNonPositive(b, b.CreateSelect(b.CreateFCmpOGT(x, hi), hi, x));
-  e = b.CreateSelect(b.CreateFCmpOGT(x, hi), F32(b, t, HUGE_VAL), e);
-  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, e);
-}
+// exp on the whole line: +inf above 88.72 (the clamp at 89 still overflows
+// to +inf in the scaling), 0 far below, NaN kept.
+Value* Exp(llvm::IRBuilderBase& b, Value* x) { return ExpClamped(b, x, 89.0); }
 
 // Cephes tanhf: odd polynomial below |x| = 0.625, else (1 - e) / (1 + e) with
 // e = exp(-2|x|) and the sign of x. ~2e-7 relative.

@@ -33,7 +33,21 @@ double FlopsOf(const Node& n) {
 bool IsStructuralConstant(const Value* v) {
   if (!v || !v->is_constant()) return false;
   DType t = v->constant().dtype();
-  return (t == DType::kInt64 || t == DType::kInt32) && v->constant().num_elements() <= 64;
+  int64_t n = v->constant().num_elements();
+  if ((t == DType::kInt64 || t == DType::kInt32) && n <= 64) return true;
+  // Resize's roi and scales (they decide the kernel's index tables) and Pad's
+  // constant value: two nodes that differ only there are different workloads.
+  if (n > 16 || v->users().empty()) return false;
+  for (const Node* u : v->users()) {
+    bool resize = u->op_type() == "Resize" || u->op_type() == "Upsample";
+    bool pad = u->op_type() == "Pad";
+    if (!resize && !pad) return false;
+    for (size_t i = 0; i < u->inputs().size(); ++i) {
+      if (u->inputs()[i] != v) continue;
+      if (i == 0 || (pad && i != 2) || (resize && t != DType::kFloat32)) return false;
+    }
+  }
+  return true;
 }
 
 absl::StatusOr<Workload> ExtractWorkload(const Graph& graph, const FusionGroup& group) {

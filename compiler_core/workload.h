@@ -14,8 +14,8 @@
 
 namespace kiln {
 
-// A small integer constant (a shape, axes, starts, pads, ...): structure, not
-// data. Fusion groups do not list it among their inputs; the workload keeps it
+// A small integer constant (a shape, axes, starts, pads, ...), the f32 roi
+// and scales of a Resize, or Pad's constant value: structure, not data. Fusion groups do not list it among their inputs; the workload keeps it
 // as a constant and its values enter the canonical text and the key.
 bool IsStructuralConstant(const Value* v);
 

@@ -87,6 +87,9 @@ double ElementAt(const Tensor& t, int64_t i) {
     case DType::kInt32: return t.data<int32_t>()[i];
     case DType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
     case DType::kUInt8: return t.data<uint8_t>()[i];
+    case DType::kUInt16: return t.data<uint16_t>()[i];
+    case DType::kUInt32: return t.data<uint32_t>()[i];
+    case DType::kUInt64: return static_cast<double>(t.data<uint64_t>()[i]);
     case DType::kBool: return t.data<uint8_t>()[i] ? 1.0 : 0.0;
     case DType::kUnknown: break;
   }
@@ -107,6 +110,9 @@ void FillRandom(Tensor* t, SplitMix64* rng) {
       case DType::kInt32: t->data<int32_t>()[i] = static_cast<int32_t>(rng->Next() % 4); break;
       case DType::kInt64: t->data<int64_t>()[i] = static_cast<int64_t>(rng->Next() % 4); break;
       case DType::kUInt8: t->data<uint8_t>()[i] = static_cast<uint8_t>(rng->Next() % 4); break;
+      case DType::kUInt16: t->data<uint16_t>()[i] = static_cast<uint16_t>(rng->Next() % 4); break;
+      case DType::kUInt32: t->data<uint32_t>()[i] = static_cast<uint32_t>(rng->Next() % 4); break;
+      case DType::kUInt64: t->data<uint64_t>()[i] = rng->Next() % 4; break;
       case DType::kBool: t->data<uint8_t>()[i] = static_cast<uint8_t>(rng->Next() & 1); break;
       case DType::kUnknown: break;
     }

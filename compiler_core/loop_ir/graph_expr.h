@@ -30,7 +30,8 @@ class GraphExpr {
   void Bind(const Value* v, Buffer b) { bound_[v] = std::move(b); }
   bool IsBound(const Value* v) const { return bound_.count(v) > 0; }
 
-  // The value at a multi-dimensional index (one expression per dim of v).
+  // The value at a multi-dimensional index (one expression per dim of v), of
+  // type ComputeTypeOf(v's dtype) (Cast to the buffer's dtype to store it).
   // UNIMPLEMENTED for a producer that is neither inlinable nor bound.
   absl::StatusOr<Expr> At(const Value* v, const std::vector<Expr>& index);
 
@@ -47,6 +48,12 @@ class GraphExpr {
 
 // Static dims of a value (its type must be static).
 std::vector<int64_t> DimsOf(const Value* v);
+
+// The loop-IR type of a Kiln dtype (kUnknown -> f32), and the type values of
+// that dtype are computed in: f16 is computed in f32 (rounded to f16 after
+// every node, as the interpreter does), everything else in itself.
+ScalarType ScalarTypeOf(DType t);
+ScalarType ComputeTypeOf(DType t);
 
 }  // namespace kiln::loop_ir
 

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/llvm_pipeline.h"
+#include "compiler_core/loop_ir/math_functions.h"
 #include "compiler_core/status_macros.h"
 #include "compiler_core/vector_math.h"
 #include "llvm/IR/Constants.h"
@@ -71,13 +72,90 @@ class Lowerer {
 
  private:
   Value* I64(int64_t v) { return llvm::ConstantInt::get(i64_, v, true); }
+  // Register type of a value of type `t` (f16 values live widened in f32).
   Type* ScalarTy(ScalarType t) {
     switch (t) {
       case ScalarType::kF32: return f32_;
       case ScalarType::kI64: return i64_;
       case ScalarType::kBool: return i1_;
+      case ScalarType::kF64: return Type::getDoubleTy(ctx_);
+      case ScalarType::kF16: return f32_;
+      case ScalarType::kI8:
+      case ScalarType::kU8: return Type::getInt8Ty(ctx_);
+      case ScalarType::kI16:
+      case ScalarType::kU16: return Type::getInt16Ty(ctx_);
+      case ScalarType::kI32:
+      case ScalarType::kU32: return Type::getInt32Ty(ctx_);
+      case ScalarType::kU64: return i64_;
     }
     return f32_;
+  }
+  // In-memory element type: bool is a byte, f16 its 16 bits.
+  Type* MemTy(ScalarType t) {
+    if (t == ScalarType::kBool) return Type::getInt8Ty(ctx_);
+    if (t == ScalarType::kF16) return Type::getInt16Ty(ctx_);
+    return ScalarTy(t);
+  }
+  llvm::Align AlignOf(ScalarType t) { return llvm::Align(ScalarTypeBytes(t)); }
+  Type* Like(Type* t, Value* v) { return IsVec(v) ? VecTy(t) : t; }
+  // Memory bits -> register value.
+  Value* FromMem(Value* m, ScalarType t) {
+    if (t == ScalarType::kBool) return b_.CreateICmpNE(m, llvm::Constant::getNullValue(m->getType()));
+    if (t == ScalarType::kF16) return math::HalfToFloat(b_, m);
+    return m;
+  }
+  Value* ToMem(Value* v, ScalarType t) {
+    if (t == ScalarType::kBool) return b_.CreateZExt(v, Like(MemTy(t), v));
+    if (t == ScalarType::kF16) return math::FloatToHalf(b_, v);
+    return v;
+  }
+  // ONNX Cast between any two scalar types (see ExprKind::kCast).
+  Value* CastValue(Value* v, ScalarType from, ScalarType to) {
+    if (from == ScalarType::kF16) from = ScalarType::kF32;
+    if (from == to) return v;
+    Type* tt = Like(ScalarTy(to), v);
+    if (to == ScalarType::kBool) {
+      if (IsFloat(from)) return b_.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
+      return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+    }
+    if (to == ScalarType::kF16) {
+      Value* f = CastValue(v, from, ScalarType::kF32);
+      return math::HalfToFloat(b_, math::FloatToHalf(b_, f));
+    }
+    if (from == ScalarType::kBool) return IsFloat(to) ? b_.CreateUIToFP(v, tt) : b_.CreateZExt(v, tt);
+    if (IsFloat(from) && IsFloat(to)) return IsFloatBits(to, 64) ? b_.CreateFPExt(v, tt) : b_.CreateFPTrunc(v, tt);
+    if (IsFloat(from)) {
+      return b_.CreateIntrinsic(IsSigned(to) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat,
+                                {tt, v->getType()}, {v});
+    }
+    if (IsFloat(to)) return IsSigned(from) ? b_.CreateSIToFP(v, tt) : b_.CreateUIToFP(v, tt);
+    unsigned fb = v->getType()->getScalarSizeInBits(), tb = tt->getScalarSizeInBits();
+    if (tb < fb) return b_.CreateTrunc(v, tt);
+    if (tb == fb) return v;
+    return IsSigned(from) ? b_.CreateSExt(v, tt) : b_.CreateZExt(v, tt);
+  }
+  static bool IsFloatBits(ScalarType t, int bits) { return bits == 64 ? t == ScalarType::kF64 : t != ScalarType::kF64; }
+  // Integer a / b or a % b with C semantics that never trap: b == 0 divides by
+  // 1 (an unspecified result), INT_MIN / -1 wraps, x % -1 is 0.
+  Value* IntDivRem(Value* a, Value* b, bool is_signed, bool rem) {
+    Value* zero = llvm::Constant::getNullValue(b->getType());
+    Value* one = llvm::ConstantInt::get(b->getType(), 1);
+    Value* bad = b_.CreateICmpEQ(b, zero);
+    Value* minus1 = nullptr;
+    if (is_signed) {
+      minus1 = b_.CreateICmpEQ(b, llvm::Constant::getAllOnesValue(b->getType()));
+      bad = b_.CreateOr(bad, minus1);
+    }
+    Value* d = b_.CreateSelect(bad, one, b);
+    Value* r = rem ? (is_signed ? b_.CreateSRem(a, d) : b_.CreateURem(a, d))
+                   : (is_signed ? b_.CreateSDiv(a, d) : b_.CreateUDiv(a, d));
+    if (minus1 != nullptr) r = b_.CreateSelect(minus1, rem ? zero : b_.CreateSub(zero, a), r);
+    return r;
+  }
+  // A unary f32 math function applied to an f32 or f64 value (f64 through f32).
+  Value* ViaF32(Value* x, const std::function<Value*(Value*)>& f) {
+    if (x->getType()->getScalarType()->isFloatTy()) return f(x);
+    return b_.CreateFPExt(f(b_.CreateFPTrunc(x, Like(f32_, x))), x->getType());
   }
   bool IsVec(Value* v) { return llvm::isa<llvm::FixedVectorType>(v->getType()); }
   Value* Splat(Value* v) { return IsVec(v) || lanes_ == 1 ? v : b_.CreateVectorSplat(lanes_, v); }
@@ -170,10 +248,21 @@ class Lowerer {
 
   Value* Mask() { return mask_ ? mask_ : llvm::Constant::getAllOnesValue(VecTy(i1_)); }
 
+  // Expressions are DAGs (graph inlining shares subtrees): each node lowers
+  // once per statement.
   absl::StatusOr<Value*> LowerExpr(const Expr& e) {
+    if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
+    absl::StatusOr<Value*> v = LowerExprUncached(e);
+    if (v.ok()) memo_[e.get()] = *v;
+    return v;
+  }
+
+  absl::StatusOr<Value*> LowerExprUncached(const Expr& e) {
     switch (e->kind) {
-      case ExprKind::kIntImm: return I64(e->int_value);
-      case ExprKind::kFloatImm: return llvm::ConstantFP::get(f32_, e->float_value);
+      case ExprKind::kIntImm:
+        if (e->type == ScalarType::kI64) return I64(e->int_value);
+        return llvm::ConstantInt::get(ScalarTy(e->type), static_cast<uint64_t>(e->int_value), IsSigned(e->type));
+      case ExprKind::kFloatImm: return llvm::ConstantFP::get(ScalarTy(e->type), e->float_value);
       case ExprKind::kVar: {
         auto it = vars_.find(e->name);
         if (it == vars_.end()) return absl::InvalidArgumentError(absl::StrCat("variable ", e->name, " is undefined"));
@@ -192,52 +281,64 @@ class Lowerer {
     if (any_vec) {
       for (Value*& v : a) v = Splat(v);
     }
-    bool fp = !a.empty() && a.back()->getType()->getScalarType()->isFloatTy();
+    ScalarType at = e->args.empty() ? e->type : e->args.back()->type;
+    bool fp = !a.empty() && a.back()->getType()->getScalarType()->isFloatingPointTy();
+    bool sg = IsSigned(at);
     switch (e->kind) {
       case ExprKind::kAdd: return fp ? b_.CreateFAdd(a[0], a[1]) : b_.CreateAdd(a[0], a[1]);
       case ExprKind::kSub: return fp ? b_.CreateFSub(a[0], a[1]) : b_.CreateSub(a[0], a[1]);
       case ExprKind::kMul: return fp ? b_.CreateFMul(a[0], a[1]) : b_.CreateMul(a[0], a[1]);
-      case ExprKind::kDiv: return fp ? b_.CreateFDiv(a[0], a[1]) : b_.CreateSDiv(a[0], a[1]);
-      case ExprKind::kMod: return b_.CreateSRem(a[0], a[1]);
+      case ExprKind::kDiv: return fp ? b_.CreateFDiv(a[0], a[1]) : IntDivRem(a[0], a[1], sg, false);
+      case ExprKind::kMod: return fp ? math::Fmod(b_, a[0], a[1]) : IntDivRem(a[0], a[1], sg, true);
       case ExprKind::kMin:
-        return fp ? MaxMin(a[0], a[1], false) : b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, a[0], a[1]);
+        return fp ? MaxMin(a[0], a[1], false)
+                  : b_.CreateBinaryIntrinsic(sg ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, a[0], a[1]);
       case ExprKind::kMax:
-        return fp ? MaxMin(a[0], a[1], true) : b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, a[0], a[1]);
-      case ExprKind::kLt: return fp ? b_.CreateFCmpOLT(a[0], a[1]) : b_.CreateICmpSLT(a[0], a[1]);
-      case ExprKind::kLe: return fp ? b_.CreateFCmpOLE(a[0], a[1]) : b_.CreateICmpSLE(a[0], a[1]);
-      case ExprKind::kGt: return fp ? b_.CreateFCmpOGT(a[0], a[1]) : b_.CreateICmpSGT(a[0], a[1]);
-      case ExprKind::kGe: return fp ? b_.CreateFCmpOGE(a[0], a[1]) : b_.CreateICmpSGE(a[0], a[1]);
+        return fp ? MaxMin(a[0], a[1], true)
+                  : b_.CreateBinaryIntrinsic(sg ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, a[0], a[1]);
+      case ExprKind::kLt:
+        return fp ? b_.CreateFCmpOLT(a[0], a[1]) : sg ? b_.CreateICmpSLT(a[0], a[1]) : b_.CreateICmpULT(a[0], a[1]);
+      case ExprKind::kLe:
+        return fp ? b_.CreateFCmpOLE(a[0], a[1]) : sg ? b_.CreateICmpSLE(a[0], a[1]) : b_.CreateICmpULE(a[0], a[1]);
+      case ExprKind::kGt:
+        return fp ? b_.CreateFCmpOGT(a[0], a[1]) : sg ? b_.CreateICmpSGT(a[0], a[1]) : b_.CreateICmpUGT(a[0], a[1]);
+      case ExprKind::kGe:
+        return fp ? b_.CreateFCmpOGE(a[0], a[1]) : sg ? b_.CreateICmpSGE(a[0], a[1]) : b_.CreateICmpUGE(a[0], a[1]);
       case ExprKind::kEq: return fp ? b_.CreateFCmpOEQ(a[0], a[1]) : b_.CreateICmpEQ(a[0], a[1]);
       case ExprKind::kNe: return fp ? b_.CreateFCmpUNE(a[0], a[1]) : b_.CreateICmpNE(a[0], a[1]);
       case ExprKind::kAnd: return b_.CreateAnd(a[0], a[1]);
       case ExprKind::kOr: return b_.CreateOr(a[0], a[1]);
       case ExprKind::kNot: return b_.CreateNot(a[0]);
       case ExprKind::kSelect: return b_.CreateSelect(a[0], a[1], a[2]);
-      case ExprKind::kCast: {
-        Type* from = a[0]->getType()->getScalarType();
-        Type* to = ScalarTy(e->type);
-        if (IsVec(a[0])) to = VecTy(to);
-        if (from->isFloatTy()) {
-          if (e->type == ScalarType::kI64) return b_.CreateFPToSI(a[0], to);
-          return b_.CreateFCmpUNE(a[0], llvm::ConstantFP::get(a[0]->getType(), 0.0));
-        }
-        if (from->isIntegerTy(1)) {
-          return e->type == ScalarType::kF32 ? b_.CreateUIToFP(a[0], to) : b_.CreateZExt(a[0], to);
-        }
-        if (e->type == ScalarType::kF32) return b_.CreateSIToFP(a[0], to);
-        return b_.CreateICmpNE(a[0], llvm::ConstantInt::get(a[0]->getType(), 0));
-      }
+      case ExprKind::kCast: return CastValue(a[0], e->args[0]->type, e->type);
       case ExprKind::kCall: {
         const std::string& n = e->name;
         Value* x = a[0];
-        if (n == "exp") return vector_math::Exp(b_, x);
-        if (n == "log") return vector_math::Log(b_, x);
-        if (n == "tanh") return vector_math::Tanh(b_, x);
-        if (n == "erf") return vector_math::Erf(b_, x);
-        if (n == "sigmoid") return vector_math::Sigmoid(b_, x);
+        auto un = [&](Value* (*f)(llvm::IRBuilderBase&, Value*)) {
+          return ViaF32(x, [&](Value* v) { return f(b_, v); });
+        };
+        if (n == "exp") return un(vector_math::Exp);
+        if (n == "log") return un(vector_math::Log);
+        if (n == "tanh") return un(vector_math::Tanh);
+        if (n == "erf") return un(vector_math::Erf);
+        if (n == "sigmoid") return un(vector_math::Sigmoid);
+        if (n == "sin") return un(math::Sin);
+        if (n == "cos") return un(math::Cos);
+        if (n == "expm1") return un(math::Expm1);
+        if (n == "log1p") return un(math::Log1p);
+        if (n == "pow") {
+          if (x->getType()->getScalarType()->isFloatTy()) return math::Pow(b_, a[0], a[1]);
+          Type* ft = Like(f32_, x);
+          return b_.CreateFPExt(math::Pow(b_, b_.CreateFPTrunc(a[0], ft), b_.CreateFPTrunc(a[1], ft)), x->getType());
+        }
+        if (n == "fmod") return math::Fmod(b_, a[0], a[1]);
+        if (n == "ipow") return math::IntPow(b_, a[0], a[1], IsSigned(e->type));
         if (n == "sqrt") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
         if (n == "abs") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
         if (n == "floor") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
+        if (n == "ceil") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
+        if (n == "round") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x);
+        if (n == "trunc") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, x);
         if (n == "neg") return b_.CreateFNeg(x);
         if (n == "fmax") return MaxMin(a[0], a[1], true);
         if (n == "fmin") return MaxMin(a[0], a[1], false);
@@ -257,21 +358,23 @@ class Lowerer {
 
   absl::StatusOr<Value*> LowerLoad(const Expr& e) {
     ASSIGN_OR_RETURN(Value * base, BufferPtr(e->buffer));
-    Type* et = ScalarTy(e->buffer->dtype);
+    ScalarType dt = e->buffer->dtype;
+    Type* et = MemTy(dt);
     ASSIGN_OR_RETURN(Value * idx, LowerExpr(e->args[0]));
-    llvm::Align al(e->buffer->dtype == ScalarType::kI64 ? 8 : 4);
-    if (!IsVec(idx)) return b_.CreateAlignedLoad(et, b_.CreateInBoundsGEP(et, base, idx), al);
+    llvm::Align al = AlignOf(dt);
+    if (!IsVec(idx)) return FromMem(b_.CreateAlignedLoad(et, b_.CreateInBoundsGEP(et, base, idx), al), dt);
     std::optional<int64_t> st = Stride(e->args[0]);
     if (st && *st == 1) {
       Value* p = b_.CreateInBoundsGEP(et, base, b_.CreateExtractElement(idx, uint64_t{0}));
-      if (mask_ == nullptr) return b_.CreateAlignedLoad(VecTy(et), p, al);
-      return b_.CreateMaskedLoad(VecTy(et), p, al, mask_, llvm::Constant::getNullValue(VecTy(et)));
+      if (mask_ == nullptr) return FromMem(b_.CreateAlignedLoad(VecTy(et), p, al), dt);
+      return FromMem(b_.CreateMaskedLoad(VecTy(et), p, al, mask_, llvm::Constant::getNullValue(VecTy(et))), dt);
     }
     Value* ptrs = b_.CreateInBoundsGEP(et, base, idx);
-    return b_.CreateMaskedGather(VecTy(et), ptrs, al, Mask(), llvm::Constant::getNullValue(VecTy(et)));
+    return FromMem(b_.CreateMaskedGather(VecTy(et), ptrs, al, Mask(), llvm::Constant::getNullValue(VecTy(et))), dt);
   }
 
   absl::Status LowerStmt(const Stmt& s) {
+    memo_.clear();
     switch (s->kind) {
       case StmtKind::kBlock:
         for (const Stmt& c : s->body) RETURN_IF_ERROR(LowerStmt(c));
@@ -286,7 +389,7 @@ class Lowerer {
         return absl::OkStatus();
       }
       case StmtKind::kAllocate: {
-        Type* et = ScalarTy(s->buffer->dtype);
+        Type* et = MemTy(s->buffer->dtype);
         llvm::IRBuilder<> eb(entry_, entry_->begin());
         llvm::AllocaInst* a = eb.CreateAlloca(llvm::ArrayType::get(et, s->buffer->num_elements()), nullptr,
                                               s->buffer->name);
@@ -347,8 +450,9 @@ class Lowerer {
 
   absl::Status LowerStore(const Stmt& s) {
     ASSIGN_OR_RETURN(Value * base, BufferPtr(s->buffer));
-    Type* et = ScalarTy(s->buffer->dtype);
-    llvm::Align al(s->buffer->dtype == ScalarType::kI64 ? 8 : 4);
+    ScalarType dt = s->buffer->dtype;
+    Type* et = MemTy(dt);
+    llvm::Align al = AlignOf(dt);
     ASSIGN_OR_RETURN(Value * v, LowerExpr(s->value));
     ASSIGN_OR_RETURN(Value * idx, LowerExpr(s->index));
     if (!IsVec(idx)) {
@@ -356,10 +460,10 @@ class Lowerer {
         return absl::InvalidArgumentError(absl::StrCat("store ", s->buffer->name, "[", Print(s->index),
                                                        "] has a loop-invariant index inside a vectorized loop"));
       }
-      b_.CreateAlignedStore(v, b_.CreateInBoundsGEP(et, base, idx), al);
+      b_.CreateAlignedStore(ToMem(v, dt), b_.CreateInBoundsGEP(et, base, idx), al);
       return absl::OkStatus();
     }
-    v = Splat(v);
+    v = ToMem(Splat(v), dt);
     std::optional<int64_t> st = Stride(s->index);
     if (st && *st == 1) {
       Value* p = b_.CreateInBoundsGEP(et, base, b_.CreateExtractElement(idx, uint64_t{0}));
@@ -391,6 +495,7 @@ class Lowerer {
   BasicBlock* entry_ = nullptr;
   std::map<const BufferNode*, Value*> bufs_;
   std::map<std::string, VarVal> vars_;
+  std::map<const ExprNode*, Value*> memo_;
   unsigned lanes_ = 1;
   Value* mask_ = nullptr;
 };

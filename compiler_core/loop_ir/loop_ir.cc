@@ -148,8 +148,12 @@ class Verifier {
       return absl::OkStatus();
     };
     switch (e->kind) {
-      case ExprKind::kIntImm: return ScalarType::kI64;
-      case ExprKind::kFloatImm: return ScalarType::kF32;
+      case ExprKind::kIntImm:
+        if (IsFloat(e->type)) return Error(absl::StrCat("integer constant ", Print(e), " has a float type"));
+        return e->type;
+      case ExprKind::kFloatImm:
+        if (!IsFloat(e->type)) return Error(absl::StrCat("float constant ", Print(e), " has a non-float type"));
+        return e->type;
       case ExprKind::kVar: {
         auto it = vars_.find(e->name);
         if (it == vars_.end()) return Error(absl::StrCat("variable ", e->name, " is used before it is defined"));
@@ -182,10 +186,19 @@ class Verifier {
         if (!IsKnownCall(e->name, static_cast<int>(e->args.size()))) {
           return Error(absl::StrCat("unknown call ", e->name, "/", e->args.size()));
         }
-        for (ScalarType t : at) {
-          if (t != ScalarType::kF32) return Error(absl::StrCat("operand of ", Print(e), " is not f32"));
+        if (e->name == "ipow") {
+          if (at[0] != e->type || !IsInteger(e->type) || at[1] != ScalarType::kI64) {
+            return Error(absl::StrCat("operands of ", Print(e), " are not (integer base, i64 exponent)"));
+          }
+          return e->type;
         }
-        return ScalarType::kF32;
+        for (ScalarType t : at) {
+          if (t != e->type || (t != ScalarType::kF32 && t != ScalarType::kF64)) {
+            return Error(absl::StrCat("operand of ", Print(e), " is not ", ScalarTypeName(e->type),
+                                      " (calls take f32 or f64)"));
+          }
+        }
+        return e->type;
       default:
         break;
     }
@@ -195,9 +208,8 @@ class Verifier {
       if (at[0] != ScalarType::kBool) return Error(absl::StrCat("operands of ", Print(e), " are not bool"));
       return ScalarType::kBool;
     }
-    if (at[0] == ScalarType::kBool) return Error(absl::StrCat("operands of ", Print(e), " are bool"));
-    if (e->kind == ExprKind::kMod && at[0] != ScalarType::kI64) {
-      return Error(absl::StrCat("% needs i64 operands in ", Print(e)));
+    if (at[0] == ScalarType::kBool && e->kind != ExprKind::kEq && e->kind != ExprKind::kNe) {
+      return Error(absl::StrCat("operands of ", Print(e), " are bool"));
     }
     return IsCompare(e->kind) ? ScalarType::kBool : at[0];
   }
@@ -366,8 +378,43 @@ const char* ScalarTypeName(ScalarType t) {
     case ScalarType::kF32: return "f32";
     case ScalarType::kI64: return "i64";
     case ScalarType::kBool: return "bool";
+    case ScalarType::kF64: return "f64";
+    case ScalarType::kF16: return "f16";
+    case ScalarType::kI8: return "i8";
+    case ScalarType::kI16: return "i16";
+    case ScalarType::kI32: return "i32";
+    case ScalarType::kU8: return "u8";
+    case ScalarType::kU16: return "u16";
+    case ScalarType::kU32: return "u32";
+    case ScalarType::kU64: return "u64";
   }
   return "?";
+}
+
+bool IsFloat(ScalarType t) {
+  return t == ScalarType::kF32 || t == ScalarType::kF64 || t == ScalarType::kF16;
+}
+bool IsInteger(ScalarType t) { return !IsFloat(t) && t != ScalarType::kBool; }
+bool IsSigned(ScalarType t) {
+  return IsFloat(t) || t == ScalarType::kI8 || t == ScalarType::kI16 || t == ScalarType::kI32 ||
+         t == ScalarType::kI64;
+}
+int ScalarTypeBytes(ScalarType t) {
+  switch (t) {
+    case ScalarType::kBool:
+    case ScalarType::kI8:
+    case ScalarType::kU8: return 1;
+    case ScalarType::kF16:
+    case ScalarType::kI16:
+    case ScalarType::kU16: return 2;
+    case ScalarType::kF32:
+    case ScalarType::kI32:
+    case ScalarType::kU32: return 4;
+    case ScalarType::kF64:
+    case ScalarType::kI64:
+    case ScalarType::kU64: return 8;
+  }
+  return 4;
 }
 
 const char* ForKindName(ForKind k) {
@@ -397,11 +444,12 @@ Buffer MakeBuffer(std::string name, std::vector<int64_t> shape, BufferRole role,
 }
 
 bool IsKnownCall(const std::string& name, int n) {
-  static const char* const kUnary[] = {"exp", "log", "sqrt", "tanh", "erf", "sigmoid", "abs", "neg", "floor"};
+  static const char* const kUnary[] = {"exp", "log", "sqrt", "tanh", "erf", "sigmoid", "abs", "neg", "floor",
+                                       "sin", "cos", "ceil", "round", "trunc", "expm1", "log1p"};
   for (const char* u : kUnary) {
     if (name == u) return n == 1;
   }
-  if (name == "fmax" || name == "fmin") return n == 2;
+  if (name == "fmax" || name == "fmin" || name == "pow" || name == "fmod" || name == "ipow") return n == 2;
   if (name == "fma") return n == 3;
   return false;
 }
@@ -418,6 +466,30 @@ Expr FloatImm(double v) {
   n->kind = ExprKind::kFloatImm;
   n->type = ScalarType::kF32;
   n->float_value = static_cast<float>(v);
+  return n;
+}
+Expr Const(ScalarType t, double v) {
+  if (IsFloat(t)) {
+    auto n = std::make_shared<ExprNode>();
+    n->kind = ExprKind::kFloatImm;
+    n->type = t;
+    n->float_value = t == ScalarType::kF64 ? v : static_cast<float>(v);
+    return n;
+  }
+  if (t == ScalarType::kBool) return IntConst(t, v != 0 ? 1 : 0);
+  if (std::isnan(v)) return IntConst(t, 0);
+  if (t == ScalarType::kU64 && v >= 9223372036854775808.0) {
+    return IntConst(t, static_cast<int64_t>(static_cast<uint64_t>(std::min(v, 18446744073709549568.0))));
+  }
+  return IntConst(t, static_cast<int64_t>(std::clamp(std::trunc(v), -9223372036854775808.0, 9223372036854774784.0)));
+}
+Expr IntConst(ScalarType t, int64_t bits) {
+  if (t == ScalarType::kI64) return IntImm(bits);
+  if (IsFloat(t)) return Const(t, static_cast<double>(bits));
+  auto n = std::make_shared<ExprNode>();
+  n->kind = ExprKind::kIntImm;
+  n->type = t;
+  n->int_value = t == ScalarType::kBool ? (bits != 0) : bits;
   return n;
 }
 Expr Var(const std::string& name, ScalarType type) {
@@ -549,8 +621,24 @@ Stmt IfThen(Expr cond, Stmt then_case, Stmt else_case) {
 std::string Print(const Expr& e) {
   if (e == nullptr) return "<null>";
   switch (e->kind) {
-    case ExprKind::kIntImm: return absl::StrCat(e->int_value);
-    case ExprKind::kFloatImm: return FloatText(e->float_value);
+    case ExprKind::kIntImm:
+      if (e->type == ScalarType::kI64) return absl::StrCat(e->int_value);
+      if (e->type == ScalarType::kBool) return e->int_value != 0 ? "true" : "false";
+      if (e->type == ScalarType::kU64) return absl::StrCat(static_cast<uint64_t>(e->int_value), "u64");
+      return absl::StrCat(e->int_value, ScalarTypeName(e->type));
+    case ExprKind::kFloatImm:
+      if (e->type == ScalarType::kF64) {
+        std::string t = FloatText(e->float_value);
+        if (std::isfinite(e->float_value)) {
+          char buf[64];
+          std::snprintf(buf, sizeof(buf), "%.17g", e->float_value);
+          t = buf;
+          if (t.find_first_of(".e") == std::string::npos) t += ".0";
+        }
+        return t;
+      }
+      if (e->type == ScalarType::kF16) return absl::StrCat("f16(", FloatText(e->float_value), ")");
+      return FloatText(e->float_value);
     case ExprKind::kVar: return e->type == ScalarType::kI64 ? e->name : absl::StrCat(e->name);
     case ExprKind::kMin: return absl::StrCat("min(", Print(e->args[0]), ", ", Print(e->args[1]), ")");
     case ExprKind::kMax: return absl::StrCat("max(", Print(e->args[0]), ", ", Print(e->args[1]), ")");

@@ -25,9 +25,17 @@
 
 namespace kiln::loop_ir {
 
-// Scalar types of expressions: f32 values, i64 indices, booleans.
-enum class ScalarType { kF32, kI64, kBool };
+// Scalar types of expressions: f32 values, i64 indices, booleans, and the
+// other Kiln tensor element types (compiler_core/dtype.h). In memory a bool is
+// one byte (0 or 1; any non-zero byte loads as true) and an f16 is IEEE half;
+// f16 values are storage only in practice (graph lowerings compute in f32 and
+// Cast at the boundaries, the lowering converts without F16C or libcalls).
+enum class ScalarType { kF32, kI64, kBool, kF64, kF16, kI8, kI16, kI32, kU8, kU16, kU32, kU64 };
 const char* ScalarTypeName(ScalarType t);
+bool IsFloat(ScalarType t);     // f16, f32, f64
+bool IsInteger(ScalarType t);   // i8..i64, u8..u64 (not bool)
+bool IsSigned(ScalarType t);    // signed integers and floats
+int ScalarTypeBytes(ScalarType t);
 
 // Where a buffer lives. Inputs and outputs are kernel arguments (dense
 // row-major f32 arrays); temps are stack allocations introduced by Allocate.
@@ -51,10 +59,17 @@ Buffer MakeBuffer(std::string name, std::vector<int64_t> shape, BufferRole role,
 enum class ExprKind {
   kIntImm, kFloatImm, kVar,
   kAdd, kSub, kMul, kDiv, kMod, kMin, kMax,   // Div/Mod: floor semantics on i64
+                                               // indices; on element integers
+                                               // C's (truncating; x/0 and x%0
+                                               // do not trap, INT_MIN/-1 wraps);
+                                               // Mod on floats is C's fmod
   kLt, kLe, kGt, kGe, kEq, kNe, kAnd, kOr, kNot,
   kSelect,                                     // args: cond, a, b
   kLoad,                                       // buffer, args: flat index (one i64)
-  kCast,                                       // to `type`, args: value
+  kCast,                                       // to `type`, args: value; float
+                                               // -> int truncates, saturates,
+                                               // NaN -> 0; int -> int wraps;
+                                               // -> bool is != 0
   kCall,                                       // name: math function, args
 };
 
@@ -71,12 +86,21 @@ using Expr = std::shared_ptr<const ExprNode>;
 
 // Math functions for kCall (all f32 -> f32 unless noted): exp, log, sqrt, tanh,
 // erf, sigmoid, abs, neg, floor; fmax/fmin (numpy maximum/minimum: NaN wins);
-// fma(a, b, c) = a*b+c (llvm.fmuladd: fused where the target has FMA),
-// pow is not provided.
+// fma(a, b, c) = a*b+c (llvm.fmuladd: fused where the target has FMA);
+// sin, cos, ceil, round (half to even), trunc, expm1, log1p, pow(x, y) and
+// fmod(x, y) (C's, sign of x) from compiler_core/loop_ir/math_functions.h.
+// Calls take operands of one float type (f32 or f64; f64 transcendental
+// functions are evaluated in f32) and return that type. The exception:
+// ipow(base, e): integer base, i64 exponent -> the base's type, exact wrapping
+// square-and-multiply (e < 0: trunc(base ** e), i.e. 1, -1 or 0).
 bool IsKnownCall(const std::string& name, int num_args);
 
 Expr IntImm(int64_t v);
 Expr FloatImm(double v);
+// A constant of any scalar type: integers take `v` truncated (Const) or the
+// two's-complement bits `bits` (IntConst, exact for u64); bool is v != 0.
+Expr Const(ScalarType t, double v);
+Expr IntConst(ScalarType t, int64_t bits);
 Expr Var(const std::string& name, ScalarType type = ScalarType::kI64);
 Expr Add(Expr a, Expr b);
 Expr Sub(Expr a, Expr b);

@@ -1,15 +1,17 @@
 // The registry of loop-IR lowerings and the shared knob helpers.
 #include "compiler_core/loop_ir/lower.h"
 
-#include "compiler_core/loop_ir/lower_conv.h"  // conv/pool lowerings
-#include "compiler_core/loop_ir/lower_pool.h"  // conv/pool lowerings
+#include "compiler_core/loop_ir/lower_conv.h"
+#include "compiler_core/loop_ir/lower_index.h"
+#include "compiler_core/loop_ir/lower_pool.h"
+#include "compiler_core/loop_ir/lower_resize.h"
 
 namespace kiln::loop_ir {
 
 const std::vector<WorkloadLowering>& AllLowerings() {
-  static const std::vector<WorkloadLowering>* all =
-      new std::vector<WorkloadLowering>{ReductionLowering(), DataMovementLowering(),
-                                        ConvLowering(), PoolLowering() /* conv/pool lowerings */};
+  static const std::vector<WorkloadLowering>* all = new std::vector<WorkloadLowering>{
+      ElementwiseLowering(), ReductionLowering(), DataMovementLowering(), ConvLowering(), ConvTransposeLowering(),
+      PoolLowering(),        ResizeLowering(),    TopKLowering(),         IndexLowering()};
   return *all;
 }
 

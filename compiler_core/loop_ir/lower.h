@@ -1,7 +1,8 @@
 // Lowering of workload graphs (fusion groups) to loop IR, by kind. Each kind
 // is a WorkloadLowering: a matcher, a small deterministic schedule space and
-// the lowering of the graph at one point of it. The CPU back end asks these
-// after its direct emitters (elementwise, matmul) decline a workload.
+// the lowering of the graph at one point of it. The CPU back end lowers every
+// workload through one of these (MatMul/Gemm: MatMulLowering, over the matmul
+// space of compiler_core/schedule_space.h; the rest: FindLowering).
 #pragma once
 
 #include <functional>
@@ -19,7 +20,7 @@ namespace kiln::loop_ir {
 // Bump when the meaning of a loop-IR kind's config changes. It enters
 // kScheduleSpaceVersion (compiler_core/schedule_space.h), the version every
 // tuning record and measurement task carries, so older records miss.
-inline constexpr int kLoopIrScheduleVersion = 1;
+inline constexpr int kLoopIrScheduleVersion = 2;  // 2: every dtype, elementwise DAGs
 static_assert(kLoopIrScheduleVersion == kLoopIrSpaceVersion,
               "bump kLoopIrSpaceVersion in compiler_core/schedule_space.h too");
 
@@ -40,8 +41,11 @@ struct WorkloadLowering {
 // Reduce*, Softmax, LogSoftmax, LayerNormalization, GlobalAverage/MaxPool with
 // fused elementwise and data-movement producers/consumers (lower_reduction.cc).
 WorkloadLowering ReductionLowering();
-// Elementwise DAGs mixed with Transpose, Reshape, Flatten, (Un)Squeeze,
-// Identity, Slice, Concat, Pad (constant) as index arithmetic
+// DAGs of elementwise operators of any Kiln dtype, with broadcasting
+// (lower_data_movement.cc).
+WorkloadLowering ElementwiseLowering();
+// Such DAGs mixed with Transpose, Reshape, Flatten, (Un)Squeeze, Identity,
+// Slice, Concat, Pad (constant), Expand as index arithmetic
 // (lower_data_movement.cc).
 WorkloadLowering DataMovementLowering();
 

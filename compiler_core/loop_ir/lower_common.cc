@@ -29,6 +29,50 @@ absl::Status CheckWorkloadBasics(const Graph& g) {
   return absl::OkStatus();
 }
 
+absl::Status CheckWorkloadTypes(const Graph& g) {
+  if (g.nodes().empty() || g.outputs().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("workload graph ", g.name(), " has no nodes or no outputs"));
+  }
+  for (const Value* v : g.values()) {
+    if (v->is_constant() && v->users().empty()) continue;
+    const TensorType& t = v->type();
+    if (!t.known || !t.IsStatic() || DTypeSize(t.dtype) == 0) {
+      return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is not a static tensor of a known dtype"));
+    }
+    if (NumElements(t.StaticDims()) > (int64_t{1} << 31)) {
+      return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is too large"));
+    }
+  }
+  for (const auto& n : g.nodes()) {
+    if (!n->domain().empty()) return absl::UnimplementedError(absl::StrCat("node ", n->name(), " has a domain"));
+  }
+  return absl::OkStatus();
+}
+
+int WidestElementBytes(const Graph& g) {
+  int64_t widest = 4;
+  for (const Value* v : g.values()) {
+    if (v->is_constant() && v->users().empty()) continue;
+    if (v->is_constant() && (v->type().dtype == DType::kInt64 || v->type().dtype == DType::kInt32)) continue;
+    widest = std::max<int64_t>(widest, DTypeSize(v->type().dtype));
+  }
+  return static_cast<int>(widest);
+}
+
+int64_t MaxLanesFor(const CpuTarget& target, int elem_bytes) {
+  return std::max<int64_t>(1, target.FloatLanes() * 4 / std::max(elem_bytes, 4));
+}
+
+std::vector<int64_t> VectorWidthsFor(const CpuTarget& target, int64_t extent, int elem_bytes) {
+  std::vector<int64_t> out;
+  for (int64_t vw : {1, 4, 8, 16}) {
+    if (vw > MaxLanesFor(target, elem_bytes)) break;
+    if (!out.empty() && out.back() >= extent) break;
+    out.push_back(vw);
+  }
+  return out;
+}
+
 std::vector<int64_t> VectorWidths(const CpuTarget& target, int64_t extent) {
   std::vector<int64_t> out;
   for (int64_t vw : {1, 4, 8, 16}) {

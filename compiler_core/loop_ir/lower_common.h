@@ -16,6 +16,17 @@ namespace kiln::loop_ir {
 // f32 everywhere, static shapes, at least one node and one output, at most
 // 2^31 elements per value.
 absl::Status CheckWorkloadBasics(const Graph& g);
+// CheckWorkloadBasics for workloads of any Kiln dtype (the data-movement and
+// elementwise lowering): every used value static with a known dtype.
+absl::Status CheckWorkloadTypes(const Graph& g);
+// Bytes of the widest element of any value of `g` (4 when all are narrower:
+// lane counts stay those of f32 for narrow types).
+int WidestElementBytes(const Graph& g);
+// VectorWidths for elements of `elem_bytes` bytes: lanes filling at most the
+// target's vector (8 for f64 on AVX-512), still 1, 4, 8, 16.
+std::vector<int64_t> VectorWidthsFor(const CpuTarget& target, int64_t extent, int elem_bytes);
+// The widest lane count VectorWidthsFor allows.
+int64_t MaxLanesFor(const CpuTarget& target, int elem_bytes);
 // 1, 4, 8, 16 up to the target's lanes, leaving out widths beyond the extent.
 std::vector<int64_t> VectorWidths(const CpuTarget& target, int64_t extent);
 // {1} or {1, 16} (parallel split when there is work to share).

@@ -34,9 +34,15 @@ constexpr int64_t kAccumulators = 4;
 bool IsReductionOp(const std::string& op) {
   return op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin" || op == "ReduceProd" ||
          op == "ReduceL1" || op == "ReduceL2" || op == "ReduceSumSquare" || op == "ReduceLogSum" ||
-         op == "Softmax" || op == "LogSoftmax" || op == "LayerNormalization" || op == "GlobalAveragePool" ||
-         op == "GlobalMaxPool";
+         op == "Softmax" || op == "LogSoftmax" || op == "LayerNormalization" || op == "InstanceNormalization" ||
+         op == "GlobalAveragePool" || op == "GlobalMaxPool";
 }
+
+// Normalizations: mean over the reduced axes, then the centred sum of squares.
+bool IsNormOp(const std::string& op) { return op == "LayerNormalization" || op == "InstanceNormalization"; }
+
+// The row-wise ops (reduce, then write a result the input's shape).
+bool IsRowWiseOp(const std::string& op) { return op == "Softmax" || op == "LogSoftmax" || IsNormOp(op); }
 
 absl::Status NodeError(const Node& n, const std::string& why) {
   return absl::UnimplementedError(absl::StrCat("node ", n.name(), " (", n.op_type(), "): ", why));
@@ -73,9 +79,14 @@ absl::StatusOr<std::vector<bool>> ReducedAxes(const Node& n) {
 struct Combine {
   ExprKind kind = ExprKind::kAdd;  // kAdd, kMul, or kMax/kMin (NaN-propagating fmax/fmin)
   double init = 0;
+  // kMax only: a plain compare-and-select max (one vmaxps) that may drop a
+  // NaN, for softmax's row max, whose NaN reaches the output through the
+  // sum of exp(x - max) anyway.
+  bool nan_free = false;
 };
 
 Expr Apply(const Combine& c, Expr a, Expr b) {
+  if (c.kind == ExprKind::kMax && c.nan_free) return Select(Gt(b, a), b, a);
   if (c.kind == ExprKind::kMax) return Call("fmax", {a, b});
   if (c.kind == ExprKind::kMin) return Call("fmin", {a, b});
   if (c.kind == ExprKind::kMul) return Mul(a, b);
@@ -143,10 +154,22 @@ class StageBuilder {
                               ForKind::kVectorized),
                           ForKind::kUnrolled));
       }
+      // Horizontal combine of acc[0:w] into acc[0]: a tree of halving
+      // vector steps (log2(w) dependent steps rather than w - 1).
       std::string h = name + "_h";
-      out.push_back(For(h, IntImm(w - 1),
-                        Store(acc, IntImm(0), Apply(c, Load(acc, IntImm(0)), Load(acc, Add(Var(h), IntImm(1))))),
-                        ForKind::kUnrolled));
+      int64_t half = w;
+      while (half % 2 == 0 && half > 1) {
+        half /= 2;
+        Expr hi = Add(Var(h), IntImm(half));
+        out.push_back(half > 1 ? For(h, IntImm(half), Store(acc, Var(h), Apply(c, Load(acc, Var(h)), Load(acc, hi))),
+                                     ForKind::kVectorized)
+                               : Store(acc, IntImm(0), Apply(c, Load(acc, IntImm(0)), Load(acc, IntImm(1)))));
+      }
+      if (half > 1) {
+        out.push_back(For(h, IntImm(half - 1),
+                          Store(acc, IntImm(0), Apply(c, Load(acc, IntImm(0)), Load(acc, Add(Var(h), IntImm(1))))),
+                          ForKind::kUnrolled));
+      }
     } else {
       out.push_back(Store(acc, IntImm(0), FloatImm(c.init)));
       out.push_back(loops);
@@ -175,23 +198,26 @@ std::vector<Expr> Merge(const std::vector<bool>& mask, const std::vector<Expr>& 
 }
 
 // The stage computing node `n` into `dst` (its output value's shape).
-absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst, int64_t vw, int64_t tasks,
-                                int stage) {
+// `stats`: LayerNormalization's optional Mean and InvStdDev outputs (null
+// when absent), each of the input's shape with the normalized axes 1.
+absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst, const std::vector<Buffer>& stats,
+                                int64_t vw, int64_t tasks, int stage) {
   const std::string& op = n.op_type();
   const Value* x = n.input(0);
   std::vector<int64_t> d = DimsOf(x);
   std::string sp = absl::StrCat("s", stage, "_");
   StageBuilder sb(vw);
   std::vector<bool> mask;
-  if (op == "Softmax" || op == "LogSoftmax" || op == "LayerNormalization") {
+  if (IsRowWiseOp(op)) {
     int64_t rank = static_cast<int64_t>(d.size());
-    int64_t axis = n.GetInt("axis", -1);
+    int64_t axis = op == "InstanceNormalization" ? 2 : n.GetInt("axis", -1);
+    if (op == "InstanceNormalization" && rank < 3) return NodeError(n, "input rank below 3");
     if (op != "LayerNormalization" && n.GetInt("_kiln_opset", 13) < 13) return NodeError(n, "legacy softmax");
     if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank) return NodeError(n, "bad axis");
     mask.assign(rank, false);
     for (int64_t i = axis; i < rank; ++i) {
-      if (op == "LayerNormalization" || i == axis) mask[i] = true;
+      if (IsNormOp(op) || i == axis) mask[i] = true;
     }
   } else {
     ASSIGN_OR_RETURN(mask, ReducedAxes(n));
@@ -208,10 +234,10 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
   };
   Stmt nest = ForEachIndex(kept, sp + "k", [&](const std::vector<Expr>& kidx) -> Stmt {
     auto build = [&]() -> absl::StatusOr<Stmt> {
-      if (op == "Softmax" || op == "LogSoftmax" || op == "LayerNormalization") {
+      if (IsRowWiseOp(op)) {
         Buffer a1, a2;
-        bool ln = op == "LayerNormalization";
-        Combine c1 = ln ? Combine{ExprKind::kAdd, 0} : Combine{ExprKind::kMax, -INFINITY};
+        bool ln = IsNormOp(op);
+        Combine c1 = ln ? Combine{ExprKind::kAdd, 0} : Combine{ExprKind::kMax, -INFINITY, /*nan_free=*/true};
         ASSIGN_OR_RETURN(Stmt s1, rsb.Reduce(sp + "a", c1, red,
                                              [&](const std::vector<Expr>& r) { return xat(kidx, r); }, nullptr, &a1));
         std::string fv = sp + "f";
@@ -260,13 +286,20 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
             y = Sub(*v, f);
           } else {
             y = Mul(Sub(*v, Var(mv, ScalarType::kF32)), f);
-            // Scale and bias broadcast against the normalised axes.
+            // Scale and bias broadcast against the normalised axes
+            // (InstanceNormalization: per channel, the kept axis 1).
             for (int i = 1; i < 3; ++i) {
               const Value* p = n.input(i);
               if (p == nullptr) continue;
               std::vector<int64_t> pd = DimsOf(p);
               std::vector<Expr> pidx;
-              for (size_t k = 0; k < pd.size(); ++k) pidx.push_back(pd[k] == 1 ? IntImm(0) : r[k + r.size() - pd.size()]);
+              if (op == "InstanceNormalization") {
+                pidx.push_back(pd.size() == 1 && pd[0] == 1 ? IntImm(0) : kidx[1]);
+              } else {
+                for (size_t k = 0; k < pd.size(); ++k) {
+                  pidx.push_back(pd[k] == 1 ? IntImm(0) : r[k + r.size() - pd.size()]);
+                }
+              }
               absl::StatusOr<Expr> pv = ge.At(p, pidx);
               if (!pv.ok()) {
                 err = pv.status();
@@ -279,6 +312,15 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
         });
         RETURN_IF_ERROR(err);
         ASSIGN_OR_RETURN(w, ScheduleNest(w, red, op_prefix, rvw > 1 && red.back() > 1 ? rvw : 1, 1));
+        if (ln && (stats[0] != nullptr || stats[1] != nullptr)) {
+          // Mean and InvStdDev, one value per kept index.
+          Expr flat = FlatIndex(kept, kidx);
+          std::vector<Stmt> st;
+          if (stats[0] != nullptr) st.push_back(Store(stats[0], flat, Var(mv, ScalarType::kF32)));
+          if (stats[1] != nullptr) st.push_back(Store(stats[1], flat, Var(fv, ScalarType::kF32)));
+          st.push_back(w);
+          w = Block(st);
+        }
         w = LetStmt(fv, factor, w);
         Stmt rest = Block({s2, w});
         if (ln) rest = LetStmt(mv, mean, rest);
@@ -333,11 +375,18 @@ absl::Status Match(const Graph& g) {
   for (const auto& n : g.nodes()) {
     if (IsReductionOp(n->op_type())) {
       ++reductions;
-      if (n->num_outputs() != 1) return NodeError(*n, "extra outputs");
+      int max_outputs = n->op_type() == "LayerNormalization" ? 3 : 1;
+      if (n->num_outputs() > max_outputs || n->output(0) == nullptr) return NodeError(*n, "extra outputs");
       if (n->op_type().rfind("Reduce", 0) == 0 || n->op_type().rfind("Global", 0) == 0) {
         RETURN_IF_ERROR(ReducedAxes(*n).status());
       }
-      if (outputs.count(n->output(0)) == 0) temp += NumElements(DimsOf(n->output(0)));
+      if (n->op_type() == "InstanceNormalization" && DimsOf(n->input(0)).size() < 3) {
+        return NodeError(*n, "input rank below 3");
+      }
+      for (int i = 0; i < n->num_outputs(); ++i) {
+        const Value* v = n->output(i);
+        if (v != nullptr && outputs.count(v) == 0) temp += NumElements(DimsOf(v));
+      }
       continue;
     }
     RETURN_IF_ERROR(GraphExpr::CheckNode(*n));
@@ -389,9 +438,9 @@ int64_t RowParallelRows(const Graph& g) {
     }
     if (!IsReductionOp(n->op_type())) continue;
     const std::string& op = n->op_type();
-    if (op == "Softmax" || op == "LogSoftmax" || op == "LayerNormalization") {
+    if (IsRowWiseOp(op)) {
       int64_t r = static_cast<int64_t>(DimsOf(n->input(0)).size());
-      int64_t axis = n->GetInt("axis", -1);
+      int64_t axis = op == "InstanceNormalization" ? 2 : n->GetInt("axis", -1);
       if (axis < 0) axis += r;
       if (axis < 1 || r != rank) return 0;
     } else {
@@ -435,23 +484,38 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   std::set<const Value*> written;
   for (const auto& n : g.nodes()) {
     if (!IsReductionOp(n->op_type())) continue;
-    const Value* v = n->output(0);
-    Buffer dst;
-    for (size_t j = 0; j < g.outputs().size(); ++j) {
-      if (g.outputs()[j] == v) {
-        dst = ge.output_buffer(static_cast<int>(j));
-        break;
+    // Each output's buffer: its first graph-output slot, else a temp.
+    std::vector<Buffer> bufs;
+    for (int i = 0; i < n->num_outputs(); ++i) {
+      const Value* v = n->output(i);
+      Buffer buf;
+      if (v == nullptr) {
+        bufs.push_back(buf);
+        continue;
       }
+      for (size_t j = 0; j < g.outputs().size(); ++j) {
+        if (g.outputs()[j] == v) {
+          buf = ge.output_buffer(static_cast<int>(j));
+          break;
+        }
+      }
+      if (buf == nullptr) {
+        buf = MakeBuffer(i == 0 ? absl::StrCat("t", stage) : absl::StrCat("t", stage, "_", i), DimsOf(v),
+                         BufferRole::kTemp);
+        temps.push_back(buf);
+      }
+      bufs.push_back(buf);
     }
-    if (dst == nullptr) {
-      dst = MakeBuffer(absl::StrCat("t", stage), DimsOf(v), BufferRole::kTemp);
-      temps.push_back(dst);
-    }
-    ASSIGN_OR_RETURN(Stmt s, LowerStage(*n, ge, dst, vw, single ? tasks : 1, stage));
+    std::vector<Buffer> stats(2);
+    for (int i = 1; i < 3 && i < static_cast<int>(bufs.size()); ++i) stats[i - 1] = bufs[i];
+    ASSIGN_OR_RETURN(Stmt s, LowerStage(*n, ge, bufs[0], stats, vw, single ? tasks : 1, stage));
     stages.push_back(s);
     row_vars.push_back(absl::StrCat("s", stage, "_k0"));
-    ge.Bind(v, dst);
-    written.insert(v);
+    for (int i = 0; i < n->num_outputs(); ++i) {
+      if (n->output(i) == nullptr) continue;
+      ge.Bind(n->output(i), bufs[i]);
+      written.insert(n->output(i));
+    }
     ++stage;
   }
   for (size_t j = 0; j < g.outputs().size(); ++j) {

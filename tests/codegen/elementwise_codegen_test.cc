@@ -50,19 +50,17 @@ double RefOp(const std::string& op, float a, float b) {
   return 1.0 / (1.0 + std::exp(-static_cast<double>(a)));
 }
 
-// Every config of the full grid (not only the pruned space), so tails are hit.
+// Every config of the full grid (not only the pruned space), so tails and
+// uneven task splits are hit.
 std::vector<ScheduleConfig> FullElementwiseGrid(const CpuTarget& target) {
   std::vector<ScheduleConfig> out;
   for (int64_t vw : {1, 4, 8, 16}) {
     if (vw > target.FloatLanes()) continue;
-    for (int64_t unroll : {1, 2, 4}) {
-      for (int64_t chunk : {4096, 16384, 5}) {
-        ScheduleConfig c;
-        c.Set("vw", vw);
-        c.Set("unroll", unroll);
-        c.Set("chunk", chunk);
-        out.push_back(c);
-      }
+    for (int64_t tasks : {1, 5, 16}) {
+      ScheduleConfig c;
+      c.Set("vw", vw);
+      c.Set("tasks", tasks);
+      out.push_back(c);
     }
   }
   return out;

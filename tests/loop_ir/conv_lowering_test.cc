@@ -1,7 +1,9 @@
 // Conv workloads on loop IR (compiler_core/loop_ir/lower_conv.h): every shape
 // family, JIT-compiled at several schedule points, against the reference
 // interpreter at rtol 1e-4 / atol 1e-5.
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <random>
@@ -11,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "compiler_core/interpreter.h"
 #include "compiler_core/jit.h"
+#include "compiler_core/loop_ir/loop_ir.h"
+#include "compiler_core/loop_ir/lower.h"
 #include "compiler_core/loop_ir/lower_conv.h"
 #include "compiler_core/schedule_space.h"
 #include "compiler_core/shape_inference.h"
@@ -217,15 +221,193 @@ TEST(ConvLoweringTest, PointwiseVariantOneDimensionalAndEpilogues) {
   EXPECT_TRUE(PointwisePoints(*strided, target).empty());
 }
 
-TEST(ConvLoweringTest, RefusesWhatItDoesNotLower) {
-  // 3-D convolution: not a conv workload (yet).
+TEST(ConvLoweringTest, ThreeDimensional) {
+  for (int64_t group : {1, 2}) {
+    Builder b;
+    Value* x = b.Input({2, 4, 5, 6, 7});
+    Value* w = b.Input({6, 4 / group, 3, 2, 3});
+    Value* bias = b.Input({6});
+    Value* y = b.Op("Conv", {x, w, bias},
+                    {{"pads", Ints{1, 0, 1, 1, 1, 0}}, {"strides", Ints{2, 1, 2}}, {"dilations", Ints{1, 2, 1}},
+                     {"group", group}});
+    CheckConv(*b.Finish({b.Op("Relu", {y})}));
+  }
+  // 1x1x1 (not the pointwise variant in 3-D) and SAME_UPPER.
   Builder b;
-  Value* x = b.Input({1, 2, 4, 4, 4});
-  Value* w = b.Input({2, 2, 3, 3, 3});
-  Value* y = b.Op("Conv", {x, w}, {{"pads", Ints{1, 1, 1, 1, 1, 1}}});
+  Value* x = b.Input({1, 3, 3, 4, 5});
+  Value* w = b.Input({5, 3, 1, 1, 1});
+  Value* y = b.Op("Conv", {x, w}, {});
+  CheckConv(*b.Finish({y}));
+  Builder b2;
+  Value* x2 = b2.Input({1, 2, 5, 5, 5});
+  Value* w2 = b2.Input({3, 2, 3, 3, 3});
+  Value* y2 = b2.Op("Conv", {x2, w2}, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2, 2, 2}}});
+  auto g = b2.Finish({y2});
+  CheckConv(*g);
+  auto f = loop_ir::ConvLowering().lower(*g, DefaultSchedule(*g, CpuTarget::Host()), CpuTarget::Host());
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE(loop_ir::Verify(*f).ok());
+  EXPECT_NE(loop_ir::Print(*f).find("for (kd_, 0, 3)"), std::string::npos) << loop_ir::Print(*f);
+}
+
+TEST(ConvLoweringTest, RefusesWhatItDoesNotLower) {
+  // Weights computed inside the workload.
+  Builder b;
+  Value* x = b.Input({1, 2, 4, 4});
+  Value* w = b.Op("Relu", {b.Input({2, 2, 3, 3})});
+  Value* y = b.Op("Conv", {x, w}, {{"pads", Ints{1, 1, 1, 1}}});
   auto g = b.Finish({y});
   EXPECT_FALSE(loop_ir::ConvLowering().match(*g).ok());
-  EXPECT_FALSE(CanCompile(*g));
+}
+
+// ---- ConvTranspose -------------------------------------------------------------
+
+// ConvTranspose(x, w[c, m/group, k...], bias[m]) with `attrs`, then `epilogue`
+// (a unary op) when given.
+std::unique_ptr<Graph> ConvT(Ints x, int64_t m_per_group, Ints kernel, Attrs attrs, int64_t group = 1,
+                             bool bias = true, const std::string& epilogue = "") {
+  Builder b;
+  Value* in = b.Input(x);
+  Ints wd = {x[1], m_per_group};
+  wd.insert(wd.end(), kernel.begin(), kernel.end());
+  std::vector<Value*> ins = {in, b.Input(wd)};
+  if (bias) ins.push_back(b.Input({m_per_group * group}));
+  attrs["group"] = group;
+  Value* y = b.Op("ConvTranspose", ins, std::move(attrs));
+  if (!epilogue.empty()) y = b.Op(epilogue, {y});
+  return b.Finish({y});
+}
+
+void CheckConvT(const Graph& g) {
+  CpuTarget target = CpuTarget::Host();
+  ASSERT_EQ(WorkloadKind(g), "conv_transpose") << g.ToText();
+  ASSERT_TRUE(CanCompile(g));
+  std::vector<ScheduleConfig> configs = Points(g, target);
+  ASSERT_FALSE(configs.empty());
+  CheckConfigsAgainstInterpreter(g, configs, target);
+}
+
+// Random points of the space (beyond Points' spread), fixed seed.
+void CheckConvTRandom(const Graph& g, int count, uint32_t seed) {
+  CpuTarget target = CpuTarget::Host();
+  std::vector<ScheduleConfig> space = EnumerateSchedules(g, target);
+  ASSERT_FALSE(space.empty());
+  std::mt19937 rng(seed);
+  std::vector<ScheduleConfig> pick;
+  for (int i = 0; i < count; ++i) pick.push_back(space[rng() % space.size()]);
+  CheckConfigsAgainstInterpreter(g, pick, target);
+}
+
+TEST(ConvTransposeLoweringTest, FourByFourStrideTwoPadOneLikeDcgan) {
+  CheckConvT(*ConvT({1, 8, 7, 9}, 6, {4, 4}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}));
+}
+
+TEST(ConvTransposeLoweringTest, StrideOneNoPadNoBias) {
+  CheckConvT(*ConvT({2, 3, 5, 3}, 5, {3, 3}, {}, 1, /*bias=*/false));
+}
+
+TEST(ConvTransposeLoweringTest, StrideThreeOutputPaddingDilationAsymmetricPads) {
+  CheckConvT(*ConvT({1, 3, 5, 6}, 4, {3, 2},
+                    {{"strides", Ints{3, 2}}, {"pads", Ints{1, 0, 2, 1}}, {"dilations", Ints{2, 3}},
+                     {"output_padding", Ints{1, 1}}}));
+}
+
+TEST(ConvTransposeLoweringTest, GroupsAndDepthwise) {
+  CheckConvT(*ConvT({1, 6, 5, 5}, 2, {3, 3}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}, 3));
+  CheckConvT(*ConvT({1, 4, 3, 7}, 1, {2, 2}, {{"strides", Ints{2, 2}}}, 4));
+}
+
+TEST(ConvTransposeLoweringTest, AutoPadAndOutputShape) {
+  CheckConvT(*ConvT({1, 2, 5, 7}, 3, {3, 3}, {{"strides", Ints{2, 2}}, {"auto_pad", std::string("SAME_UPPER")}}));
+  CheckConvT(*ConvT({1, 2, 4, 3}, 3, {3, 3}, {{"strides", Ints{2, 3}}, {"auto_pad", std::string("SAME_LOWER")}}));
+  CheckConvT(*ConvT({1, 1, 3, 3}, 2, {3, 3}, {{"strides", Ints{3, 2}}, {"output_shape", Ints{10, 8}}}));
+  // output_shape larger than the full extent: the extra columns hold the bias.
+  CheckConvT(*ConvT({1, 2, 3, 3}, 2, {2, 2}, {{"strides", Ints{2, 2}}, {"output_shape", Ints{9, 11}}}));
+}
+
+TEST(ConvTransposeLoweringTest, OneDimensionalAndEpilogue) {
+  CheckConvT(*ConvT({2, 5, 13}, 3, {5}, {{"strides", Ints{3}}, {"pads", Ints{2, 1}}}, 1, true, "Relu"));
+  CheckConvT(*ConvT({1, 2, 1}, 3, {1}, {}));
+}
+
+TEST(ConvTransposeLoweringTest, ThreeDimensional) {
+  CheckConvT(*ConvT({1, 3, 3, 4, 5}, 2, {3, 2, 3},
+                    {{"strides", Ints{2, 1, 2}}, {"pads", Ints{1, 0, 1, 0, 1, 1}}, {"dilations", Ints{1, 2, 1}}}));
+  CheckConvT(*ConvT({1, 2, 2, 3, 3}, 2, {2, 2, 2}, {{"strides", Ints{3, 2, 2}}}, 2, false));
+}
+
+TEST(ConvTransposeLoweringTest, RandomPointsOnOddSizes) {
+  uint32_t seed = 11;
+  for (const Ints& x : {Ints{1, 1, 1, 1}, Ints{1, 3, 2, 5}, Ints{2, 5, 7, 3}, Ints{1, 7, 11, 13}}) {
+    for (int64_t s : {1, 2, 3}) {
+      SCOPED_TRACE(absl::StrCat("x ", x[1], "x", x[2], "x", x[3], " stride ", s));
+      auto g = ConvT(x, 7, {3, 4}, {{"strides", Ints{s, s}}, {"pads", Ints{1, 2, 0, 1}}});
+      CheckConvTRandom(*g, 4, seed++);
+    }
+  }
+}
+
+TEST(ConvTransposeLoweringTest, PrintVerifySpaceAndValidation) {
+  auto g = ConvT({1, 64, 28, 28}, 32, {4, 4}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
+  CpuTarget target = CpuTarget::Host();
+  const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(*g);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->kind, "conv_transpose");
+  std::vector<ScheduleConfig> space = l->enumerate(*g, target);
+  EXPECT_GE(space.size(), 4u);
+  ScheduleConfig def = l->default_schedule(*g, target);
+  EXPECT_NE(std::find(space.begin(), space.end(), def), space.end()) << def.ToString();
+  for (const ScheduleConfig& c : space) {
+    ASSERT_TRUE(l->validate(*g, c, target).ok()) << c.ToString();
+    auto f = l->lower(*g, c, target);
+    ASSERT_TRUE(f.ok()) << f.status();
+    EXPECT_TRUE(loop_ir::Verify(*f).ok()) << c.ToString() << "\n" << loop_ir::Print(*f);
+  }
+  auto f = l->lower(*g, def, target);
+  ASSERT_TRUE(f.ok());
+  std::string text = loop_ir::Print(*f);
+  // Two width phases, each with its own accumulator; the height taps are
+  // picked by a scalar test.
+  EXPECT_NE(text.find("allocate acc0"), std::string::npos) << text;
+  EXPECT_NE(text.find("allocate acc1"), std::string::npos) << text;
+  EXPECT_NE(text.find("% 2) == 0"), std::string::npos) << text;
+  ScheduleConfig bad = def;
+  bad.Set("rows", 3);  // not a multiple of the height stride
+  EXPECT_EQ(l->validate(*g, bad, target).code(), absl::StatusCode::kInvalidArgument);
+  bad = def;
+  bad.Set("pw", 1);
+  EXPECT_EQ(l->validate(*g, bad, target).code(), absl::StatusCode::kInvalidArgument);
+  bad = def;
+  bad.Set("kb", 3);
+  EXPECT_EQ(l->validate(*g, bad, target).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Not a check: prints the single-thread time of a DCGAN-like ConvTranspose
+// (1x64x28x28 -> 32, 4x4, stride 2, pad 1) at the default point and the best
+// of the space, against the direct-convolution FLOP count
+// (2 * N * C * M * IH * IW * KH * KW). Run with --gtest_also_run_disabled_tests.
+TEST(ConvTransposeLoweringTest, DISABLED_TimingDcganLayer) {
+  auto g = ConvT({1, 64, 28, 28}, 32, {4, 4}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
+  CpuTarget target = CpuTarget::Host();
+  const double flops = 2.0 * 64 * 32 * 28 * 28 * 16;
+  std::vector<float> x = Random(64 * 28 * 28, 1, -1, 1), w = Random(64 * 32 * 16, 2, -0.5f, 0.5f);
+  std::vector<float> b = Random(32, 3, -0.5f, 0.5f), y(32 * 56 * 56);
+  std::vector<void*> args = {x.data(), w.data(), b.data(), y.data()};
+  ScheduleConfig def = DefaultSchedule(*g, target);
+  for (const ScheduleConfig& c : EnumerateSchedules(*g, target)) {
+    auto k = JitCompile(*g, c, target);
+    ASSERT_TRUE(k.ok()) << k.status();
+    std::vector<double> times;
+    for (int rep = 0; rep < 15; ++rep) {
+      auto t0 = std::chrono::steady_clock::now();
+      (*k)->Run(args.data(), 0, (*k)->num_tasks());
+      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(times.begin(), times.end());
+    double t = times[times.size() / 2];
+    std::printf("%s%-40s %8.3f ms %6.1f GFLOP/s\n", c == def ? "* " : "  ", c.ToString().c_str(), t * 1e3,
+                flops / t * 1e-9);
+  }
 }
 
 }  // namespace

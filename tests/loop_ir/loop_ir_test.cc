@@ -162,5 +162,53 @@ TEST(ScheduleTest, ReorderFuseUnrollParallel) {
   EXPECT_FALSE(Fuse(nest, "x", "y", "f").ok());
 }
 
+TEST(LoopIrTest, PrintsAndVerifiesEveryScalarType) {
+  Buffer a = MakeBuffer("a", {5}, BufferRole::kInput, 0, ScalarType::kI8);
+  Buffer h = MakeBuffer("h", {5}, BufferRole::kInput, 1, ScalarType::kF16);
+  Buffer d = MakeBuffer("d", {5}, BufferRole::kOutput, 2, ScalarType::kF64);
+  Buffer m = MakeBuffer("m", {5}, BufferRole::kOutput, 3, ScalarType::kBool);
+  Buffer u = MakeBuffer("u", {5}, BufferRole::kOutput, 4, ScalarType::kU64);
+  Expr ai = Load(a, Var("i"));
+  Stmt body = For("i", IntImm(5),
+                  Block({Store(d, Var("i"), Add(Cast(ScalarType::kF64, ai), Cast(ScalarType::kF64, Load(h, Var("i"))))),
+                         Store(m, Var("i"), Eq(Lt(ai, Const(ScalarType::kI8, 3)), Const(ScalarType::kBool, 1))),
+                         Store(u, Var("i"), Mod(Cast(ScalarType::kU64, ai), IntConst(ScalarType::kU64, -1)))}));
+  LoopFunc f{"t", {a, h, d, m, u}, body};
+  EXPECT_EQ(Print(f),
+            "kernel t(a: i8[5] input, h: f16[5] input, d: f64[5] output, m: bool[5] output, u: u64[5] output) {\n"
+            "  for (i, 0, 5) {\n"
+            "    d[i] = (f64(a[i]) + f64(h[i]))\n"
+            "    m[i] = ((a[i] < 3i8) == true)\n"
+            "    u[i] = (u64(a[i]) % 18446744073709551615u64)\n"
+            "  }\n"
+            "}\n");
+  EXPECT_TRUE(Verify(f).ok()) << Verify(f);
+  EXPECT_EQ(Print(Const(ScalarType::kF64, 0.1)), "0.10000000000000001");
+  EXPECT_EQ(Print(Const(ScalarType::kF16, 0.5)), "f16(0.5f)");
+  EXPECT_TRUE(IsFloat(ScalarType::kF16) && IsInteger(ScalarType::kU8) && !IsSigned(ScalarType::kU32));
+  EXPECT_EQ(ScalarTypeBytes(ScalarType::kBool), 1);
+  EXPECT_EQ(ScalarTypeBytes(ScalarType::kF64), 8);
+}
+
+TEST(LoopIrTest, VerifierRejectsMixedScalarTypes) {
+  Buffer a = MakeBuffer("a", {5}, BufferRole::kInput, 0, ScalarType::kI32);
+  Buffer o = MakeBuffer("o", {5}, BufferRole::kOutput, 1, ScalarType::kI16);
+  Expr ai = Load(a, Var("i"));
+  // i32 + i8 operands.
+  LoopFunc mixed{"t", {a, o}, For("i", IntImm(5), Store(o, Var("i"), Cast(ScalarType::kI16, Add(ai, Const(ScalarType::kI8, 1)))))};
+  EXPECT_FALSE(Verify(mixed).ok());
+  // An i32 value stored into an i16 buffer.
+  LoopFunc store{"t", {a, o}, For("i", IntImm(5), Store(o, Var("i"), ai))};
+  EXPECT_FALSE(Verify(store).ok());
+  // A call on integers.
+  LoopFunc call{"t", {a, o}, For("i", IntImm(5), Store(o, Var("i"), Cast(ScalarType::kI16, Call("exp", {ai}, ScalarType::kI32))))};
+  EXPECT_FALSE(Verify(call).ok());
+  // Calls take f64 too.
+  Buffer x = MakeBuffer("x", {5}, BufferRole::kInput, 0, ScalarType::kF64);
+  Buffer y = MakeBuffer("y", {5}, BufferRole::kOutput, 1, ScalarType::kF64);
+  LoopFunc f64{"t", {x, y}, For("i", IntImm(5), Store(y, Var("i"), Call("sin", {Load(x, Var("i"))}, ScalarType::kF64)))};
+  EXPECT_TRUE(Verify(f64).ok()) << Verify(f64);
+}
+
 }  // namespace
 }  // namespace kiln::loop_ir

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler_core/interpreter.h"
 #include "compiler_core/jit.h"
+#include "compiler_core/loop_ir/loop_ir.h"
 #include "compiler_core/loop_ir/lower_pool.h"
 #include "compiler_core/schedule_space.h"
 #include "compiler_core/shape_inference.h"
@@ -98,10 +99,70 @@ TEST(PoolLoweringTest, SpaceAndValidation) {
   EXPECT_EQ(ValidateSchedule(*g, bad, target).code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(PoolLoweringTest, RefusesThreeDimensionalPools) {
+TEST(PoolLoweringTest, ThreeDimensionalPools) {
+  CheckPool(*Pool("MaxPool", {1, 3, 5, 6, 7}, {{"kernel_shape", Ints{2, 2, 2}}}));
+  CheckPool(*Pool("MaxPool", {2, 2, 7, 5, 9},
+                  {{"kernel_shape", Ints{3, 2, 3}}, {"strides", Ints{2, 1, 2}}, {"pads", Ints{1, 0, 1, 1, 1, 0}},
+                   {"dilations", Ints{1, 2, 1}}, {"ceil_mode", int64_t{1}}}));
+  CheckPool(*Pool("AveragePool", {1, 3, 5, 6, 7},
+                  {{"kernel_shape", Ints{3, 3, 2}}, {"strides", Ints{2, 2, 1}}, {"pads", Ints{1, 1, 0, 1, 1, 1}}}));
+  CheckPool(*Pool("AveragePool", {1, 2, 4, 5, 3},
+                  {{"kernel_shape", Ints{2, 3, 2}}, {"strides", Ints{2, 2, 2}}, {"pads", Ints{1, 1, 1, 1, 1, 1}},
+                   {"count_include_pad", int64_t{1}}, {"ceil_mode", int64_t{1}}}));
   auto g = Pool("MaxPool", {1, 2, 4, 4, 4}, {{"kernel_shape", Ints{2, 2, 2}}});
-  EXPECT_FALSE(loop_ir::PoolLowering().match(*g).ok());
-  EXPECT_FALSE(CanCompile(*g));
+  auto f = loop_ir::PoolLowering().lower(*g, DefaultSchedule(*g, CpuTarget::Host()), CpuTarget::Host());
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE(loop_ir::Verify(*f).ok());
+  EXPECT_NE(loop_ir::Print(*f).find("for (kd_, 0, 2)"), std::string::npos) << loop_ir::Print(*f);
+}
+
+// MaxPool(x) -> (Y, Indices) at every point of the space: values and flat
+// argmax positions (row-major, or column-major with storage_order=1) equal the
+// interpreter's.
+void CheckMaxPoolWithIndices(const Ints& x, Attrs attrs) {
+  auto g = std::make_unique<Graph>();
+  g->set_opset_version(17);
+  Value* in = *g->AddInput("in0", TensorType::Static(DType::kFloat32, x));
+  Value* y = *g->AddValue("y");
+  Value* ind = *g->AddValue("ind");
+  ASSERT_TRUE(g->AddNode("MaxPool", "n0", {in}, {y, ind}, std::move(attrs)).ok());
+  g->AddOutput(y);
+  g->AddOutput(ind);
+  ASSERT_TRUE(InferShapes(*g).ok());
+  CpuTarget target = CpuTarget::Host();
+  ASSERT_EQ(WorkloadKind(*g), "pool") << g->ToText();
+  std::vector<float> data = Random(Product(x), 3, -1.0f, 1.0f);
+  std::map<std::string, Tensor> feeds;
+  feeds.emplace("in0", Tensor::FromVector(DType::kFloat32, x, data));
+  auto ref = Evaluate(*g, feeds);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  const Tensor& want_y = ref->at("y");
+  const Tensor& want_i = ref->at("ind");
+  for (const ScheduleConfig& c : EnumerateSchedules(*g, target)) {
+    SCOPED_TRACE(c.ToString());
+    auto kernel = JitCompile(*g, c, target);
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    std::vector<float> got_y(want_y.num_elements(), std::numeric_limits<float>::quiet_NaN());
+    std::vector<int64_t> got_i(want_i.num_elements(), -7);
+    std::vector<void*> args = {data.data(), got_y.data(), got_i.data()};
+    (*kernel)->Run(args.data(), 0, (*kernel)->num_tasks());
+    for (size_t i = 0; i < got_y.size(); ++i) {
+      ASSERT_EQ(got_y[i], want_y.data<float>()[i]) << "element " << i;
+      ASSERT_EQ(got_i[i], want_i.data<int64_t>()[i]) << "element " << i;
+    }
+  }
+}
+
+TEST(PoolLoweringTest, MaxPoolWithIndices) {
+  CheckMaxPoolWithIndices({1, 1, 5, 5}, {{"kernel_shape", Ints{5, 5}}, {"pads", Ints{2, 2, 2, 2}}});
+  CheckMaxPoolWithIndices({2, 3, 7, 11}, {{"kernel_shape", Ints{2, 3}}, {"strides", Ints{2, 2}},
+                                          {"storage_order", int64_t{1}}});
+  CheckMaxPoolWithIndices({1, 2, 9, 13}, {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 1}},
+                                          {"pads", Ints{1, 1, 1, 1}}, {"dilations", Ints{1, 2}},
+                                          {"ceil_mode", int64_t{1}}});
+  CheckMaxPoolWithIndices({1, 2, 3, 5, 6}, {{"kernel_shape", Ints{2, 2, 3}}, {"strides", Ints{1, 2, 2}},
+                                            {"pads", Ints{0, 1, 1, 1, 0, 1}}, {"storage_order", int64_t{1}}});
+  CheckMaxPoolWithIndices({2, 3, 17}, {{"kernel_shape", Ints{4}}, {"strides", Ints{3}}, {"pads", Ints{1, 2}}});
 }
 
 }  // namespace

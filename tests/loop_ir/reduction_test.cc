@@ -1,7 +1,9 @@
 // Reduction lowering: multi-stage row-wise workloads (softmax, layer norm,
 // decomposed softmax, consumers after the reduction) fused per block of rows
-// and run in parallel, and softmax's exp written once; checked against the
-// reference interpreter at every schedule point, tasks run in two halves.
+// and run in parallel, and softmax's exp written once; LayerNormalization's
+// Mean/InvStdDev outputs and InstanceNormalization at odd sizes; softmax on
+// -inf, large negative and NaN inputs. Checked against the reference
+// interpreter at every schedule point, tasks run in two halves.
 #include <cmath>
 #include <map>
 #include <memory>
@@ -119,6 +121,105 @@ TEST(ReductionLoweringTest, CrossRowConsumerStaysSerial) {
   Value* y = b.Op("Sub", {x, m}, {64, 100});
   b.g->AddOutput(y);
   EXPECT_EQ(CheckAllPoints(*b.g), 1);
+}
+
+// LayerNormalization with its Mean and InvStdDev outputs, for every axis form
+// (axis 0 normalizes everything: one row), odd sizes, scale/bias of the
+// normalized shape.
+TEST(ReductionLoweringTest, LayerNormWithMeanAndInvStdDev) {
+  std::vector<int64_t> d = {3, 5, 19};
+  for (int64_t axis : {-1, 1, -3, 0, 2}) {
+    SCOPED_TRACE(axis);
+    int64_t a = axis < 0 ? axis + 3 : axis;
+    std::vector<int64_t> nd(d.begin() + a, d.end()), sd = d;
+    for (int64_t i = a; i < 3; ++i) sd[i] = 1;
+    Builder b;
+    Value* x = b.In(d);
+    Value* sc = b.In(nd);
+    Value* bi = b.In(nd);
+    Value* y = *b.g->AddValue("y", TensorType::Static(DType::kFloat32, d));
+    Value* mean = *b.g->AddValue("mean", TensorType::Static(DType::kFloat32, sd));
+    Value* inv = *b.g->AddValue("inv", TensorType::Static(DType::kFloat32, sd));
+    ASSERT_TRUE(b.g->AddNode("LayerNormalization", "ln", {x, sc, bi}, {y, mean, inv},
+                             {{"axis", axis}, {"epsilon", 0.1f}})
+                    .ok());
+    b.g->AddOutput(y);
+    b.g->AddOutput(mean);
+    b.g->AddOutput(inv);
+    EXPECT_GE(CheckAllPoints(*b.g), 1);
+  }
+}
+
+// Y feeds a consumer, Mean is an output, InvStdDev is computed but unused (a
+// temp); the row-local stages still run in parallel.
+TEST(ReductionLoweringTest, LayerNormMeanOnlyWithConsumer) {
+  Builder b;
+  Value* x = b.In({64, 100});
+  Value* sc = b.In({100});
+  Value* y = *b.g->AddValue("y", TensorType::Static(DType::kFloat32, {64, 100}));
+  Value* mean = *b.g->AddValue("mean", TensorType::Static(DType::kFloat32, {64, 1}));
+  Value* inv = *b.g->AddValue("inv", TensorType::Static(DType::kFloat32, {64, 1}));
+  ASSERT_TRUE(b.g->AddNode("LayerNormalization", "ln", {x, sc}, {y, mean, inv}, {{"axis", int64_t{-1}}}).ok());
+  Value* z = b.Op("Relu", {y}, {64, 100});
+  b.g->AddOutput(z);
+  b.g->AddOutput(mean);
+  EXPECT_GT(CheckAllPoints(*b.g), 1);
+}
+
+TEST(ReductionLoweringTest, InstanceNormalization) {
+  for (std::vector<int64_t> d : std::vector<std::vector<int64_t>>{{2, 3, 4, 5}, {3, 5, 37}, {1, 2, 1, 3}}) {
+    Builder b;
+    Value* x = b.In(d);
+    Value* sc = b.In({d[1]});
+    Value* bi = b.In({d[1]});
+    b.g->AddOutput(b.Op("InstanceNormalization", {x, sc, bi}, d, {{"epsilon", 0.01f}}));
+    EXPECT_GE(CheckAllPoints(*b.g), 1);
+  }
+}
+
+// Softmax rows with -inf (masked), very negative (denormal or zero exp), one
+// NaN (NaN row in the reference) and all -inf (NaN row) entries; every
+// schedule point agrees with the interpreter, NaN for NaN.
+TEST(ReductionLoweringTest, SoftmaxSpecialValues) {
+  const int64_t rows = 6, cols = 53;
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    SCOPED_TRACE(op);
+    Builder b;
+    Value* x = b.In({rows, cols});
+    b.g->AddOutput(b.Op(op, {x}, {rows, cols}, {{"axis", int64_t{-1}}}));
+    std::vector<float> in(rows * cols);
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> dist(-4, 4);
+    for (auto& v : in) v = dist(rng);
+    for (int64_t c = 0; c < cols; c += 3) in[0 * cols + c] = -INFINITY;  // masked entries
+    for (int64_t c = 0; c < cols; ++c) in[1 * cols + c] = -95.0f - c;  // down to exp underflow
+    in[1 * cols + 7] = 0;
+    in[2 * cols + 11] = NAN;
+    for (int64_t c = 0; c < cols; ++c) in[3 * cols + c] = -INFINITY;
+    for (int64_t c = 0; c < cols; ++c) in[4 * cols + c] = 80.0f + 0.1f * c;  // large, shifted by max
+    auto ref = Evaluate(*b.g, {{"x0", Tensor::FromVector(DType::kFloat32, {rows, cols}, in)}});
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    const float* want = ref->at(b.g->outputs()[0]->name()).data<float>();
+    CpuTarget target = CpuTarget::Host();
+    for (const ScheduleConfig& c : EnumerateSchedules(*b.g, target)) {
+      SCOPED_TRACE(c.ToString());
+      auto k = JitCompile(*b.g, c, target);
+      ASSERT_TRUE(k.ok()) << k.status();
+      std::vector<float> out(rows * cols, 1234.0f);
+      std::vector<void*> args = {in.data(), out.data()};
+      int64_t t = (*k)->num_tasks();
+      (*k)->Run(args.data(), 0, t);
+      for (int64_t i = 0; i < rows * cols; ++i) {
+        if (std::isnan(want[i])) {
+          EXPECT_TRUE(std::isnan(out[i])) << "element " << i;
+        } else if (std::isinf(want[i])) {
+          EXPECT_EQ(out[i], want[i]) << "element " << i;
+        } else {
+          EXPECT_NEAR(out[i], want[i], 1e-6 + 1e-5 * std::fabs(want[i])) << "element " << i;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -89,16 +89,9 @@ void CheckCompiledModel(const std::string& file) {
 TEST(ModelsCompiledTest, ResNet18) { CheckCompiledModel("resnet18.onnx"); }
 TEST(ModelsCompiledTest, MobileNetV3Small) { CheckCompiledModel("mobilenet_v3_small.onnx"); }
 
-// The encoder's embedding lookup (Gather over int64 ids) has no code generator
-// yet: the compile fails cleanly, naming the node.
-TEST(ModelsCompiledTest, BertEncoderNamesWhatDoesNotCompile) {
-  auto graph = ImportOnnxModel(ReadAll(ModelPath("bert_encoder.onnx")), {});
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  auto pkg = CompileWithDefaults(**graph);
-  ASSERT_FALSE(pkg.ok());
-  EXPECT_EQ(pkg.status().code(), absl::StatusCode::kUnimplemented) << pkg.status();
-  EXPECT_NE(pkg.status().message().find("Gather"), std::string::npos) << pkg.status();
-}
+// The encoder: embedding lookup (Gather over int64 ids), attention (batched
+// MatMul, Softmax), LayerNorm, GELU: every group compiles.
+TEST(ModelsCompiledTest, BertEncoder) { CheckCompiledModel("bert_encoder.onnx"); }
 
 }  // namespace
 }  // namespace kiln
