@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <limits>
 #include <random>
 
 #include "compiler_core/interpreter.h"
@@ -41,23 +40,13 @@ std::vector<ScheduleConfig> RandomPoints(const Graph& g, const CpuTarget& target
   return out;
 }
 
-// Lowers `g` at each config, compiles it and compares every output with the
-// interpreter (rtol 1e-4, atol 1e-5; outputs start as NaN; tasks in three
-// uneven ranges).
+// Lowers `g` at each config (Verify on the loop IR), then compiles it through
+// JitCompile (which routes MatMul/Gemm here) and compares every output with
+// the interpreter (lowering_testing.h).
 void CheckAgainstInterpreter(const Graph& g, const std::vector<ScheduleConfig>& configs) {
   CpuTarget target = Host();
   WorkloadLowering l = MatMulLowering();
   ASSERT_TRUE(l.match(g).ok()) << l.match(g);
-  std::map<std::string, Tensor> feeds;
-  std::vector<std::vector<float>> inputs;
-  for (size_t i = 0; i < g.inputs().size(); ++i) {
-    const Value* v = g.inputs()[i];
-    Ints dims = v->type().StaticDims();
-    inputs.push_back(Random(Product(dims), 7 + static_cast<uint32_t>(i), -1.0f, 1.0f));
-    feeds.emplace(v->name(), Tensor::FromVector(DType::kFloat32, dims, inputs.back()));
-  }
-  auto ref = Evaluate(g, feeds);
-  ASSERT_TRUE(ref.ok()) << ref.status();
   ASSERT_FALSE(configs.empty());
   for (const ScheduleConfig& config : configs) {
     SCOPED_TRACE(absl::StrCat("schedule ", config.ToString(), "\n", g.ToText()));
@@ -65,37 +54,8 @@ void CheckAgainstInterpreter(const Graph& g, const std::vector<ScheduleConfig>& 
     absl::StatusOr<LoopFunc> f = l.lower(g, config, target);
     ASSERT_TRUE(f.ok()) << f.status();
     ASSERT_TRUE(Verify(*f).ok()) << Verify(*f) << "\n" << Print(*f);
-    // JitCompile routes MatMul/Gemm workloads through this lowering.
-    auto kernel = JitCompile(g, config, target);
-    ASSERT_TRUE(kernel.ok()) << kernel.status() << "\n" << Print(*f);
-    const JitKernel& k = **kernel;
-    std::vector<std::vector<float>> outs;
-    std::vector<void*> args;
-    for (auto& in : inputs) args.push_back(in.data());
-    for (const Value* v : g.outputs()) {
-      outs.emplace_back(Product(v->type().StaticDims()), std::numeric_limits<float>::quiet_NaN());
-    }
-    for (auto& o : outs) args.push_back(o.data());
-    ASSERT_EQ(k.num_args(), static_cast<int>(args.size()));
-    int64_t t = k.num_tasks();
-    int64_t a = t / 3, b = a + (t - a) * 3 / 4;
-    k.Run(args.data(), b, t);
-    k.Run(args.data(), 0, a);
-    k.Run(args.data(), a, b);
-    for (size_t o = 0; o < outs.size(); ++o) {
-      const Tensor& want = ref->at(g.outputs()[o]->name());
-      ASSERT_EQ(want.num_elements(), static_cast<int64_t>(outs[o].size()));
-      const float* w = want.data<float>();
-      int bad = 0;
-      for (size_t i = 0; i < outs[o].size() && bad < 5; ++i) {
-        float got = outs[o][i];
-        if (!(std::fabs(got - w[i]) <= 1e-4f + 1e-4f * std::fabs(w[i]))) {
-          ADD_FAILURE() << "output " << o << " element " << i << ": got " << got << " want " << w[i];
-          ++bad;
-        }
-      }
-    }
   }
+  loop_ir_testing::CheckConfigsAgainstInterpreter(g, configs, target);
 }
 
 std::unique_ptr<Graph> PlainMatMul(const Ints& a, const Ints& b) {
