@@ -13,6 +13,7 @@
 #include "compiler_core/loop_ir/lower_common.h"
 #include "compiler_core/loop_ir/schedule.h"
 #include "compiler_core/ops/op_helpers.h"
+#include "compiler_core/ops/resize_plan.h"
 #include "compiler_core/status_macros.h"
 
 namespace kiln::loop_ir {
@@ -32,17 +33,8 @@ Expr I(int64_t v) { return IntImm(v); }
 
 // ---- Resize: the interpreter's plan, for static shapes -------------------------
 
-struct ResizePlan {
-  std::vector<int64_t> out;
-  std::vector<double> scale;
-  std::vector<double> roi_start, roi_end;
-  std::string mode = "nearest";
-  std::string coord = "half_pixel";
-  std::string nearest = "round_prefer_floor";
-  double cubic_a = -0.75;
-  bool exclude_outside = false;
-  double extrapolation = 0.0;
-};
+using ops::ResizePlan;
+using ops::ResizeTap;
 
 absl::StatusOr<std::vector<double>> ConstantFloats(const Node& node, int i) {
   Value* v = node.input(i);
@@ -139,69 +131,15 @@ absl::StatusOr<ResizePlan> MakePlan(const Node& node, const std::vector<int64_t>
   return p;
 }
 
-double SourceCoord(const ResizePlan& p, int axis, int64_t o, int64_t in) {
-  const double s = p.scale[axis];
-  const double out = static_cast<double>(in) * s;
-  const std::string& c = p.coord;
-  if (c == "half_pixel") return (o + 0.5) / s - 0.5;
-  if (c == "pytorch_half_pixel") return out > 1 ? (o + 0.5) / s - 0.5 : 0.0;
-  if (c == "align_corners") return out == 1 ? 0.0 : static_cast<double>(o) * (in - 1) / (out - 1);
-  if (c == "asymmetric") return o / s;
-  if (c == "tf_half_pixel_for_nn") return (o + 0.5) / s;
-  const double a = p.roi_start[axis], b = p.roi_end[axis];
-  return out > 1 ? a * (in - 1) + o * (b - a) * (in - 1) / (out - 1) : 0.5 * (a + b) * (in - 1);
-}
-
-struct Tap {
-  int64_t index;
-  double weight;
-};
-
-// Taps of output index o; empty means "outside the crop: extrapolation value".
-std::vector<Tap> Taps(const ResizePlan& p, int axis, int64_t o, int64_t in) {
-  const double x = SourceCoord(p, axis, o, in);
-  if (p.coord == "tf_crop_and_resize" && (x < 0 || x > in - 1)) return {};
-  auto clamp = [in](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
-  if (p.mode == "nearest") {
-    double f = std::floor(x);
-    int64_t i;
-    if (p.nearest == "floor") i = static_cast<int64_t>(f);
-    else if (p.nearest == "ceil") i = static_cast<int64_t>(std::ceil(x));
-    else if (x - f == 0.5) i = static_cast<int64_t>(p.nearest == "round_prefer_ceil" ? f + 1 : f);
-    else i = static_cast<int64_t>(std::round(x));
-    return {{clamp(i), 1.0}};
-  }
-  const int64_t x0 = static_cast<int64_t>(std::floor(x));
-  const double t = x - static_cast<double>(x0);
-  if (p.mode == "linear") return {{clamp(x0), 1.0 - t}, {clamp(x0 + 1), t}};
-  const double A = p.cubic_a;
-  const double w[4] = {((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A,
-                       ((A + 2) * t - (A + 3)) * t * t + 1,
-                       ((A + 2) * (1 - t) - (A + 3)) * (1 - t) * (1 - t) + 1,
-                       ((A * (2 - t) - 5 * A) * (2 - t) + 8 * A) * (2 - t) - 4 * A};
-  std::vector<Tap> taps;
-  double total = 0;
-  for (int k = 0; k < 4; ++k) {
-    int64_t i = x0 - 1 + k;
-    if (p.exclude_outside && (i < 0 || i >= in)) continue;
-    taps.push_back({clamp(i), w[k]});
-    total += w[k];
-  }
-  if (p.exclude_outside && total != 0) {
-    for (Tap& tp : taps) tp.weight /= total;
-  }
-  return taps;
-}
-
 // True when every output index of the axis reads exactly its own input index
 // with weight 1 (all other taps weigh 0): tf_crop_and_resize over the full
 // extent of an axis that keeps its size, for example.
 bool IsIdentityAxis(const ResizePlan& p, int axis, int64_t n_in, int64_t n_out) {
   if (n_in != n_out) return false;
   for (int64_t o = 0; o < n_out; ++o) {
-    std::vector<Tap> taps = Taps(p, axis, o, n_in);
+    std::vector<ResizeTap> taps = ops::ResizeTaps(p, axis, o, n_in);
     int ones = 0;
-    for (const Tap& t : taps) {
+    for (const ResizeTap& t : taps) {
       if (t.weight == 0.0) continue;
       if (t.weight != 1.0 || t.index != o) return false;
       ++ones;
@@ -283,7 +221,7 @@ absl::StatusOr<ResizeForm> AnalyzeResize(const Graph& g) {
     t.index.assign(t.taps * n_out, 0);
     t.weight.assign(t.taps * n_out, 0.0);
     for (int64_t o = 0; o < n_out; ++o) {
-      std::vector<Tap> taps = Taps(p, axis, o, n_in);
+      std::vector<ResizeTap> taps = ops::ResizeTaps(p, axis, o, n_in);
       if (taps.empty()) {
         t.has_outside = true;
         for (int64_t k = 0; k < t.taps; ++k) t.index[k * n_out + o] = -1;

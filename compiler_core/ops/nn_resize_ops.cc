@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "compiler_core/ops/op_families.h"
 #include "compiler_core/ops/op_helpers.h"
+#include "compiler_core/ops/resize_plan.h"
 #include "compiler_core/shape_inference.h"
 #include "compiler_core/status_macros.h"
 
@@ -31,19 +32,6 @@ absl::StatusOr<std::vector<double>> ConstantFloats(const Node& node, int i) {
   }
   return std::vector<double>(t.data<float>(), t.data<float>() + t.num_elements());
 }
-
-// How each axis is resized.
-struct ResizePlan {
-  std::vector<int64_t> out;
-  std::vector<double> scale;
-  std::vector<double> roi_start, roi_end;
-  std::string mode = "nearest";
-  std::string coord = "half_pixel";
-  std::string nearest = "round_prefer_floor";
-  double cubic_a = -0.75;
-  bool exclude_outside = false;
-  double extrapolation = 0.0;
-};
 
 absl::Status CheckChoice(const std::string& attr, const std::string& v, std::initializer_list<const char*> ok) {
   for (const char* o : ok) {
@@ -133,64 +121,6 @@ absl::StatusOr<ResizePlan> MakePlan(const Node& node, const std::vector<Dim>& di
   return p;
 }
 
-// Input coordinate of output index o on an axis. Like the ONNX reference, the
-// resized length is in * scale (not rounded), which matters for align_corners
-// and tf_crop_and_resize when scales are given.
-double SourceCoord(const ResizePlan& p, int axis, int64_t o, int64_t in, int64_t) {
-  const double s = p.scale[axis];
-  const double out = static_cast<double>(in) * s;
-  const std::string& c = p.coord;
-  if (c == "half_pixel") return (o + 0.5) / s - 0.5;
-  if (c == "pytorch_half_pixel") return out > 1 ? (o + 0.5) / s - 0.5 : 0.0;
-  if (c == "align_corners") return out == 1 ? 0.0 : static_cast<double>(o) * (in - 1) / (out - 1);
-  if (c == "asymmetric") return o / s;
-  if (c == "tf_half_pixel_for_nn") return (o + 0.5) / s;
-  // tf_crop_and_resize
-  const double a = p.roi_start[axis], b = p.roi_end[axis];
-  return out > 1 ? a * (in - 1) + o * (b - a) * (in - 1) / (out - 1) : 0.5 * (a + b) * (in - 1);
-}
-
-struct Tap {
-  int64_t index;
-  double weight;
-};
-
-// Taps of output index o; empty means "outside the crop: extrapolation value".
-std::vector<Tap> Taps(const ResizePlan& p, int axis, int64_t o, int64_t in, int64_t out) {
-  const double x = SourceCoord(p, axis, o, in, out);
-  if (p.coord == "tf_crop_and_resize" && (x < 0 || x > in - 1)) return {};
-  auto clamp = [in](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
-  if (p.mode == "nearest") {
-    double f = std::floor(x);
-    int64_t i;
-    if (p.nearest == "floor") i = static_cast<int64_t>(f);
-    else if (p.nearest == "ceil") i = static_cast<int64_t>(std::ceil(x));
-    else if (x - f == 0.5) i = static_cast<int64_t>(p.nearest == "round_prefer_ceil" ? f + 1 : f);
-    else i = static_cast<int64_t>(std::round(x));
-    return {{clamp(i), 1.0}};
-  }
-  const int64_t x0 = static_cast<int64_t>(std::floor(x));
-  const double t = x - static_cast<double>(x0);
-  if (p.mode == "linear") return {{clamp(x0), 1.0 - t}, {clamp(x0 + 1), t}};
-  const double A = p.cubic_a;
-  const double w[4] = {((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A,
-                       ((A + 2) * t - (A + 3)) * t * t + 1,
-                       ((A + 2) * (1 - t) - (A + 3)) * (1 - t) * (1 - t) + 1,
-                       ((A * (2 - t) - 5 * A) * (2 - t) + 8 * A) * (2 - t) - 4 * A};
-  std::vector<Tap> taps;
-  double total = 0;
-  for (int k = 0; k < 4; ++k) {
-    int64_t i = x0 - 1 + k;
-    if (p.exclude_outside && (i < 0 || i >= in)) continue;
-    taps.push_back({clamp(i), w[k]});
-    total += w[k];
-  }
-  if (p.exclude_outside && total != 0) {
-    for (Tap& tp : taps) tp.weight /= total;
-  }
-  return taps;
-}
-
 absl::Status EvalResize(const Node& node, const InputTensors& in, std::vector<Tensor>& out, bool is_upsample) {
   const TensorType xt = TensorType::Static(in[0]->dtype(), in[0]->dims());
   ASSIGN_OR_RETURN(ResizePlan p, MakePlan(node, xt.dims, is_upsample));
@@ -202,8 +132,8 @@ absl::Status EvalResize(const Node& node, const InputTensors& in, std::vector<Te
     int64_t outer = 1, inner = 1;
     for (int i = 0; i < axis; ++i) outer *= dims[i];
     for (size_t i = axis + 1; i < dims.size(); ++i) inner *= dims[i];
-    std::vector<std::vector<Tap>> taps(n_out);
-    for (int64_t o = 0; o < n_out; ++o) taps[o] = Taps(p, axis, o, n_in, n_out);
+    std::vector<std::vector<ResizeTap>> taps(n_out);
+    for (int64_t o = 0; o < n_out; ++o) taps[o] = ResizeTaps(p, axis, o, n_in);
     std::vector<double> next(outer * n_out * inner, 0.0);
     for (int64_t a = 0; a < outer; ++a) {
       for (int64_t o = 0; o < n_out; ++o) {
@@ -212,7 +142,7 @@ absl::Status EvalResize(const Node& node, const InputTensors& in, std::vector<Te
           std::fill(dst, dst + inner, p.extrapolation);
           continue;
         }
-        for (const Tap& t : taps[o]) {
+        for (const ResizeTap& t : taps[o]) {
           const double* src = cur.data() + (a * n_in + t.index) * inner;
           for (int64_t i = 0; i < inner; ++i) dst[i] += t.weight * src[i];
         }
