@@ -1,7 +1,6 @@
 // Conv workloads on loop IR (compiler_core/loop_ir/lower_conv.h): every shape
 // family, JIT-compiled at several schedule points, against the reference
 // interpreter at rtol 1e-4 / atol 1e-5.
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -380,34 +379,6 @@ TEST(ConvTransposeLoweringTest, PrintVerifySpaceAndValidation) {
   bad = def;
   bad.Set("kb", 3);
   EXPECT_EQ(l->validate(*g, bad, target).code(), absl::StatusCode::kInvalidArgument);
-}
-
-// Not a check: prints the single-thread time of a DCGAN-like ConvTranspose
-// (1x64x28x28 -> 32, 4x4, stride 2, pad 1) at the default point and the best
-// of the space, against the direct-convolution FLOP count
-// (2 * N * C * M * IH * IW * KH * KW). Run with --gtest_also_run_disabled_tests.
-TEST(ConvTransposeLoweringTest, DISABLED_TimingDcganLayer) {
-  auto g = ConvT({1, 64, 28, 28}, 32, {4, 4}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
-  CpuTarget target = CpuTarget::Host();
-  const double flops = 2.0 * 64 * 32 * 28 * 28 * 16;
-  std::vector<float> x = Random(64 * 28 * 28, 1, -1, 1), w = Random(64 * 32 * 16, 2, -0.5f, 0.5f);
-  std::vector<float> b = Random(32, 3, -0.5f, 0.5f), y(32 * 56 * 56);
-  std::vector<void*> args = {x.data(), w.data(), b.data(), y.data()};
-  ScheduleConfig def = DefaultSchedule(*g, target);
-  for (const ScheduleConfig& c : EnumerateSchedules(*g, target)) {
-    auto k = JitCompile(*g, c, target);
-    ASSERT_TRUE(k.ok()) << k.status();
-    std::vector<double> times;
-    for (int rep = 0; rep < 15; ++rep) {
-      auto t0 = std::chrono::steady_clock::now();
-      (*k)->Run(args.data(), 0, (*k)->num_tasks());
-      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(times.begin(), times.end());
-    double t = times[times.size() / 2];
-    std::printf("%s%-40s %8.3f ms %6.1f GFLOP/s\n", c == def ? "* " : "  ", c.ToString().c_str(), t * 1e3,
-                flops / t * 1e-9);
-  }
 }
 
 }  // namespace
