@@ -36,7 +36,8 @@ struct MeasureSettings {
 
 // Measures `task` on `target`. A candidate's failure is a result, not a Status:
 //   - schedule config that does not parse, space-version mismatch, JIT failure -> BUILD_ERROR
-//   - an output outside |got-ref| <= atol + rtol*|ref| (NaN vs non-NaN counts)  -> WRONG_ANSWER
+//   - an output outside |got-ref| <= atol + rtol*(|ref| + rms(ref)) (rms over the
+//     output's finite reference values; NaN vs non-NaN counts)          -> WRONG_ANSWER
 //     with max_abs_error and the first bad index in the message
 //   - otherwise MEASURE_OK with median/p10/p90 in ms and the repeat count.
 // A Status error means the workload itself is unusable (INVALID_ARGUMENT: graph
@@ -56,7 +57,8 @@ absl::StatusOr<std::map<std::string, Tensor>> MakeMeasureInputs(const Graph& gra
                                                                 const std::string& seed_key);
 
 // Compares one output with its reference. Returns "" when every element is within
-// tolerance, else a description of the first mismatch; *max_abs_error gets the
+// |got - ref| <= atol + rtol * (|ref| + rms), rms over the output's finite
+// reference values, else a description of the first mismatch; *max_abs_error gets the
 // largest |got - ref| (infinity for a NaN mismatch).
 std::string CompareOutput(const std::string& name, const Tensor& got, const Tensor& ref,
                           double rtol, double atol, double* max_abs_error);

@@ -151,6 +151,16 @@ TEST(MeasurerTest, CompareOutputTolerancesAndNaN) {
 
   Tensor ref_nan = with_nan;
   EXPECT_EQ(CompareOutput("y", with_nan, ref_nan, 1e-4, 1e-5, &err), "");
+
+  // An element near zero by cancellation in an output of magnitude ~30 (a
+  // K=1024 dot product): its f32 rounding error is judged at the output's
+  // scale (rms 30 -> tolerance 1e-5 + 1e-4 * 30), a wrong value still fails.
+  Tensor dot = Tensor::FromVector<float>(DType::kFloat32, {4}, {30.0f, -30.0f, 0.0024f, 30.0f});
+  Tensor rounded = Tensor::FromVector<float>(DType::kFloat32, {4}, {30.0f, -30.0f, 0.00244f, 30.0f});
+  EXPECT_EQ(CompareOutput("y", rounded, dot, 1e-4, 1e-5, &err), "");
+  Tensor wrong = Tensor::FromVector<float>(DType::kFloat32, {4}, {30.0f, -30.0f, 0.0124f, 30.0f});
+  msg = CompareOutput("y", wrong, dot, 1e-4, 1e-5, &err);
+  EXPECT_NE(msg.find("first at index 2"), std::string::npos) << msg;
 }
 
 TEST(MeasurerTest, SettingsDefaults) {
