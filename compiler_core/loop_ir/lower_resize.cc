@@ -36,98 +36,12 @@ Expr I(int64_t v) { return IntImm(v); }
 using ops::ResizePlan;
 using ops::ResizeTap;
 
-absl::StatusOr<std::vector<double>> ConstantFloats(const Node& node, int i) {
-  Value* v = node.input(i);
-  if (v == nullptr) return std::vector<double>{};
-  if (!v->is_constant()) return NodeError(node, absl::StrCat("input ", i, " is not a constant"));
-  const Tensor& t = v->constant();
-  if (t.dtype() != DType::kFloat32) return NodeError(node, absl::StrCat("input ", i, " is not f32"));
-  return std::vector<double>(t.data<float>(), t.data<float>() + t.num_elements());
-}
-
+// The interpreter's plan for static extents; a refusal names the node.
 absl::StatusOr<ResizePlan> MakePlan(const Node& node, const std::vector<int64_t>& dims) {
-  const bool is_upsample = node.op_type() == "Upsample";
-  ResizePlan p;
-  const int64_t rank = static_cast<int64_t>(dims.size());
-  std::vector<double> scales;
-  std::vector<int64_t> sizes;
-  bool legacy = is_upsample || (node.num_inputs() == 2 && node.input(1) != nullptr);
-  if (is_upsample && node.num_inputs() == 1) {
-    if (!node.has_attr("scales")) return NodeError(node, "scales are missing");
-    for (float f : node.GetFloats("scales", {})) scales.push_back(f);
-  } else if (legacy) {
-    ASSIGN_OR_RETURN(scales, ConstantFloats(node, 1));
-  } else {
-    // roi matters only for tf_crop_and_resize; a workload receives f32
-    // operands as inputs, so a non-constant roi is fine elsewhere.
-    const bool crop = node.GetString("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize";
-    if (crop || (node.input(1) != nullptr && node.input(1)->is_constant())) {
-      ASSIGN_OR_RETURN(p.roi_start, ConstantFloats(node, 1));
-    }
-    // Likewise an (empty) scales operand beside sizes.
-    if (node.input(3) == nullptr || (node.input(2) != nullptr && node.input(2)->is_constant())) {
-      ASSIGN_OR_RETURN(scales, ConstantFloats(node, 2));
-    }
-    if (node.input(3) != nullptr) {
-      ASSIGN_OR_RETURN(sizes, ops::ConstantIntInput(node, 3));
-    }
-  }
-  for (const char* unsupported : {"axes", "keep_aspect_ratio_policy"}) {
-    if (node.has_attr(unsupported)) return NodeError(node, absl::StrCat("attribute ", unsupported));
-  }
-  if (node.GetInt("antialias", 0) != 0) return NodeError(node, "antialias");
-  p.mode = node.GetString("mode", "nearest");
-  if (p.mode == "bilinear") p.mode = "linear";
-  if (legacy) {
-    p.coord = "asymmetric";
-    p.nearest = "floor";
-  } else {
-    p.coord = node.GetString("coordinate_transformation_mode", "half_pixel");
-    p.nearest = node.GetString("nearest_mode", "round_prefer_floor");
-    p.cubic_a = node.GetFloat("cubic_coeff_a", -0.75f);
-    p.exclude_outside = node.GetInt("exclude_outside", 0) != 0;
-    p.extrapolation = node.GetFloat("extrapolation_value", 0.0f);
-  }
-  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic") return NodeError(node, "mode " + p.mode);
-  static const std::set<std::string> kCoords = {"half_pixel",   "pytorch_half_pixel",   "align_corners",
-                                                "asymmetric",   "tf_half_pixel_for_nn", "tf_crop_and_resize"};
-  if (kCoords.count(p.coord) == 0) return NodeError(node, "coordinate_transformation_mode " + p.coord);
-  if (p.nearest != "round_prefer_floor" && p.nearest != "round_prefer_ceil" && p.nearest != "floor" &&
-      p.nearest != "ceil") {
-    return NodeError(node, "nearest_mode " + p.nearest);
-  }
-  if (!sizes.empty() == !scales.empty()) return NodeError(node, "exactly one of scales and sizes is required");
-  const size_t n = sizes.empty() ? scales.size() : sizes.size();
-  if (static_cast<int64_t>(n) != rank) return NodeError(node, "scales/sizes do not match the input rank");
-  if (p.coord == "tf_crop_and_resize") {
-    if (static_cast<int64_t>(p.roi_start.size()) != 2 * rank) return NodeError(node, "roi size");
-    p.roi_end.assign(p.roi_start.begin() + rank, p.roi_start.end());
-    p.roi_start.resize(rank);
-  } else {
-    p.roi_start.assign(rank, 0.0);
-    p.roi_end.assign(rank, 1.0);
-  }
-  p.out.resize(rank);
-  p.scale.resize(rank);
-  for (int64_t i = 0; i < rank; ++i) {
-    const bool identity =
-        sizes.empty() ? scales[i] == 1.0 && p.coord != "tf_crop_and_resize" : sizes[i] == dims[i];
-    if (identity) {
-      p.out[i] = dims[i];
-      p.scale[i] = 1.0;
-      continue;
-    }
-    if (sizes.empty()) {
-      if (!(scales[i] > 0)) return NodeError(node, "non-positive scale");
-      p.scale[i] = scales[i];
-      p.out[i] = static_cast<int64_t>(
-          std::floor(static_cast<double>(dims[i]) * (p.roi_end[i] - p.roi_start[i]) * scales[i] + 1e-9));
-    } else {
-      if (sizes[i] < 0) return NodeError(node, "negative size");
-      p.out[i] = sizes[i];
-      p.scale[i] = dims[i] > 0 ? static_cast<double>(sizes[i]) / dims[i] : 1.0;
-    }
-  }
+  std::vector<Dim> static_dims;
+  for (int64_t d : dims) static_dims.push_back(Dim::Static(d));
+  absl::StatusOr<ResizePlan> p = ops::MakeResizePlan(node, static_dims, node.op_type() == "Upsample");
+  if (!p.ok()) return NodeError(node, std::string(p.status().message()));
   return p;
 }
 

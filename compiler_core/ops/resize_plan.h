@@ -1,17 +1,19 @@
 // The per-axis arithmetic of Resize/Upsample shared by the reference kernel
-// (ops/nn_resize_ops.cc) and the loop-IR lowering (loop_ir/lower_resize.cc):
-// how each axis is resized, the source coordinate of an output index, and the
-// input taps (index, weight) it reads.
+// and shape function (ops/nn_resize_ops.cc) and the loop-IR lowering
+// (loop_ir/lower_resize.cc): how each axis is resized, the source coordinate
+// of an output index, and the input taps (index, weight) it reads.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "compiler_core/graph.h"
+
 namespace kiln::ops {
 
-// How each axis is resized (built by each user from the node's attributes and
-// constant operands).
+// How each axis is resized.
 struct ResizePlan {
   std::vector<int64_t> out;
   std::vector<double> scale;
@@ -23,6 +25,11 @@ struct ResizePlan {
   bool exclude_outside = false;
   double extrapolation = 0.0;
 };
+
+// The plan of a Resize (opset 10 and 11+ forms) or Upsample node from its
+// attributes and constant roi/scales/sizes, for input extents `dims` (symbols
+// allowed on axes that are not resized). INVALID_ARGUMENT naming what is wrong.
+absl::StatusOr<ResizePlan> MakeResizePlan(const Node& node, const std::vector<Dim>& dims, bool is_upsample);
 
 // Input coordinate of output index o on an axis of `in` elements. Like the
 // ONNX reference, the resized length is in * scale (not rounded), which
