@@ -51,18 +51,24 @@ inline int64_t Product(const std::vector<int64_t>& d) {
   return n;
 }
 
-// Runs all tasks in three uneven ranges (or fewer when there are few tasks).
+// Runs all of the kernel's tasks in three uneven ranges, last range first (or
+// fewer ranges when there are few tasks), as a thread pool might split them.
+inline void RunTasksUnevenly(const JitKernel& k, void* const* args) {
+  int64_t t = k.num_tasks();
+  int64_t a = t / 3, b = a + (t - a) * 3 / 4;
+  k.Run(args, b, t);
+  k.Run(args, 0, a);
+  k.Run(args, a, b);
+}
+
+// Runs the kernel on `inputs` into a NaN-filled output (RunTasksUnevenly).
 inline std::vector<float> RunKernel(const JitKernel& k, std::vector<std::vector<float>>& inputs,
                                     int64_t out_elements) {
   std::vector<float> out(out_elements, std::numeric_limits<float>::quiet_NaN());
   std::vector<void*> args;
   for (auto& in : inputs) args.push_back(in.data());
   args.push_back(out.data());
-  int64_t t = k.num_tasks();
-  int64_t a = t / 3, b = a + (t - a) * 3 / 4;
-  k.Run(args.data(), b, t);
-  k.Run(args.data(), 0, a);
-  k.Run(args.data(), a, b);
+  RunTasksUnevenly(k, args.data());
   return out;
 }
 

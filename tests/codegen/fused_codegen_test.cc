@@ -24,6 +24,7 @@ namespace {
 
 using codegen_testing::Product;
 using codegen_testing::RandomData;
+using codegen_testing::RunTasksUnevenly;
 
 // Builds a workload graph op by op; Finish() infers the value types.
 class WorkloadBuilder {
@@ -80,11 +81,7 @@ void CheckAgainstInterpreter(const Graph& g, const std::vector<ScheduleConfig>& 
     }
     for (auto& o : outs) args.push_back(o.data());
     ASSERT_EQ(k.num_args(), static_cast<int>(args.size()));
-    int64_t t = k.num_tasks();
-    int64_t a = t / 3, b = a + (t - a) * 3 / 4;
-    k.Run(args.data(), b, t);
-    k.Run(args.data(), 0, a);
-    k.Run(args.data(), a, b);
+    RunTasksUnevenly(k, args.data());
     for (size_t o = 0; o < outs.size(); ++o) {
       const Tensor& want = ref->at(g.outputs()[o]->name());
       ASSERT_EQ(want.num_elements(), static_cast<int64_t>(outs[o].size()));

@@ -136,10 +136,7 @@ void Check(const std::string& op, const std::vector<Input>& inputs, Attrs attrs 
     std::vector<void*> args;
     for (size_t i = 0; i < inputs.size(); ++i) args.push_back(feeds.at(absl::StrCat("in", i)).raw());
     args.push_back(got.raw());
-    int64_t t = (*kernel)->num_tasks(), a = t / 3, b = a + (t - a) * 3 / 4;
-    (*kernel)->Run(args.data(), b, t);
-    (*kernel)->Run(args.data(), 0, a);
-    (*kernel)->Run(args.data(), a, b);
+    loop_ir_testing::RunTasksUnevenly(**kernel, args.data());
     int bad = 0;
     for (int64_t i = 0; i < want.num_elements() && bad < 5; ++i) {
       bool ok;

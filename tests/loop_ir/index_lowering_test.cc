@@ -29,6 +29,7 @@ namespace {
 using loop_ir_testing::Attrs;
 using loop_ir_testing::Ints;
 using loop_ir_testing::Points;
+using loop_ir_testing::RunTasksUnevenly;
 
 // Graph building with f32 and i64 inputs and i64 constants.
 class IndexGraph {
@@ -117,11 +118,7 @@ void CheckIndex(const Graph& g, const IndexGraph& b, CheckOptions opt = {}) {
     }
     for (auto& o : outs) args.push_back(o.data());
     ASSERT_EQ(k.num_args(), static_cast<int>(args.size()));
-    int64_t t = k.num_tasks();
-    int64_t a = t / 3, m = a + (t - a) * 3 / 4;
-    k.Run(args.data(), m, t);
-    k.Run(args.data(), 0, a);
-    k.Run(args.data(), a, m);
+    RunTasksUnevenly(k, args.data());
     for (size_t o = 0; o < outs.size(); ++o) {
       const Tensor& want = ref->at(g.outputs()[o]->name());
       int bad = 0;

@@ -20,11 +20,13 @@
 #include "compiler_core/schedule_space.h"
 #include "compiler_core/shape_inference.h"
 #include "compiler_core/target.h"
+#include "tests/codegen/codegen_testing.h"
 
 namespace kiln::loop_ir_testing {
 
 using Attrs = std::map<std::string, AttrValue>;
 using Ints = std::vector<int64_t>;
+using codegen_testing::RunTasksUnevenly;
 
 class Builder {
  public:
@@ -130,11 +132,7 @@ inline void CheckConfigsAgainstInterpreter(const Graph& g, const std::vector<Sch
     }
     for (auto& o : outs) args.push_back(o.data());
     ASSERT_EQ(k.num_args(), static_cast<int>(args.size()));
-    int64_t t = k.num_tasks();
-    int64_t a = t / 3, b = a + (t - a) * 3 / 4;
-    k.Run(args.data(), b, t);
-    k.Run(args.data(), 0, a);
-    k.Run(args.data(), a, b);
+    RunTasksUnevenly(k, args.data());
     for (size_t o = 0; o < outs.size(); ++o) {
       const Tensor& want = ref->at(g.outputs()[o]->name());
       ASSERT_EQ(want.num_elements(), static_cast<int64_t>(outs[o].size()));
