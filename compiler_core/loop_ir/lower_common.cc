@@ -89,15 +89,9 @@ std::vector<int64_t> TaskCounts(int64_t elements, bool can_parallelize) {
 }
 
 ScheduleConfig PickDefault(const std::vector<ScheduleConfig>& space, const CpuTarget& target) {
-  if (space.empty()) return {};
-  ScheduleConfig best = space.front();
-  for (const ScheduleConfig& c : space) {
-    auto key = [&](const ScheduleConfig& x) {
-      return std::make_pair(std::min<int64_t>(x.Get("vw", 1), target.FloatLanes()), x.Get("tasks", 1));
-    };
-    if (key(c) > key(best)) best = c;
-  }
-  return best;
+  return BestBy(space, [&](const ScheduleConfig& x) {
+    return std::make_pair(std::min<int64_t>(x.Get("vw", 1), target.FloatLanes()), x.Get("tasks", 1));
+  });
 }
 
 absl::Status ValidateKnobs(const Graph& g, const ScheduleConfig& c, const CpuTarget& target,

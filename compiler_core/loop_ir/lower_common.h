@@ -33,6 +33,17 @@ std::vector<int64_t> VectorWidths(const CpuTarget& target, int64_t extent);
 std::vector<int64_t> TaskCounts(int64_t elements, bool can_parallelize);
 // Widest vw, then most tasks.
 ScheduleConfig PickDefault(const std::vector<ScheduleConfig>& space, const CpuTarget& target);
+// The first point of `space` with the largest score(point) (any comparable
+// key, e.g. a tuple); empty config for an empty space.
+template <typename Score>
+ScheduleConfig BestBy(const std::vector<ScheduleConfig>& space, Score score) {
+  if (space.empty()) return {};
+  ScheduleConfig best = space.front();
+  for (const ScheduleConfig& c : space) {
+    if (score(c) > score(best)) best = c;
+  }
+  return best;
+}
 // Only `known` knobs; vw a power of two <= lanes; tasks in [1, 1024].
 absl::Status ValidateKnobs(const Graph& g, const ScheduleConfig& c, const CpuTarget& target,
                            const std::vector<std::string>& known);

@@ -203,7 +203,6 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
 // accumulators, widest vectors, one row per task.
 ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   std::vector<ScheduleConfig> space = Enumerate(g, target);
-  if (space.empty()) return {};
   auto score = [](const ScheduleConfig& c) {
     int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
     int64_t pw = c.Get("pw", 0);
@@ -211,11 +210,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     return std::make_tuple(pw, c.Get("vw", 1), -std::abs(acc - want), -c.Get("rows", 1),
                            -std::abs(c.Get("kb", 1) - 4 * pw), c.Get("kb", 1));
   };
-  ScheduleConfig best = space.front();
-  for (const ScheduleConfig& c : space) {
-    if (score(c) > score(best)) best = c;
-  }
-  return best;
+  return BestBy(space, score);
 }
 
 absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
@@ -648,16 +643,11 @@ std::vector<ScheduleConfig> EnumerateTranspose(const Graph& g, const CpuTarget& 
 // columns), the fewest rows per task.
 ScheduleConfig DefaultTranspose(const Graph& g, const CpuTarget& target) {
   std::vector<ScheduleConfig> space = EnumerateTranspose(g, target);
-  if (space.empty()) return {};
   auto score = [](const ScheduleConfig& c) {
     int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
     return std::make_tuple(c.Get("vw", 1), -std::abs(acc - 12), -c.Get("rows", 1), c.Get("kb", 1));
   };
-  ScheduleConfig best = space.front();
-  for (const ScheduleConfig& c : space) {
-    if (score(c) > score(best)) best = c;
-  }
-  return best;
+  return BestBy(space, score);
 }
 
 absl::Status ValidateTranspose(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {

@@ -152,16 +152,11 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
   return out;
 }
 
-// Widest vectors; about 8 output rows per task (fewer tasks, one pack each).
+// Widest vectors; about 4 output rows per task (fewer tasks, one pack each).
 ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
-  std::vector<ScheduleConfig> space = Enumerate(g, target);
-  if (space.empty()) return {};
-  ScheduleConfig best = space.front();
-  auto score = [](const ScheduleConfig& c) { return std::make_pair(c.Get("vw", 1), -std::abs(c.Get("rows", 1) - 4)); };
-  for (const ScheduleConfig& c : space) {
-    if (score(c) > score(best)) best = c;
-  }
-  return best;
+  return BestBy(Enumerate(g, target), [](const ScheduleConfig& c) {
+    return std::make_pair(c.Get("vw", 1), -std::abs(c.Get("rows", 1) - 4));
+  });
 }
 
 absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
