@@ -7,17 +7,16 @@
 
 namespace kiln::loop_ir {
 
-absl::Status CheckWorkloadBasics(const Graph& g) {
+absl::Status CheckWorkload(const Graph& g, const std::function<bool(const Value*)>& accepts,
+                           const std::string& what) {
   if (g.nodes().empty() || g.outputs().empty()) {
     return absl::InvalidArgumentError(absl::StrCat("workload graph ", g.name(), " has no nodes or no outputs"));
   }
   for (const Value* v : g.values()) {
     if (v->is_constant() && v->users().empty()) continue;
     const TensorType& t = v->type();
-    bool structural_int = v->is_constant() && (t.dtype == DType::kInt64 || t.dtype == DType::kInt32);
-    if (structural_int) continue;
-    if (!t.known || !t.IsStatic() || t.dtype != DType::kFloat32) {
-      return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is not a static f32 tensor"));
+    if (!t.known || !t.IsStatic() || !accepts(v)) {
+      return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is not a static ", what));
     }
     if (NumElements(t.StaticDims()) > (int64_t{1} << 31)) {
       return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is too large"));
@@ -29,31 +28,26 @@ absl::Status CheckWorkloadBasics(const Graph& g) {
   return absl::OkStatus();
 }
 
+bool IsStructuralInt(const Value* v) {
+  DType t = v->type().dtype;
+  return v->is_constant() && (t == DType::kInt64 || t == DType::kInt32);
+}
+
+absl::Status CheckWorkloadBasics(const Graph& g) {
+  return CheckWorkload(
+      g, [](const Value* v) { return IsStructuralInt(v) || v->type().dtype == DType::kFloat32; }, "f32 tensor");
+}
+
 absl::Status CheckWorkloadTypes(const Graph& g) {
-  if (g.nodes().empty() || g.outputs().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("workload graph ", g.name(), " has no nodes or no outputs"));
-  }
-  for (const Value* v : g.values()) {
-    if (v->is_constant() && v->users().empty()) continue;
-    const TensorType& t = v->type();
-    if (!t.known || !t.IsStatic() || DTypeSize(t.dtype) == 0) {
-      return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is not a static tensor of a known dtype"));
-    }
-    if (NumElements(t.StaticDims()) > (int64_t{1} << 31)) {
-      return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is too large"));
-    }
-  }
-  for (const auto& n : g.nodes()) {
-    if (!n->domain().empty()) return absl::UnimplementedError(absl::StrCat("node ", n->name(), " has a domain"));
-  }
-  return absl::OkStatus();
+  return CheckWorkload(
+      g, [](const Value* v) { return DTypeSize(v->type().dtype) != 0; }, "tensor of a known dtype");
 }
 
 int WidestElementBytes(const Graph& g) {
   int64_t widest = 4;
   for (const Value* v : g.values()) {
     if (v->is_constant() && v->users().empty()) continue;
-    if (v->is_constant() && (v->type().dtype == DType::kInt64 || v->type().dtype == DType::kInt32)) continue;
+    if (IsStructuralInt(v)) continue;
     widest = std::max<int64_t>(widest, DTypeSize(v->type().dtype));
   }
   return static_cast<int>(widest);

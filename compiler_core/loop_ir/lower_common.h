@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,14 @@
 
 namespace kiln::loop_ir {
 
-// f32 everywhere, static shapes, at least one node and one output, at most
-// 2^31 elements per value.
+// The shared workload check: at least one node and one output, no node
+// domain, every used value static, at most 2^31 elements and of a dtype
+// `accepts` takes (UNIMPLEMENTED "value V is not a static <what>" otherwise).
+absl::Status CheckWorkload(const Graph& g, const std::function<bool(const Value*)>& accepts,
+                           const std::string& what);
+// A small integer constant read at lowering time (shape, axes, k, ...).
+bool IsStructuralInt(const Value* v);
+// CheckWorkload for f32 values (and structural integer constants).
 absl::Status CheckWorkloadBasics(const Graph& g);
 // CheckWorkloadBasics for workloads of any Kiln dtype (the data-movement and
 // elementwise lowering): every used value static with a known dtype.

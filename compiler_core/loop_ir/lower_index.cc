@@ -137,13 +137,10 @@ absl::StatusOr<IndexForm> Analyze(const Graph& g) {
   if (f.scan == nullptr && f.expr_nodes == 0) {
     return absl::UnimplementedError(absl::StrCat("workload ", g.name(), " has no index operator"));
   }
+  RETURN_IF_ERROR(CheckWorkload(g, [](const Value*) { return true; }, "tensor"));
   for (const Value* v : g.values()) {
     if (v->is_constant() && v->users().empty()) continue;
     const TensorType& t = v->type();
-    if (!t.known || !t.IsStatic()) return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is not static"));
-    if (NumElements(t.StaticDims()) > (int64_t{1} << 31)) {
-      return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is too large"));
-    }
     if (t.dtype == DType::kFloat32) continue;
     const bool integer = t.dtype == DType::kInt64 || t.dtype == DType::kInt32;
     if (integer && v->is_constant()) continue;  // structural operand, read at lowering time

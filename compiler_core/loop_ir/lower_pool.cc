@@ -42,22 +42,12 @@ absl::Status CheckBasics(const Graph& g, const Value* indices) {
   if (!t.known || !t.IsStatic() || t.dtype != DType::kInt64) {
     return absl::UnimplementedError(absl::StrCat("value ", indices->name(), " is not a static i64 tensor"));
   }
-  for (const Value* v : g.values()) {
-    if (v == indices || (v->is_constant() && v->users().empty())) continue;
-    const TensorType& vt = v->type();
-    bool structural_int = v->is_constant() && (vt.dtype == DType::kInt64 || vt.dtype == DType::kInt32);
-    if (structural_int) continue;
-    if (!vt.known || !vt.IsStatic() || vt.dtype != DType::kFloat32) {
-      return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is not a static f32 tensor"));
-    }
-    if (NumElements(vt.StaticDims()) > (int64_t{1} << 31)) {
-      return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is too large"));
-    }
-  }
-  for (const auto& n : g.nodes()) {
-    if (!n->domain().empty()) return absl::UnimplementedError(absl::StrCat("node ", n->name(), " has a domain"));
-  }
-  return absl::OkStatus();
+  return CheckWorkload(
+      g,
+      [indices](const Value* v) {
+        return v == indices || IsStructuralInt(v) || v->type().dtype == DType::kFloat32;
+      },
+      "f32 tensor");
 }
 
 absl::StatusOr<PoolForm> Analyze(const Graph& g) {
