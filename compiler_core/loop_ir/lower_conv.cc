@@ -99,6 +99,17 @@ Knobs KnobsOf(const ScheduleConfig& c) {
   return Knobs{c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1), c.Get("rows", 1), c.Get("pw", 0)};
 }
 
+// The inverse of KnobsOf (pw only when set).
+ScheduleConfig ConfigOf(const Knobs& k) {
+  ScheduleConfig c;
+  if (k.pw != 0) c.Set("pw", k.pw);
+  c.Set("vw", k.vw);
+  c.Set("ur", k.ur);
+  c.Set("kb", k.kb);
+  c.Set("rows", k.rows);
+  return c;
+}
+
 // 1x1 kernel, unit strides, no padding: output pixel p reads input pixel p of
 // every channel, and both are contiguous over H*W in NCHW.
 bool IsPointwise(const ConvForm& f) {
@@ -158,12 +169,7 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
           if (rows > 1 && rows / 2 >= f->geo.oh) break;
           Knobs k{vw, ur, kb, rows};
           if (!CheckKnobs(*f, k, target).ok()) continue;
-          ScheduleConfig c;
-          c.Set("vw", vw);
-          c.Set("ur", ur);
-          c.Set("kb", kb);
-          c.Set("rows", rows);
-          out.push_back(c);
+          out.push_back(ConfigOf(k));
         }
       }
     }
@@ -183,13 +189,7 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
             if (rows > 1 && vw * ur >= p) break;
             Knobs k{vw, ur, kb, rows, 1};
             if (!CheckKnobs(*f, k, target).ok()) continue;
-            ScheduleConfig c;
-            c.Set("pw", 1);
-            c.Set("vw", vw);
-            c.Set("ur", ur);
-            c.Set("kb", kb);
-            c.Set("rows", rows);
-            out.push_back(c);
+            out.push_back(ConfigOf(k));
           }
         }
       }
@@ -626,12 +626,7 @@ std::vector<ScheduleConfig> EnumerateTranspose(const Graph& g, const CpuTarget& 
           if (rows > sh && rows / 2 >= f->out[1]) break;
           Knobs k{vw, ur, kb, rows};
           if (!CheckTransposeKnobs(*f, k, target).ok()) continue;
-          ScheduleConfig c;
-          c.Set("vw", vw);
-          c.Set("ur", ur);
-          c.Set("kb", kb);
-          c.Set("rows", rows);
-          out.push_back(c);
+          out.push_back(ConfigOf(k));
         }
       }
     }
