@@ -9,12 +9,17 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 BUILD=${KILN_BUILD_DIR:-$ROOT/build}
 
+# Every Debian package a build needs, and nothing more: docs/dependencies.md says
+# why each is here and what is lost without the optional ones. Installed with
+# --no-install-recommends, so a package another one only *recommends* (OpenCL for
+# oneDNN's CMake config) must be listed here itself.
 PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config git
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libsqlite3-dev libssl-dev libcli11-dev
   libgtest-dev libgmock-dev llvm-19-dev clang-19 libonnx-dev libonnx-testdata
-  libxgboost-dev libdnnl-dev libopenblas-dev python3 python3-venv python3-pip
+  libdnnl-dev ocl-icd-opencl-dev opencl-headers
+  python3 python3-venv python3-pip
 )
 # Test-only Python tools: models are exported with PyPI's torch/torchvision.
 PY_PACKAGES=(torch torchvision onnx onnxscript numpy)
