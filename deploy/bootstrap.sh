@@ -49,7 +49,17 @@ install_python() {
     return
   fi
   echo "bootstrap: installing ${PY_PACKAGES[*]} into $VENV"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
+  local pip=("$VENV/bin/python" -m pip --disable-pip-version-check)
+  if [ -n "${KILN_WHEELHOUSE:-}" ]; then
+    # A folder that keeps the downloaded wheels (~3 GB with torch's CUDA
+    # libraries) between set-ups; deploy/fresh-check.sh binds one in. pip's own
+    # HTTP cache does not keep them here: the registry's answers are not cacheable.
+    mkdir -p "$KILN_WHEELHOUSE"
+    "${pip[@]}" download -q -d "$KILN_WHEELHOUSE" "${PY_PACKAGES[@]}"
+    "${pip[@]}" install -q --no-index --find-links "$KILN_WHEELHOUSE" "${PY_PACKAGES[@]}"
+  else
+    "${pip[@]}" install -q "${PY_PACKAGES[@]}"
+  fi
 }
 
 build() {

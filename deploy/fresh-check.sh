@@ -10,7 +10,7 @@
 # Caches that hold downloads and compiler output, never installed software, live
 # outside the root and are bound into it so that a second run is fast:
 #   $KILN_FRESH_CACHE/apt     -> /var/cache/apt/archives  (downloaded .debs)
-#   $KILN_FRESH_CACHE/pip     -> /root/.cache/pip         (downloaded wheels)
+#   $KILN_FRESH_CACHE/wheels  -> /root/.cache/kiln-wheels (downloaded wheels, KILN_WHEELHOUSE)
 #   $KILN_FRESH_CACHE/ccache  -> /root/.cache/ccache      (compiler output)
 # KILN_FRESH_CACHE defaults to /var/cache/kiln-fresh-check; set KILN_FRESH_NOCACHE=1
 # for a cold run. KEEP=1 keeps the root afterwards for a look. Needs root (mounts,
@@ -58,14 +58,17 @@ git clone -q --no-hardlinks "$repo" "$root/src/kiln"
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt" 2>/dev/null || true
 [ -f /etc/pip.conf ] && cp /etc/pip.conf "$root/etc/pip.conf"
+# pip's find-links folder, if this machine names one (it may be empty).
+[ -n "${PIP_FIND_LINKS:-}" ] && [ -d "$PIP_FIND_LINKS" ] && mkdir -p "$root/$PIP_FIND_LINKS"
 envs=(HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 CI=true)
 while IFS='=' read -r name value; do
   envs+=("$name=$value")
 done < <(env | grep -E '^(PIP_|HTTPS?_PROXY=|https?_proxy=|NO_PROXY=|no_proxy=|SSL_CERT_|REQUESTS_CA_BUNDLE=|CURL_CA_BUNDLE=)' || true)
 
 if [ -z "${KILN_FRESH_NOCACHE:-}" ]; then
-  mkdir -p "$cache/apt/partial" "$cache/pip" "$cache/ccache" \
-           "$root/var/cache/apt/archives" "$root/root/.cache/pip" "$root/root/.cache/ccache"
+  mkdir -p "$cache/apt/partial" "$cache/wheels" "$cache/ccache" \
+           "$root/var/cache/apt/archives" "$root/root/.cache/kiln-wheels" "$root/root/.cache/ccache"
+  envs+=(KILN_WHEELHOUSE=/root/.cache/kiln-wheels)
   echo "fresh-check: caches in $cache ($(du -sh "$cache" 2>/dev/null | cut -f1))"
 else
   echo "fresh-check: KILN_FRESH_NOCACHE set: a cold run, nothing bound in"
@@ -80,7 +83,7 @@ unshare --mount --propagation private bash -euo pipefail -c '
   for m in proc sys dev dev/pts; do mount --bind "/$m" "$root/$m"; done
   if [ -z "$nocache" ]; then
     mount --bind "$cache/apt" "$root/var/cache/apt/archives"
-    mount --bind "$cache/pip" "$root/root/.cache/pip"
+    mount --bind "$cache/wheels" "$root/root/.cache/kiln-wheels"
     mount --bind "$cache/ccache" "$root/root/.cache/ccache"
   fi
   exec chroot "$root" /usr/bin/env -i "$@" bash -c "cd /src/kiln && bash deploy/bootstrap.sh '"$what"'"
