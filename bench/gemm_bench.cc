@@ -29,10 +29,10 @@
 #include <vector>
 
 #include "client/runtime/thread_pool.h"
-#include "compiler_core/graph.h"
-#include "compiler_core/jit.h"
-#include "compiler_core/schedule_space.h"
-#include "compiler_core/target.h"
+#include "compiler_core/ir/graph.h"
+#include "compiler_core/codegen/jit.h"
+#include "compiler_core/codegen/schedule_space.h"
+#include "compiler_core/codegen/target.h"
 
 #ifdef KILN_HAVE_OPENMP
 #include <omp.h>

@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
 #include "client/tensor_io.h"
-#include "compiler_core/interpreter.h"
-#include "compiler_core/onnx_importer.h"
+#include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/frontend/onnx_importer.h"
 
 namespace kiln::client {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "compiler_core/tensor.h"
+#include "compiler_core/ir/tensor.h"
 
 namespace kiln::client {
 

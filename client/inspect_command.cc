@@ -12,10 +12,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
-#include "compiler_core/fusion.h"
-#include "compiler_core/onnx_importer.h"
-#include "compiler_core/optimize.h"
-#include "compiler_core/workload.h"
+#include "compiler_core/fusion/partitioner.h"
+#include "compiler_core/frontend/onnx_importer.h"
+#include "compiler_core/passes/optimize.h"
+#include "compiler_core/fusion/workload.h"
 
 namespace kiln::client {
 namespace {

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/digest.h"
+#include "base/digest.h"
 
 namespace kiln::client {
 namespace {

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
 #include "client/kiln_client.h"
-#include "compiler_core/digest.h"
+#include "base/digest.h"
 
 namespace kiln::client {
 

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "compiler_core/status_macros.h"
+#include "base/status_macros.h"
 #include "onnx/onnx.pb.h"
 
 namespace kiln {

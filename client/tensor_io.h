@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "compiler_core/tensor.h"
+#include "compiler_core/ir/tensor.h"
 
 namespace kiln {
 

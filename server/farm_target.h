@@ -4,7 +4,7 @@
 // the same code, so records never cross between different machines.
 #pragma once
 
-#include "compiler_core/target.h"
+#include "compiler_core/codegen/target.h"
 #include "kiln/v1/worker.pb.h"
 
 namespace kiln::server {

@@ -6,8 +6,8 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/graph_proto.h"
-#include "compiler_core/version.h"
+#include "compiler_core/frontend/graph_proto.h"
+#include "compiler_core/driver/version.h"
 #include "server/log.h"
 
 namespace kiln::server {

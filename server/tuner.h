@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "compiler_core/schedule_space.h"
-#include "compiler_core/target.h"
-#include "compiler_core/workload.h"
+#include "compiler_core/codegen/schedule_space.h"
+#include "compiler_core/codegen/target.h"
+#include "compiler_core/fusion/workload.h"
 #include "server/task_broker.h"
 #include "tuning_db/tuning_db.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/status_macros.h"
+#include "base/status_macros.h"
 #include "kiln/v1/tuning_record.pb.h"
 
 namespace kiln::tuningdb {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/status_macros.h"
+#include "base/status_macros.h"
 #include "tuning_db/tuning_db.h"
 
 namespace kiln::tuningdb {

@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "compiler_core/status_macros.h"
+#include "base/status_macros.h"
 #include "tuning_db/schema.h"
 #include "tuning_db/sha256.h"
 

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "compiler_core/graph.h"
-#include "compiler_core/target.h"
-#include "compiler_core/tensor.h"
+#include "compiler_core/ir/graph.h"
+#include "compiler_core/codegen/target.h"
+#include "compiler_core/ir/tensor.h"
 #include "kiln/v1/worker.pb.h"
 
 namespace kiln::worker {

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
-#include "compiler_core/target.h"
+#include "compiler_core/codegen/target.h"
 #include "kiln/v1/worker.grpc.pb.h"
 
 namespace prometheus {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "client/runtime/status_macros.h"
+#include "base/status_macros.h"
 
 namespace kiln::runtime {
 namespace {

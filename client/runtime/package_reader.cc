@@ -10,7 +10,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "client/runtime/status_macros.h"
+#include "base/status_macros.h"
 #include "proto/kiln/v1/package_layout.h"
 
 namespace kiln::runtime {

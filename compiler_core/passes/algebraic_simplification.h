@@ -7,7 +7,7 @@
 // Unsqueeze become one Reshape (and vanish when they cancel).
 #pragma once
 
-#include "compiler_core/pass.h"
+#include "compiler_core/passes/pass.h"
 
 namespace kiln {
 

@@ -6,7 +6,7 @@
 // producer's output must have no other reader.
 #pragma once
 
-#include "compiler_core/pass.h"
+#include "compiler_core/passes/pass.h"
 
 namespace kiln {
 

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/digest.h"
+#include "base/digest.h"
 
 namespace kiln {
 namespace {

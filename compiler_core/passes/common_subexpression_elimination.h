@@ -4,7 +4,7 @@
 // constants are merged first, so that subexpressions over equal weights match.
 #pragma once
 
-#include "compiler_core/pass.h"
+#include "compiler_core/passes/pass.h"
 
 namespace kiln {
 

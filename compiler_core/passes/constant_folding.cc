@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/op_registry.h"
+#include "compiler_core/frontend/op_registry.h"
 
 namespace kiln {
 namespace {

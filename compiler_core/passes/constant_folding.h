@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "compiler_core/pass.h"
+#include "compiler_core/passes/pass.h"
 
 namespace kiln {
 

@@ -2,7 +2,7 @@
 // output, and constants nothing reads.
 #pragma once
 
-#include "compiler_core/pass.h"
+#include "compiler_core/passes/pass.h"
 
 namespace kiln {
 

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "compiler_core/passes/graph_rewriting.h"
-#include "compiler_core/status_macros.h"
+#include "base/status_macros.h"
 
 namespace kiln {
 namespace {

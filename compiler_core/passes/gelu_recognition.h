@@ -7,7 +7,7 @@
 // Constants match within a relative 1e-4; intermediates must have no other user.
 #pragma once
 
-#include "compiler_core/pass.h"
+#include "compiler_core/passes/pass.h"
 
 namespace kiln {
 

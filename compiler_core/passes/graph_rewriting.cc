@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "compiler_core/op_registry.h"
+#include "compiler_core/frontend/op_registry.h"
 
 namespace kiln {
 

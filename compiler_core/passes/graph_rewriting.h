@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "compiler_core/graph.h"
+#include "compiler_core/ir/graph.h"
 
 namespace kiln {
 

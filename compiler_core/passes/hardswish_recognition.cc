@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "compiler_core/passes/graph_rewriting.h"
-#include "compiler_core/status_macros.h"
+#include "base/status_macros.h"
 
 namespace kiln {
 namespace {

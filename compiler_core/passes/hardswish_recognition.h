@@ -4,7 +4,7 @@
 // (opset < 11) attributes. Intermediates must have no other user.
 #pragma once
 
-#include "compiler_core/pass.h"
+#include "compiler_core/passes/pass.h"
 
 namespace kiln {
 

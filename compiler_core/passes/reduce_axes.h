@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-#include "compiler_core/graph.h"
+#include "compiler_core/ir/graph.h"
 
 namespace kiln {
 

@@ -5,7 +5,7 @@
 
 #include "compiler_core/passes/graph_rewriting.h"
 #include "compiler_core/passes/reduce_axes.h"
-#include "compiler_core/status_macros.h"
+#include "base/status_macros.h"
 
 namespace kiln {
 

@@ -4,7 +4,7 @@
 // with keepdims=1. Intermediates must have no other user.
 #pragma once
 
-#include "compiler_core/pass.h"
+#include "compiler_core/passes/pass.h"
 
 namespace kiln {
 

@@ -8,7 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx.pb.h"
-#include "tests/client/test_package.h"
+#include "tests/client/runtime/test_package.h"
 
 namespace kiln {
 namespace {

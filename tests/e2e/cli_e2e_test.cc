@@ -16,9 +16,9 @@
 
 #include "client/example_models.h"
 #include "client/tensor_io.h"
-#include "compiler_core/interpreter.h"
-#include "compiler_core/onnx_importer.h"
-#include "tests/frontend/onnx_model_builder.h"
+#include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/frontend/onnx_importer.h"
+#include "tests/compiler_core/frontend/onnx_model_builder.h"
 
 namespace kiln {
 namespace {

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "compiler_core/graph.h"
+#include "compiler_core/ir/graph.h"
 
 namespace kiln {
 

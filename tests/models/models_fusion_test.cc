@@ -12,12 +12,12 @@
 #include <set>
 #include <sstream>
 
-#include "compiler_core/fusion.h"
-#include "compiler_core/interpreter.h"
-#include "compiler_core/onnx_importer.h"
-#include "compiler_core/optimize.h"
-#include "compiler_core/workload.h"
-#include "tests/fusion/partition_evaluation.h"
+#include "compiler_core/fusion/partitioner.h"
+#include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/frontend/onnx_importer.h"
+#include "compiler_core/passes/optimize.h"
+#include "compiler_core/fusion/workload.h"
+#include "tests/compiler_core/fusion/partition_evaluation.h"
 #include "tests/models/model_testing.h"
 
 namespace kiln {

@@ -11,9 +11,9 @@
 #include "client/runtime/package_reader.h"
 #include "client/runtime/session.h"
 #include "client/runtime/thread_pool.h"
-#include "compiler_core/interpreter.h"
-#include "compiler_core/onnx_importer.h"
-#include "tests/frontend/onnx_model_builder.h"
+#include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/frontend/onnx_importer.h"
+#include "tests/compiler_core/frontend/onnx_model_builder.h"
 #include "tests/server/test_farm.h"
 
 namespace kiln {

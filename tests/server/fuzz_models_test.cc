@@ -12,8 +12,8 @@
 
 #include "client/example_models.h"
 #include "client/kiln_client.h"
-#include "compiler_core/interpreter.h"
-#include "compiler_core/onnx_importer.h"
+#include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/frontend/onnx_importer.h"
 #include "tests/server/test_farm.h"
 
 namespace kiln {

@@ -13,9 +13,9 @@
 
 #include "client/example_models.h"
 #include "client/kiln_client.h"
-#include "compiler_core/fusion.h"
-#include "compiler_core/onnx_importer.h"
-#include "compiler_core/version.h"
+#include "compiler_core/fusion/partitioner.h"
+#include "compiler_core/frontend/onnx_importer.h"
+#include "compiler_core/driver/version.h"
 #include "server/farm_target.h"
 #include "server/kiln_server.h"
 #include "server/tuner.h"

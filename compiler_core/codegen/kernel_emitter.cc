@@ -1,0 +1,80 @@
+// Kernel emission: every workload lowers to loop IR (compiler_core/loop_ir)
+// and from there to an LLVM function with Kiln's kernel ABI. MatMul/Gemm use
+// the matmul lowering over the matmul schedule space; every other kind is
+// found by loop_ir::FindLowering.
+#include "compiler_core/codegen/kernel_emitter.h"
+
+#include <cctype>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "compiler_core/codegen/kernel_spec.h"
+#include "compiler_core/codegen/loop_ir/llvm_lowering.h"
+#include "compiler_core/codegen/loop_ir/lower.h"
+#include "compiler_core/codegen/loop_ir/lower_matmul.h"
+#include "compiler_core/frontend/shape_inference.h"
+#include "base/status_macros.h"
+#include "llvm/IR/Module.h"
+
+namespace kiln {
+namespace {
+
+bool ValidSymbol(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+// The loop-IR lowerings trust the workload's value types: re-infer them on a
+// copy and refuse a workload whose declared types disagree (INVALID_ARGUMENT
+// naming the value), as AnalyzeWorkload does for matmuls.
+absl::Status CheckDeclaredTypes(const Graph& workload) {
+  std::unique_ptr<Graph> copy = workload.Clone();
+  absl::Status inferred = InferShapes(*copy);
+  if (!inferred.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("workload ", workload.name(), ": ", inferred.message()));
+  }
+  for (const Value* v : workload.values()) {
+    const Value* c = copy->FindValue(v->name());
+    if (c == nullptr || v->is_constant()) continue;
+    if (!(c->type() == v->type())) {
+      return absl::InvalidArgumentError(absl::StrCat("workload ", workload.name(), ": value '", v->name(),
+                                                     "' is declared ", v->type().ToString(), " but computes ",
+                                                     c->type().ToString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<EmittedKernel> EmitKernel(const Graph& workload, const ScheduleConfig& config,
+                                         const CpuTarget& target, const std::string& symbol,
+                                         llvm::Module* module) {
+  if (!ValidSymbol(symbol)) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel symbol \"", symbol, "\" is not a C identifier"));
+  }
+  if (module->getNamedValue(symbol) != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel symbol ", symbol, " is defined twice"));
+  }
+  const loop_ir::WorkloadLowering* lowering = nullptr;
+  absl::StatusOr<KernelSpec> analyzed = AnalyzeWorkload(workload);
+  if (analyzed.ok() && analyzed->kind == KernelSpec::Kind::kMatMul) {
+    static const loop_ir::WorkloadLowering* matmul = new loop_ir::WorkloadLowering(loop_ir::MatMulLowering());
+    lowering = matmul;
+  } else {
+    absl::Status why;
+    lowering = loop_ir::FindLowering(workload, &why);
+    if (lowering == nullptr) return analyzed.ok() ? why : analyzed.status();
+    RETURN_IF_ERROR(CheckDeclaredTypes(workload));
+  }
+  RETURN_IF_ERROR(lowering->validate(workload, config, target));
+  ASSIGN_OR_RETURN(loop_ir::LoopFunc f, lowering->lower(workload, config, target));
+  ASSIGN_OR_RETURN(loop_ir::LoweredFunction lf, loop_ir::LowerToLlvm(f, target, symbol, module));
+  return EmittedKernel{lf.num_tasks, lf.num_args};
+}
+
+}  // namespace kiln

@@ -1,0 +1,36 @@
+// Emits one workload's kernel as an LLVM function with Kiln's kernel ABI:
+//   extern "C" void SYMBOL(void* const* args, int64_t task_begin, int64_t task_end)
+// args: the workload's inputs then outputs (dense row-major arrays of their
+// dtypes). The kernel computes tasks [task_begin, task_end) of [0, num_tasks);
+// tasks write disjoint output regions. Every kind lowers through the loop IR
+// (compiler_core/loop_ir); MatMul/Gemm: a task is (batch, block of rows, block
+// of columns) (TileMatMul). Shared by jit and object_emitter.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/ir/graph.h"
+#include "compiler_core/codegen/schedule_space.h"
+#include "compiler_core/codegen/target.h"
+
+namespace llvm {
+class Module;
+}  // namespace llvm
+
+namespace kiln {
+
+struct EmittedKernel {
+  int64_t num_tasks = 0;
+  int num_args = 0;
+};
+
+// Adds the external function `symbol` to `module` (whose context it uses).
+// UNIMPLEMENTED for unsupported operators, INVALID_ARGUMENT for a bad workload,
+// config or symbol name, or a symbol already defined in the module.
+absl::StatusOr<EmittedKernel> EmitKernel(const Graph& workload, const ScheduleConfig& config,
+                                         const CpuTarget& target, const std::string& symbol,
+                                         llvm::Module* module);
+
+}  // namespace kiln

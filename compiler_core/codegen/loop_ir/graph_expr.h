@@ -1,0 +1,74 @@
+// Loop-IR expressions for the values of a workload graph: elementwise and
+// data-movement nodes are inlined (data movement becomes index arithmetic),
+// graph inputs are loads, and values bound to a buffer (materialized results
+// such as reductions) are loads from it. Shared by the lowerings of every kind.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/ir/graph.h"
+#include "compiler_core/codegen/loop_ir/loop_ir.h"
+
+namespace kiln::loop_ir {
+
+// True for operators GraphExpr inlines.
+bool IsInlinableElementwise(const std::string& op_type);
+bool IsInlinableDataMovement(const std::string& op_type);
+
+class GraphExpr {
+ public:
+  // Argument buffers: in<i> for the workload's inputs, out<j> for its outputs.
+  explicit GraphExpr(const Graph& workload);
+
+  const std::vector<Buffer>& args() const { return args_; }
+  const Buffer& output_buffer(int j) const { return args_[inputs_ + j]; }
+  // Reads of `v` load from `b` from now on.
+  void Bind(const Value* v, Buffer b) { bound_[v] = std::move(b); }
+  bool IsBound(const Value* v) const { return bound_.count(v) > 0; }
+
+  // The value at a multi-dimensional index (one expression per dim of v), of
+  // type ComputeTypeOf(v's dtype) (Cast to the buffer's dtype to store it).
+  // UNIMPLEMENTED for a producer that is neither inlinable nor bound.
+  absl::StatusOr<Expr> At(const Value* v, const std::vector<Expr>& index);
+
+  // OK when every attribute/constant operand of `node` is understood.
+  static absl::Status CheckNode(const Node& node);
+
+ private:
+  const Graph& g_;
+  int inputs_ = 0;
+  std::vector<Buffer> args_;
+  std::map<const Value*, Buffer> bound_;
+  std::map<const Value*, Buffer> input_buf_;
+};
+
+// Static dims of a value (its type must be static).
+std::vector<int64_t> DimsOf(const Value* v);
+
+// The loop-IR type of a Kiln dtype (kUnknown -> f32), and the type values of
+// that dtype are computed in: f16 is computed in f32 (rounded to f16 after
+// every node, as the interpreter does), everything else in itself.
+ScalarType ScalarTypeOf(DType t);
+ScalarType ComputeTypeOf(DType t);
+
+}  // namespace kiln::loop_ir
+
+namespace kiln::loop_ir {
+
+// Loops over every index of `dims` (loop vars prefix0, prefix1, ...; size-1
+// dims get index 0 and no loop) around body(index).
+Stmt ForEachIndex(const std::vector<int64_t>& dims, const std::string& prefix,
+                  const std::function<Stmt(const std::vector<Expr>&)>& body);
+
+// Schedules a nest built by ForEachIndex: the innermost loop split by `vw`
+// (guarded tail) and vectorized when vw > 1, the outermost loop split into at
+// most `tasks` parallel iterations when tasks > 1. Returns the nest unchanged
+// where a step does not apply.
+absl::StatusOr<Stmt> ScheduleNest(Stmt nest, const std::vector<int64_t>& dims, const std::string& prefix,
+                                  int64_t vw, int64_t tasks);
+
+}  // namespace kiln::loop_ir

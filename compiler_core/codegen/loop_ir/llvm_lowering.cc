@@ -1,0 +1,529 @@
+// Loop IR -> LLVM IR. Expressions lower to scalars when uniform across the
+// lanes of the enclosing vectorized loop and to vectors otherwise; loads and
+// stores pick contiguous (masked) vector accesses for unit strides and
+// gathers/scatters for the rest.
+#include "compiler_core/codegen/loop_ir/llvm_lowering.h"
+
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/codegen/llvm_pipeline.h"
+#include "compiler_core/codegen/loop_ir/math_functions.h"
+#include "base/status_macros.h"
+#include "compiler_core/codegen/vector_math.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DerivedTypes.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+
+namespace kiln::loop_ir {
+namespace {
+
+using llvm::BasicBlock;
+using llvm::Type;
+using llvm::Value;
+
+bool ValidSymbol(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+class Lowerer {
+ public:
+  Lowerer(llvm::Module* module, const CpuTarget& target)
+      : ctx_(module->getContext()), module_(module), target_(target), b_(ctx_) {
+    f32_ = Type::getFloatTy(ctx_);
+    i64_ = Type::getInt64Ty(ctx_);
+    i1_ = Type::getInt1Ty(ctx_);
+    ptr_ = llvm::PointerType::get(ctx_, 0);
+  }
+
+  absl::StatusOr<LoweredFunction> Run(const LoopFunc& f, const std::string& symbol) {
+    fn_ = DeclareKernelFunction(module_, symbol, target_);
+    llvm::Argument* args = fn_->getArg(0);
+    entry_ = BasicBlock::Create(ctx_, "entry", fn_);
+    b_.SetInsertPoint(entry_);
+    for (size_t i = 0; i < f.args.size(); ++i) {
+      Value* p = b_.CreateAlignedLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, args, i), llvm::Align(8),
+                                      f.args[i]->name);
+      bufs_[f.args[i].get()] = p;
+    }
+    int64_t num_tasks = NumTasks(f);
+    Value* begin = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, fn_->getArg(1), I64(0));
+    Value* end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, fn_->getArg(2), I64(num_tasks));
+    const Stmt& body = f.body;
+    if (body->kind == StmtKind::kFor && body->for_kind == ForKind::kParallel) {
+      RETURN_IF_ERROR(Loop(begin, end, body->var, [&] { return LowerStmt(body->body[0]); }));
+    } else {
+      RETURN_IF_ERROR(IfThen(b_.CreateICmpSLT(begin, end), "task", [&] { return LowerStmt(body); }));
+    }
+    b_.CreateRetVoid();
+    return LoweredFunction{num_tasks, static_cast<int>(f.args.size())};
+  }
+
+ private:
+  Value* I64(int64_t v) { return llvm::ConstantInt::get(i64_, v, true); }
+  // Register type of a value of type `t` (f16 values live widened in f32).
+  Type* ScalarTy(ScalarType t) {
+    switch (t) {
+      case ScalarType::kF32: return f32_;
+      case ScalarType::kI64: return i64_;
+      case ScalarType::kBool: return i1_;
+      case ScalarType::kF64: return Type::getDoubleTy(ctx_);
+      case ScalarType::kF16: return f32_;
+      case ScalarType::kI8:
+      case ScalarType::kU8: return Type::getInt8Ty(ctx_);
+      case ScalarType::kI16:
+      case ScalarType::kU16: return Type::getInt16Ty(ctx_);
+      case ScalarType::kI32:
+      case ScalarType::kU32: return Type::getInt32Ty(ctx_);
+      case ScalarType::kU64: return i64_;
+    }
+    return f32_;
+  }
+  // In-memory element type: bool is a byte, f16 its 16 bits.
+  Type* MemTy(ScalarType t) {
+    if (t == ScalarType::kBool) return Type::getInt8Ty(ctx_);
+    if (t == ScalarType::kF16) return Type::getInt16Ty(ctx_);
+    return ScalarTy(t);
+  }
+  llvm::Align AlignOf(ScalarType t) { return llvm::Align(ScalarTypeBytes(t)); }
+  Type* Like(Type* t, Value* v) { return IsVec(v) ? VecTy(t) : t; }
+  // Memory bits -> register value.
+  Value* FromMem(Value* m, ScalarType t) {
+    if (t == ScalarType::kBool) return b_.CreateICmpNE(m, llvm::Constant::getNullValue(m->getType()));
+    if (t == ScalarType::kF16) return math::HalfToFloat(b_, m);
+    return m;
+  }
+  Value* ToMem(Value* v, ScalarType t) {
+    if (t == ScalarType::kBool) return b_.CreateZExt(v, Like(MemTy(t), v));
+    if (t == ScalarType::kF16) return math::FloatToHalf(b_, v);
+    return v;
+  }
+  // ONNX Cast between any two scalar types (see ExprKind::kCast).
+  Value* CastValue(Value* v, ScalarType from, ScalarType to) {
+    if (from == ScalarType::kF16) from = ScalarType::kF32;
+    if (from == to) return v;
+    Type* tt = Like(ScalarTy(to), v);
+    if (to == ScalarType::kBool) {
+      if (IsFloat(from)) return b_.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
+      return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+    }
+    if (to == ScalarType::kF16) {
+      Value* f = CastValue(v, from, ScalarType::kF32);
+      return math::HalfToFloat(b_, math::FloatToHalf(b_, f));
+    }
+    if (from == ScalarType::kBool) return IsFloat(to) ? b_.CreateUIToFP(v, tt) : b_.CreateZExt(v, tt);
+    if (IsFloat(from) && IsFloat(to)) return IsFloatBits(to, 64) ? b_.CreateFPExt(v, tt) : b_.CreateFPTrunc(v, tt);
+    if (IsFloat(from)) {
+      return b_.CreateIntrinsic(IsSigned(to) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat,
+                                {tt, v->getType()}, {v});
+    }
+    if (IsFloat(to)) return IsSigned(from) ? b_.CreateSIToFP(v, tt) : b_.CreateUIToFP(v, tt);
+    unsigned fb = v->getType()->getScalarSizeInBits(), tb = tt->getScalarSizeInBits();
+    if (tb < fb) return b_.CreateTrunc(v, tt);
+    if (tb == fb) return v;
+    return IsSigned(from) ? b_.CreateSExt(v, tt) : b_.CreateZExt(v, tt);
+  }
+  static bool IsFloatBits(ScalarType t, int bits) { return bits == 64 ? t == ScalarType::kF64 : t != ScalarType::kF64; }
+  // Integer a / b or a % b with C semantics that never trap: b == 0 divides by
+  // 1 (an unspecified result), INT_MIN / -1 wraps, x % -1 is 0.
+  Value* IntDivRem(Value* a, Value* b, bool is_signed, bool rem) {
+    Value* zero = llvm::Constant::getNullValue(b->getType());
+    Value* one = llvm::ConstantInt::get(b->getType(), 1);
+    Value* bad = b_.CreateICmpEQ(b, zero);
+    Value* minus1 = nullptr;
+    if (is_signed) {
+      minus1 = b_.CreateICmpEQ(b, llvm::Constant::getAllOnesValue(b->getType()));
+      bad = b_.CreateOr(bad, minus1);
+    }
+    Value* d = b_.CreateSelect(bad, one, b);
+    Value* r = rem ? (is_signed ? b_.CreateSRem(a, d) : b_.CreateURem(a, d))
+                   : (is_signed ? b_.CreateSDiv(a, d) : b_.CreateUDiv(a, d));
+    if (minus1 != nullptr) r = b_.CreateSelect(minus1, rem ? zero : b_.CreateSub(zero, a), r);
+    return r;
+  }
+  // A unary f32 math function applied to an f32 or f64 value (f64 through f32).
+  Value* ViaF32(Value* x, const std::function<Value*(Value*)>& f) {
+    if (x->getType()->getScalarType()->isFloatTy()) return f(x);
+    return b_.CreateFPExt(f(b_.CreateFPTrunc(x, Like(f32_, x))), x->getType());
+  }
+  bool IsVec(Value* v) { return llvm::isa<llvm::FixedVectorType>(v->getType()); }
+  Value* Splat(Value* v) { return IsVec(v) || lanes_ == 1 ? v : b_.CreateVectorSplat(lanes_, v); }
+  Type* VecTy(Type* t) { return llvm::FixedVectorType::get(t, lanes_); }
+  Value* Iota() {
+    std::vector<llvm::Constant*> c;
+    for (int64_t i = 0; i < lanes_; ++i) c.push_back(llvm::ConstantInt::get(i64_, i));
+    return llvm::ConstantVector::get(c);
+  }
+
+  // for (var = lo; var < hi; ++var) body()
+  absl::Status Loop(Value* lo, Value* hi, const std::string& var, const std::function<absl::Status()>& body) {
+    BasicBlock* pre = b_.GetInsertBlock();
+    BasicBlock* head = BasicBlock::Create(ctx_, var + ".head", fn_);
+    BasicBlock* body_bb = BasicBlock::Create(ctx_, var + ".body", fn_);
+    BasicBlock* exit = BasicBlock::Create(ctx_, var + ".exit", fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* iv = b_.CreatePHI(i64_, 2, var);
+    iv->addIncoming(lo, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), body_bb, exit);
+    b_.SetInsertPoint(body_bb);
+    vars_[var] = {iv, 0};
+    RETURN_IF_ERROR(body());
+    vars_.erase(var);
+    Value* next = b_.CreateAdd(iv, I64(1), var + ".next", false, true);
+    iv->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(head);
+    b_.SetInsertPoint(exit);
+    return absl::OkStatus();
+  }
+
+  absl::Status IfThen(Value* cond, const std::string& name, const std::function<absl::Status()>& then,
+                      const std::function<absl::Status()>& otherwise = nullptr) {
+    BasicBlock* then_bb = BasicBlock::Create(ctx_, name + ".then", fn_);
+    BasicBlock* else_bb = otherwise ? BasicBlock::Create(ctx_, name + ".else", fn_) : nullptr;
+    BasicBlock* done = BasicBlock::Create(ctx_, name + ".done", fn_);
+    b_.CreateCondBr(cond, then_bb, else_bb ? else_bb : done);
+    b_.SetInsertPoint(then_bb);
+    RETURN_IF_ERROR(then());
+    b_.CreateBr(done);
+    if (else_bb) {
+      b_.SetInsertPoint(else_bb);
+      RETURN_IF_ERROR(otherwise());
+      b_.CreateBr(done);
+    }
+    b_.SetInsertPoint(done);
+    return absl::OkStatus();
+  }
+
+  // Lane stride of `e` in the current vectorized loop: 0 when uniform,
+  // nullopt when not affine.
+  std::optional<int64_t> Stride(const Expr& e) {
+    if (lanes_ == 1) return 0;
+    switch (e->kind) {
+      case ExprKind::kIntImm:
+      case ExprKind::kFloatImm: return 0;
+      case ExprKind::kVar: {
+        auto it = vars_.find(e->name);
+        return it == vars_.end() ? std::nullopt : it->second.stride;
+      }
+      case ExprKind::kAdd:
+      case ExprKind::kSub: {
+        auto a = Stride(e->args[0]), b = Stride(e->args[1]);
+        if (!a || !b) return std::nullopt;
+        return e->kind == ExprKind::kAdd ? *a + *b : *a - *b;
+      }
+      case ExprKind::kMul: {
+        auto a = Stride(e->args[0]), b = Stride(e->args[1]);
+        int64_t c = 0;
+        if (a && b && *a == 0 && *b == 0) return 0;
+        if (a && AsConst(e->args[1], &c)) return *a * c;
+        if (b && AsConst(e->args[0], &c)) return *b * c;
+        return std::nullopt;
+      }
+      default: {
+        for (const Expr& a : e->args) {
+          auto s = Stride(a);
+          if (!s || *s != 0) return std::nullopt;
+        }
+        return 0;
+      }
+    }
+  }
+
+  Value* MaxMin(Value* a, Value* b, bool max) {
+    Value* r = max ? b_.CreateSelect(b_.CreateFCmpOLT(a, b), b, a) : b_.CreateSelect(b_.CreateFCmpOGT(a, b), b, a);
+    return b_.CreateSelect(b_.CreateFCmpUNO(a, b), llvm::ConstantFP::get(a->getType(), NAN), r);
+  }
+
+  Value* Mask() { return mask_ ? mask_ : llvm::Constant::getAllOnesValue(VecTy(i1_)); }
+
+  // Expressions are DAGs (graph inlining shares subtrees): each node lowers
+  // once per statement.
+  absl::StatusOr<Value*> LowerExpr(const Expr& e) {
+    if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
+    absl::StatusOr<Value*> v = LowerExprUncached(e);
+    if (v.ok()) memo_[e.get()] = *v;
+    return v;
+  }
+
+  absl::StatusOr<Value*> LowerExprUncached(const Expr& e) {
+    switch (e->kind) {
+      case ExprKind::kIntImm:
+        if (e->type == ScalarType::kI64) return I64(e->int_value);
+        return llvm::ConstantInt::get(ScalarTy(e->type), static_cast<uint64_t>(e->int_value), IsSigned(e->type));
+      case ExprKind::kFloatImm: return llvm::ConstantFP::get(ScalarTy(e->type), e->float_value);
+      case ExprKind::kVar: {
+        auto it = vars_.find(e->name);
+        if (it == vars_.end()) return absl::InvalidArgumentError(absl::StrCat("variable ", e->name, " is undefined"));
+        return it->second.value;
+      }
+      case ExprKind::kLoad: return LowerLoad(e);
+      default: break;
+    }
+    std::vector<Value*> a;
+    for (const Expr& x : e->args) {
+      ASSIGN_OR_RETURN(Value * v, LowerExpr(x));
+      a.push_back(v);
+    }
+    bool any_vec = false;
+    for (Value* v : a) any_vec = any_vec || IsVec(v);
+    if (any_vec) {
+      for (Value*& v : a) v = Splat(v);
+    }
+    ScalarType at = e->args.empty() ? e->type : e->args.back()->type;
+    bool fp = !a.empty() && a.back()->getType()->getScalarType()->isFloatingPointTy();
+    bool sg = IsSigned(at);
+    switch (e->kind) {
+      case ExprKind::kAdd: return fp ? b_.CreateFAdd(a[0], a[1]) : b_.CreateAdd(a[0], a[1]);
+      case ExprKind::kSub: return fp ? b_.CreateFSub(a[0], a[1]) : b_.CreateSub(a[0], a[1]);
+      case ExprKind::kMul: return fp ? b_.CreateFMul(a[0], a[1]) : b_.CreateMul(a[0], a[1]);
+      case ExprKind::kDiv: return fp ? b_.CreateFDiv(a[0], a[1]) : IntDivRem(a[0], a[1], sg, false);
+      case ExprKind::kMod: return fp ? math::Fmod(b_, a[0], a[1]) : IntDivRem(a[0], a[1], sg, true);
+      case ExprKind::kMin:
+        return fp ? MaxMin(a[0], a[1], false)
+                  : b_.CreateBinaryIntrinsic(sg ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, a[0], a[1]);
+      case ExprKind::kMax:
+        return fp ? MaxMin(a[0], a[1], true)
+                  : b_.CreateBinaryIntrinsic(sg ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, a[0], a[1]);
+      case ExprKind::kLt:
+        return fp ? b_.CreateFCmpOLT(a[0], a[1]) : sg ? b_.CreateICmpSLT(a[0], a[1]) : b_.CreateICmpULT(a[0], a[1]);
+      case ExprKind::kLe:
+        return fp ? b_.CreateFCmpOLE(a[0], a[1]) : sg ? b_.CreateICmpSLE(a[0], a[1]) : b_.CreateICmpULE(a[0], a[1]);
+      case ExprKind::kGt:
+        return fp ? b_.CreateFCmpOGT(a[0], a[1]) : sg ? b_.CreateICmpSGT(a[0], a[1]) : b_.CreateICmpUGT(a[0], a[1]);
+      case ExprKind::kGe:
+        return fp ? b_.CreateFCmpOGE(a[0], a[1]) : sg ? b_.CreateICmpSGE(a[0], a[1]) : b_.CreateICmpUGE(a[0], a[1]);
+      case ExprKind::kEq: return fp ? b_.CreateFCmpOEQ(a[0], a[1]) : b_.CreateICmpEQ(a[0], a[1]);
+      case ExprKind::kNe: return fp ? b_.CreateFCmpUNE(a[0], a[1]) : b_.CreateICmpNE(a[0], a[1]);
+      case ExprKind::kAnd: return b_.CreateAnd(a[0], a[1]);
+      case ExprKind::kOr: return b_.CreateOr(a[0], a[1]);
+      case ExprKind::kNot: return b_.CreateNot(a[0]);
+      case ExprKind::kSelect: return b_.CreateSelect(a[0], a[1], a[2]);
+      case ExprKind::kCast: return CastValue(a[0], e->args[0]->type, e->type);
+      case ExprKind::kCall: {
+        const std::string& n = e->name;
+        Value* x = a[0];
+        auto un = [&](Value* (*f)(llvm::IRBuilderBase&, Value*)) {
+          return ViaF32(x, [&](Value* v) { return f(b_, v); });
+        };
+        if (n == "exp") return un(vector_math::Exp);
+        if (n == "log") return un(vector_math::Log);
+        if (n == "tanh") return un(vector_math::Tanh);
+        if (n == "erf") return un(vector_math::Erf);
+        if (n == "sigmoid") return un(vector_math::Sigmoid);
+        if (n == "sin") return un(math::Sin);
+        if (n == "cos") return un(math::Cos);
+        if (n == "expm1") return un(math::Expm1);
+        if (n == "log1p") return un(math::Log1p);
+        if (n == "pow") {
+          if (x->getType()->getScalarType()->isFloatTy()) return math::Pow(b_, a[0], a[1]);
+          Type* ft = Like(f32_, x);
+          return b_.CreateFPExt(math::Pow(b_, b_.CreateFPTrunc(a[0], ft), b_.CreateFPTrunc(a[1], ft)), x->getType());
+        }
+        if (n == "fmod") return math::Fmod(b_, a[0], a[1]);
+        if (n == "ipow") return math::IntPow(b_, a[0], a[1], IsSigned(e->type));
+        if (n == "sqrt") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+        if (n == "abs") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+        if (n == "floor") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
+        if (n == "ceil") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
+        if (n == "round") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x);
+        if (n == "trunc") return b_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, x);
+        if (n == "neg") return b_.CreateFNeg(x);
+        if (n == "fmax") return MaxMin(a[0], a[1], true);
+        if (n == "fmin") return MaxMin(a[0], a[1], false);
+        if (n == "fma") return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {a[0], a[1], a[2]});
+        return absl::InvalidArgumentError(absl::StrCat("unknown call ", n));
+      }
+      default: break;
+    }
+    return absl::InvalidArgumentError(absl::StrCat("cannot lower expression ", Print(e)));
+  }
+
+  absl::StatusOr<Value*> BufferPtr(const Buffer& b) {
+    auto it = bufs_.find(b.get());
+    if (it == bufs_.end()) return absl::InvalidArgumentError(absl::StrCat("buffer ", b->name, " is not in scope"));
+    return it->second;
+  }
+
+  absl::StatusOr<Value*> LowerLoad(const Expr& e) {
+    ASSIGN_OR_RETURN(Value * base, BufferPtr(e->buffer));
+    ScalarType dt = e->buffer->dtype;
+    Type* et = MemTy(dt);
+    ASSIGN_OR_RETURN(Value * idx, LowerExpr(e->args[0]));
+    llvm::Align al = AlignOf(dt);
+    if (!IsVec(idx)) return FromMem(b_.CreateAlignedLoad(et, b_.CreateInBoundsGEP(et, base, idx), al), dt);
+    std::optional<int64_t> st = Stride(e->args[0]);
+    if (st && *st == 1) {
+      Value* p = b_.CreateInBoundsGEP(et, base, b_.CreateExtractElement(idx, uint64_t{0}));
+      if (mask_ == nullptr) return FromMem(b_.CreateAlignedLoad(VecTy(et), p, al), dt);
+      return FromMem(b_.CreateMaskedLoad(VecTy(et), p, al, mask_, llvm::Constant::getNullValue(VecTy(et))), dt);
+    }
+    Value* ptrs = b_.CreateInBoundsGEP(et, base, idx);
+    return FromMem(b_.CreateMaskedGather(VecTy(et), ptrs, al, Mask(), llvm::Constant::getNullValue(VecTy(et))), dt);
+  }
+
+  absl::Status LowerStmt(const Stmt& s) {
+    memo_.clear();
+    switch (s->kind) {
+      case StmtKind::kBlock:
+        for (const Stmt& c : s->body) RETURN_IF_ERROR(LowerStmt(c));
+        return absl::OkStatus();
+      case StmtKind::kLet: {
+        ASSIGN_OR_RETURN(Value * v, LowerExpr(s->value));
+        std::optional<int64_t> st = Stride(s->value);
+        auto saved = vars_.find(s->var) != vars_.end() ? std::optional<VarVal>(vars_[s->var]) : std::nullopt;
+        vars_[s->var] = {v, st};
+        RETURN_IF_ERROR(LowerStmt(s->body[0]));
+        if (saved) vars_[s->var] = *saved; else vars_.erase(s->var);
+        return absl::OkStatus();
+      }
+      case StmtKind::kAllocate: {
+        Type* et = MemTy(s->buffer->dtype);
+        llvm::IRBuilder<> eb(entry_, entry_->begin());
+        llvm::AllocaInst* a = eb.CreateAlloca(llvm::ArrayType::get(et, s->buffer->num_elements()), nullptr,
+                                              s->buffer->name);
+        a->setAlignment(llvm::Align(64));
+        bufs_[s->buffer.get()] = a;
+        RETURN_IF_ERROR(LowerStmt(s->body[0]));
+        bufs_.erase(s->buffer.get());
+        return absl::OkStatus();
+      }
+      case StmtKind::kStore: return LowerStore(s);
+      case StmtKind::kIf: {
+        ASSIGN_OR_RETURN(Value * c, LowerExpr(s->value));
+        const Stmt& then = s->body[0];
+        Stmt otherwise = s->body.size() > 1 ? s->body[1] : nullptr;
+        if (!IsVec(c)) {
+          return IfThen(c, "if", [&] { return LowerStmt(then); },
+                        otherwise ? std::function<absl::Status()>([&] { return LowerStmt(otherwise); }) : nullptr);
+        }
+        Value* saved = mask_;
+        mask_ = saved ? b_.CreateAnd(saved, c) : c;
+        RETURN_IF_ERROR(LowerStmt(then));
+        if (otherwise) {
+          Value* nc = b_.CreateNot(c);
+          mask_ = saved ? b_.CreateAnd(saved, nc) : nc;
+          RETURN_IF_ERROR(LowerStmt(otherwise));
+        }
+        mask_ = saved;
+        return absl::OkStatus();
+      }
+      case StmtKind::kFor: return LowerFor(s);
+    }
+    return absl::InvalidArgumentError("unknown statement");
+  }
+
+  absl::Status LowerFor(const Stmt& s) {
+    int64_t ext = 0;
+    bool is_const = AsConst(s->extent, &ext);
+    if (s->for_kind == ForKind::kVectorized && lanes_ == 1 && ext > 1) {
+      lanes_ = ext;
+      vars_[s->var] = {Iota(), 1};
+      absl::Status st = LowerStmt(s->body[0]);
+      vars_.erase(s->var);
+      lanes_ = 1;
+      return st;
+    }
+    if ((s->for_kind == ForKind::kUnrolled || s->for_kind == ForKind::kVectorized) && is_const) {
+      for (int64_t i = 0; i < ext; ++i) {
+        vars_[s->var] = {I64(i), 0};
+        RETURN_IF_ERROR(LowerStmt(s->body[0]));
+      }
+      vars_.erase(s->var);
+      return absl::OkStatus();
+    }
+    ASSIGN_OR_RETURN(Value * hi, LowerExpr(s->extent));
+    if (IsVec(hi)) return absl::InvalidArgumentError(absl::StrCat("loop ", s->var, " has a lane-varying extent"));
+    return Loop(I64(0), hi, s->var, [&] { return LowerStmt(s->body[0]); });
+  }
+
+  absl::Status LowerStore(const Stmt& s) {
+    ASSIGN_OR_RETURN(Value * base, BufferPtr(s->buffer));
+    ScalarType dt = s->buffer->dtype;
+    Type* et = MemTy(dt);
+    llvm::Align al = AlignOf(dt);
+    ASSIGN_OR_RETURN(Value * v, LowerExpr(s->value));
+    ASSIGN_OR_RETURN(Value * idx, LowerExpr(s->index));
+    if (!IsVec(idx)) {
+      if (IsVec(v) || mask_ != nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat("store ", s->buffer->name, "[", Print(s->index),
+                                                       "] has a loop-invariant index inside a vectorized loop"));
+      }
+      b_.CreateAlignedStore(ToMem(v, dt), b_.CreateInBoundsGEP(et, base, idx), al);
+      return absl::OkStatus();
+    }
+    v = ToMem(Splat(v), dt);
+    std::optional<int64_t> st = Stride(s->index);
+    if (st && *st == 1) {
+      Value* p = b_.CreateInBoundsGEP(et, base, b_.CreateExtractElement(idx, uint64_t{0}));
+      if (mask_ == nullptr) {
+        b_.CreateAlignedStore(v, p, al);
+      } else {
+        b_.CreateMaskedStore(v, p, al, mask_);
+      }
+      return absl::OkStatus();
+    }
+    b_.CreateMaskedScatter(v, b_.CreateInBoundsGEP(et, base, idx), al, Mask());
+    return absl::OkStatus();
+  }
+
+  struct VarVal {
+    Value* value = nullptr;
+    std::optional<int64_t> stride;
+  };
+
+  llvm::LLVMContext& ctx_;
+  llvm::Module* module_;
+  const CpuTarget& target_;
+  llvm::IRBuilder<> b_;
+  Type* f32_;
+  Type* i64_;
+  Type* i1_;
+  Type* ptr_;
+  llvm::Function* fn_ = nullptr;
+  BasicBlock* entry_ = nullptr;
+  std::map<const BufferNode*, Value*> bufs_;
+  std::map<std::string, VarVal> vars_;
+  std::map<const ExprNode*, Value*> memo_;
+  unsigned lanes_ = 1;
+  Value* mask_ = nullptr;
+};
+
+}  // namespace
+
+absl::StatusOr<LoweredFunction> LowerToLlvm(const LoopFunc& f, const CpuTarget& target, const std::string& symbol,
+                                            llvm::Module* module) {
+  if (!ValidSymbol(symbol)) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel symbol \"", symbol, "\" is not a C identifier"));
+  }
+  if (module->getNamedValue(symbol) != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel symbol ", symbol, " is defined twice"));
+  }
+  RETURN_IF_ERROR(Verify(f));
+  Lowerer l(module, target);
+  absl::StatusOr<LoweredFunction> r = l.Run(f, symbol);
+  if (!r.ok()) {
+    if (llvm::Function* fn = module->getFunction(symbol)) fn->eraseFromParent();
+  }
+  return r;
+}
+
+absl::StatusOr<std::string> LowerToLlvmText(const LoopFunc& f, const CpuTarget& target) {
+  llvm::LLVMContext ctx;
+  llvm::Module m("kiln", ctx);
+  RETURN_IF_ERROR(LowerToLlvm(f, target, "kiln_kernel", &m).status());
+  return ModuleToText(m);
+}
+
+}  // namespace kiln::loop_ir

@@ -1,0 +1,38 @@
+// Loop IR -> LLVM IR: one LoopFunc becomes one function with Kiln's kernel ABI
+//   extern "C" void SYMBOL(void* const* args, int64_t task_begin, int64_t task_end)
+// The outermost parallel loop's iterations are the tasks; vectorized loops
+// become LLVM vector operations (an If inside one becomes a lane mask: masked
+// loads and stores, gathers/scatters for non-unit strides); unrolled loops are
+// replicated; math calls are inline polynomials (compiler_core/codegen/vector_math.h),
+// never libm.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/codegen/loop_ir/loop_ir.h"
+#include "compiler_core/codegen/target.h"
+
+namespace llvm {
+class Module;
+}  // namespace llvm
+
+namespace kiln::loop_ir {
+
+struct LoweredFunction {
+  int64_t num_tasks = 0;
+  int num_args = 0;
+};
+
+// Verifies `f`, then adds the external function `symbol` to `module`.
+// INVALID_ARGUMENT for a function that does not verify or that the lowering
+// cannot express (a store to a loop-invariant index inside a vectorized loop).
+absl::StatusOr<LoweredFunction> LowerToLlvm(const LoopFunc& f, const CpuTarget& target,
+                                            const std::string& symbol, llvm::Module* module);
+
+// The function lowered alone into a fresh module, unoptimized, as text (the
+// loop IR -> LLVM IR dump).
+absl::StatusOr<std::string> LowerToLlvmText(const LoopFunc& f, const CpuTarget& target);
+
+}  // namespace kiln::loop_ir

@@ -1,0 +1,29 @@
+// The registry of loop-IR lowerings and the shared knob helpers.
+#include "compiler_core/codegen/loop_ir/lower.h"
+
+#include "compiler_core/codegen/loop_ir/lower_conv.h"
+#include "compiler_core/codegen/loop_ir/lower_index.h"
+#include "compiler_core/codegen/loop_ir/lower_pool.h"
+#include "compiler_core/codegen/loop_ir/lower_resize.h"
+
+namespace kiln::loop_ir {
+
+const std::vector<WorkloadLowering>& AllLowerings() {
+  static const std::vector<WorkloadLowering>* all = new std::vector<WorkloadLowering>{
+      ElementwiseLowering(), ReductionLowering(), DataMovementLowering(), ConvLowering(), ConvTransposeLowering(),
+      PoolLowering(),        ResizeLowering(),    TopKLowering(),         IndexLowering()};
+  return *all;
+}
+
+const WorkloadLowering* FindLowering(const Graph& workload, absl::Status* why) {
+  absl::Status first = absl::OkStatus();
+  for (const WorkloadLowering& l : AllLowerings()) {
+    absl::Status s = l.match(workload);
+    if (s.ok()) return &l;
+    if (first.ok()) first = s;
+  }
+  if (why != nullptr) *why = first;
+  return nullptr;
+}
+
+}  // namespace kiln::loop_ir

@@ -1,0 +1,109 @@
+// Shared knob and form helpers of the loop-IR lowerings.
+#include "compiler_core/codegen/loop_ir/lower_common.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::loop_ir {
+
+absl::Status CheckWorkload(const Graph& g, const std::function<bool(const Value*)>& accepts,
+                           const std::string& what) {
+  if (g.nodes().empty() || g.outputs().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("workload graph ", g.name(), " has no nodes or no outputs"));
+  }
+  for (const Value* v : g.values()) {
+    if (v->is_constant() && v->users().empty()) continue;
+    const TensorType& t = v->type();
+    if (!t.known || !t.IsStatic() || !accepts(v)) {
+      return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is not a static ", what));
+    }
+    if (NumElements(t.StaticDims()) > (int64_t{1} << 31)) {
+      return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is too large"));
+    }
+  }
+  for (const auto& n : g.nodes()) {
+    if (!n->domain().empty()) return absl::UnimplementedError(absl::StrCat("node ", n->name(), " has a domain"));
+  }
+  return absl::OkStatus();
+}
+
+bool IsStructuralInt(const Value* v) {
+  DType t = v->type().dtype;
+  return v->is_constant() && (t == DType::kInt64 || t == DType::kInt32);
+}
+
+absl::Status CheckWorkloadBasics(const Graph& g) {
+  return CheckWorkload(
+      g, [](const Value* v) { return IsStructuralInt(v) || v->type().dtype == DType::kFloat32; }, "f32 tensor");
+}
+
+absl::Status CheckWorkloadTypes(const Graph& g) {
+  return CheckWorkload(
+      g, [](const Value* v) { return DTypeSize(v->type().dtype) != 0; }, "tensor of a known dtype");
+}
+
+int WidestElementBytes(const Graph& g) {
+  int64_t widest = 4;
+  for (const Value* v : g.values()) {
+    if (v->is_constant() && v->users().empty()) continue;
+    if (IsStructuralInt(v)) continue;
+    widest = std::max<int64_t>(widest, DTypeSize(v->type().dtype));
+  }
+  return static_cast<int>(widest);
+}
+
+int64_t MaxLanesFor(const CpuTarget& target, int elem_bytes) {
+  return std::max<int64_t>(1, target.FloatLanes() * 4 / std::max(elem_bytes, 4));
+}
+
+std::vector<int64_t> VectorWidthsFor(const CpuTarget& target, int64_t extent, int elem_bytes) {
+  std::vector<int64_t> out;
+  for (int64_t vw : {1, 4, 8, 16}) {
+    if (vw > MaxLanesFor(target, elem_bytes)) break;
+    if (!out.empty() && out.back() >= extent) break;
+    out.push_back(vw);
+  }
+  return out;
+}
+
+std::vector<int64_t> VectorWidths(const CpuTarget& target, int64_t extent) {
+  std::vector<int64_t> out;
+  for (int64_t vw : {1, 4, 8, 16}) {
+    if (vw > target.FloatLanes()) break;
+    if (!out.empty() && out.back() >= extent) break;
+    out.push_back(vw);
+  }
+  return out;
+}
+
+std::vector<int64_t> TaskCounts(int64_t elements, bool can_parallelize) {
+  if (!can_parallelize || elements < 4096) return {1};
+  return {1, 16};
+}
+
+ScheduleConfig PickDefault(const std::vector<ScheduleConfig>& space, const CpuTarget& target) {
+  return BestBy(space, [&](const ScheduleConfig& x) {
+    return std::make_pair(std::min<int64_t>(x.Get("vw", 1), target.FloatLanes()), x.Get("tasks", 1));
+  });
+}
+
+absl::Status ValidateKnobs(const Graph& g, const ScheduleConfig& c, const CpuTarget& target,
+                           const std::vector<std::string>& known) {
+  for (const auto& [k, v] : c.knobs) {
+    if (std::find(known.begin(), known.end(), k) == known.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("schedule ", c.ToString(), ": knob ", k, " does not apply to workload ", g.name()));
+    }
+    bool ok = true;
+    if (k == "vw") ok = v >= 1 && v <= target.FloatLanes() && (v & (v - 1)) == 0;
+    if (k == "tasks") ok = v >= 1 && v <= 1024;
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("schedule ", c.ToString(), ": knob ", k, "=", v, " out of range for target ", target.Key()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::loop_ir

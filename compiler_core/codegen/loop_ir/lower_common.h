@@ -1,0 +1,58 @@
+// Knob and form helpers shared by the loop-IR lowerings (internal to
+// compiler_core/loop_ir).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "compiler_core/ir/graph.h"
+#include "compiler_core/codegen/schedule_space.h"
+#include "compiler_core/codegen/target.h"
+
+namespace kiln::loop_ir {
+
+// The shared workload check: at least one node and one output, no node
+// domain, every used value static, at most 2^31 elements and of a dtype
+// `accepts` takes (UNIMPLEMENTED "value V is not a static <what>" otherwise).
+absl::Status CheckWorkload(const Graph& g, const std::function<bool(const Value*)>& accepts,
+                           const std::string& what);
+// A small integer constant read at lowering time (shape, axes, k, ...).
+bool IsStructuralInt(const Value* v);
+// CheckWorkload for f32 values (and structural integer constants).
+absl::Status CheckWorkloadBasics(const Graph& g);
+// CheckWorkloadBasics for workloads of any Kiln dtype (the data-movement and
+// elementwise lowering): every used value static with a known dtype.
+absl::Status CheckWorkloadTypes(const Graph& g);
+// Bytes of the widest element of any value of `g` (4 when all are narrower:
+// lane counts stay those of f32 for narrow types).
+int WidestElementBytes(const Graph& g);
+// VectorWidths for elements of `elem_bytes` bytes: lanes filling at most the
+// target's vector (8 for f64 on AVX-512), still 1, 4, 8, 16.
+std::vector<int64_t> VectorWidthsFor(const CpuTarget& target, int64_t extent, int elem_bytes);
+// The widest lane count VectorWidthsFor allows.
+int64_t MaxLanesFor(const CpuTarget& target, int elem_bytes);
+// 1, 4, 8, 16 up to the target's lanes, leaving out widths beyond the extent.
+std::vector<int64_t> VectorWidths(const CpuTarget& target, int64_t extent);
+// {1} or {1, 16} (parallel split when there is work to share).
+std::vector<int64_t> TaskCounts(int64_t elements, bool can_parallelize);
+// Widest vw, then most tasks.
+ScheduleConfig PickDefault(const std::vector<ScheduleConfig>& space, const CpuTarget& target);
+// The first point of `space` with the largest score(point) (any comparable
+// key, e.g. a tuple); empty config for an empty space.
+template <typename Score>
+ScheduleConfig BestBy(const std::vector<ScheduleConfig>& space, Score score) {
+  if (space.empty()) return {};
+  ScheduleConfig best = space.front();
+  for (const ScheduleConfig& c : space) {
+    if (score(c) > score(best)) best = c;
+  }
+  return best;
+}
+// Only `known` knobs; vw a power of two <= lanes; tasks in [1, 1024].
+absl::Status ValidateKnobs(const Graph& g, const ScheduleConfig& c, const CpuTarget& target,
+                           const std::vector<std::string>& known);
+
+}  // namespace kiln::loop_ir

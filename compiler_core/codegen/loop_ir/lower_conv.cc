@@ -1,0 +1,872 @@
+// "conv" and "conv_transpose" workloads: Conv / ConvTranspose + elementwise
+// epilogue lowered to packed, register-blocked loop nests (see lower_conv.h
+// for the knobs and task shapes).
+#include "compiler_core/codegen/loop_ir/lower_conv.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/codegen/loop_ir/graph_expr.h"
+#include "compiler_core/codegen/loop_ir/lower_common.h"
+#include "base/status_macros.h"
+
+namespace kiln::loop_ir {
+namespace {
+
+// Floats of the per-task input pack (a stack buffer).
+constexpr int64_t kMaxPackFloats = 128 * 1024;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+absl::Status NodeError(const Node& n, const std::string& why) {
+  return absl::UnimplementedError(absl::StrCat("node ", n.name(), " (", n.op_type(), "): ", why));
+}
+
+int InputIndex(const Graph& g, const Value* v) {
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    if (g.inputs()[i] == v) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+struct ConvForm {
+  const Node* conv = nullptr;
+  WindowGeometry geo;
+  int64_t k = 1, group = 1, cg = 1, kg = 1;
+  int x_arg = -1, w_arg = -1, b_arg = -1;
+};
+
+absl::StatusOr<ConvForm> Analyze(const Graph& g) {
+  RETURN_IF_ERROR(CheckWorkloadBasics(g));
+  ConvForm f;
+  for (const auto& n : g.nodes()) {
+    if (n->op_type() == "Conv") {
+      if (f.conv != nullptr) return NodeError(*n, "a second Conv in one workload");
+      f.conv = n.get();
+      continue;
+    }
+    if (!IsInlinableElementwise(n->op_type())) return NodeError(*n, "not an elementwise epilogue operator");
+    RETURN_IF_ERROR(GraphExpr::CheckNode(*n));
+  }
+  if (f.conv == nullptr) return absl::UnimplementedError(absl::StrCat("workload ", g.name(), " has no Conv"));
+  const Node& conv = *f.conv;
+  if (conv.num_outputs() != 1) return NodeError(conv, "more than one output");
+  f.x_arg = InputIndex(g, conv.input(0));
+  f.w_arg = InputIndex(g, conv.input(1));
+  if (f.x_arg < 0 || f.w_arg < 0) return NodeError(conv, "input or weights computed inside the workload");
+  if (conv.input(2) != nullptr) {
+    f.b_arg = InputIndex(g, conv.input(2));
+    if (f.b_arg < 0) return NodeError(conv, "bias computed inside the workload");
+  }
+  std::vector<int64_t> wd = DimsOf(conv.input(1));
+  std::vector<int64_t> xd = DimsOf(conv.input(0));
+  if (wd.size() != xd.size() || wd.size() < 3) return NodeError(conv, "weights and input ranks differ");
+  std::vector<int64_t> kernel(wd.begin() + 2, wd.end());
+  ASSIGN_OR_RETURN(f.geo, ResolveWindow(conv, kernel));
+  f.group = conv.GetInt("group", 1);
+  f.k = wd[0];
+  if (f.group < 1 || f.geo.c % f.group != 0 || f.k % f.group != 0 || wd[1] != f.geo.c / f.group) {
+    return NodeError(conv, "group does not divide the channels");
+  }
+  if (f.conv->input(2) != nullptr && DimsOf(conv.input(2)) != std::vector<int64_t>{f.k}) {
+    return NodeError(conv, "bias is not [M]");
+  }
+  f.cg = f.geo.c / f.group;
+  f.kg = f.k / f.group;
+  std::vector<int64_t> od = DimsOf(conv.output(0));
+  for (const auto& n : g.nodes()) {
+    if (n.get() != f.conv && DimsOf(n->output(0)) != od) {
+      return NodeError(*n, "epilogue value does not have the convolution's shape");
+    }
+  }
+  for (const Value* v : g.outputs()) {
+    if (DimsOf(v) != od) return NodeError(conv, absl::StrCat("output ", v->name(), " is not of the convolution's shape"));
+  }
+  const WindowGeometry& s = f.geo;
+  int64_t rin = (s.kh - 1) * s.dh + 1, din = (s.kd - 1) * s.dd + 1;
+  if (f.cg * din * rin * (s.ow * s.sw + s.kw * s.dw + 16) > kMaxPackFloats) {
+    return NodeError(conv, "one output row reads more input than the stack pack holds");
+  }
+  return f;
+}
+
+struct Knobs {
+  int64_t vw = 1, ur = 1, kb = 1, rows = 1;
+  int64_t pw = 0;  // 1: pointwise variant over flattened output pixels
+};
+
+Knobs KnobsOf(const ScheduleConfig& c) {
+  return Knobs{c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1), c.Get("rows", 1), c.Get("pw", 0)};
+}
+
+// The inverse of KnobsOf (pw only when set).
+ScheduleConfig ConfigOf(const Knobs& k) {
+  ScheduleConfig c;
+  if (k.pw != 0) c.Set("pw", k.pw);
+  c.Set("vw", k.vw);
+  c.Set("ur", k.ur);
+  c.Set("kb", k.kb);
+  c.Set("rows", k.rows);
+  return c;
+}
+
+// 1x1 kernel, unit strides, no padding: output pixel p reads input pixel p of
+// every channel, and both are contiguous over H*W in NCHW.
+bool IsPointwise(const ConvForm& f) {
+  const WindowGeometry& s = f.geo;
+  return !s.three_d && s.kh == 1 && s.kw == 1 && s.sh == 1 && s.sw == 1 && s.pad_top == 0 && s.pad_left == 0 &&
+         s.pad_bottom == 0 && s.pad_right == 0 && s.oh == s.h && s.ow == s.w;
+}
+
+// Output pixels per image (H*W, or W for 1-D).
+int64_t Pixels(const ConvForm& f) { return f.geo.oh * f.geo.ow; }
+
+// Pack geometry: rin input rows, per stride phase wq columns (a multiple of
+// vw covering every register block, padded width owr).
+void PackDims(const ConvForm& f, const Knobs& k, int64_t* rin, int64_t* wq, int64_t* owr) {
+  const WindowGeometry& s = f.geo;
+  *rin = (k.rows - 1) * s.sh + (s.kh - 1) * s.dh + 1;
+  *owr = CeilDiv(s.ow, k.vw * k.ur) * k.vw * k.ur;
+  *wq = CeilDiv(*owr + ((s.kw - 1) * s.dw) / s.sw, k.vw) * k.vw;
+}
+
+int64_t PackFloats(const ConvForm& f, const Knobs& k) {
+  int64_t rin, wq, owr;
+  PackDims(f, k, &rin, &wq, &owr);
+  return f.cg * ((f.geo.kd - 1) * f.geo.dd + 1) * rin * f.geo.sw * wq;
+}
+
+absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& target) {
+  if (k.pw != 0) {
+    bool ok = k.pw == 1 && IsPointwise(f) && k.vw >= 1 && k.vw <= target.FloatLanes() && (k.vw & (k.vw - 1)) == 0 &&
+              k.ur >= 1 && k.ur <= 8 && k.kb >= 1 && k.kb <= 16 && f.kg % k.kb == 0 && k.rows >= 1 &&
+              k.rows <= std::max<int64_t>(1, CeilDiv(Pixels(f), k.vw * k.ur));
+    if (!ok) return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": pointwise knobs out of range"));
+    return absl::OkStatus();
+  }
+  bool ok = k.vw >= 1 && k.vw <= target.FloatLanes() && (k.vw & (k.vw - 1)) == 0 && k.ur >= 1 && k.ur <= 8 &&
+            k.kb >= 1 && k.kb <= 16 && f.kg % k.kb == 0 && k.rows >= 1 && k.rows <= std::max<int64_t>(f.geo.oh, 1);
+  if (!ok) return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": knobs out of range"));
+  if (PackFloats(f, k) > kMaxPackFloats) {
+    return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": rows=", k.rows, " vw=", k.vw,
+                                                   " ur=", k.ur, " overflow the input pack"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
+  absl::StatusOr<ConvForm> f = Analyze(g);
+  if (!f.ok()) return {};
+  std::vector<int64_t> vws = VectorWidths(target, f->geo.ow);
+  if (vws.size() > 2) vws.erase(vws.begin(), vws.end() - 2);
+  std::vector<ScheduleConfig> out;
+  for (int64_t vw : vws) {
+    for (int64_t ur : {1, 2, 3, 4}) {
+      if (ur > 1 && (ur - 1) * vw >= f->geo.ow) break;
+      for (int64_t kb : {1, 2, 4, 8}) {
+        if (f->kg % kb != 0 || kb * ur + ur + 1 > target.NumVectorRegisters()) continue;
+        for (int64_t rows : {1, 2, 4}) {
+          if (rows > 1 && rows / 2 >= f->geo.oh) break;
+          Knobs k{vw, ur, kb, rows};
+          if (!CheckKnobs(*f, k, target).ok()) continue;
+          out.push_back(ConfigOf(k));
+        }
+      }
+    }
+  }
+  if (IsPointwise(*f)) {
+    // Pointwise variant: vectors over the flattened pixels, rows = register
+    // blocks of pixels per task.
+    const int64_t p = Pixels(*f);
+    // Only the widest vector: pixels are contiguous, lanes are wasted only
+    // in the last vector.
+    for (int64_t vw : {VectorWidths(target, p).back()}) {
+      for (int64_t ur = 1; ur <= 8; ++ur) {
+        if (ur > 1 && (ur - 1) * vw >= p) break;
+        for (int64_t kb : {1, 2, 4, 8}) {
+          if (f->kg % kb != 0 || kb * ur + ur + 1 > target.NumVectorRegisters()) continue;
+          for (int64_t rows : {1, 2}) {
+            if (rows > 1 && vw * ur >= p) break;
+            Knobs k{vw, ur, kb, rows, 1};
+            if (!CheckKnobs(*f, k, target).ok()) continue;
+            out.push_back(ConfigOf(k));
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Pointwise convs: the pointwise variant, widest vectors, about 16
+// accumulators (kb 4 preferred), one pixel block per task. Others: about 12
+// accumulators, widest vectors, one row per task.
+ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
+  std::vector<ScheduleConfig> space = Enumerate(g, target);
+  auto score = [](const ScheduleConfig& c) {
+    int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
+    int64_t pw = c.Get("pw", 0);
+    int64_t want = pw ? 16 : 12;
+    return std::make_tuple(pw, c.Get("vw", 1), -std::abs(acc - want), -c.Get("rows", 1),
+                           -std::abs(c.Get("kb", 1) - 4 * pw), c.Get("kb", 1));
+  };
+  return BestBy(space, score);
+}
+
+absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
+  ASSIGN_OR_RETURN(ConvForm f, Analyze(g));
+  for (const auto& [key, v] : c.knobs) {
+    if (key != "vw" && key != "ur" && key != "kb" && key != "rows" && key != "pw") {
+      return absl::InvalidArgumentError(absl::StrCat("schedule ", c.ToString(), ": knob ", key,
+                                                     " does not apply to conv ", f.conv->name()));
+    }
+  }
+  return CheckKnobs(f, KnobsOf(c), target);
+}
+
+Expr I(int64_t v) { return IntImm(v); }
+
+// a * b + c, fused where the IR offers it.
+Expr MulAdd(Expr a, Expr b, Expr c) {
+  if (IsKnownCall("fma", 3)) return Call("fma", {std::move(a), std::move(b), std::move(c)});
+  return Add(Mul(std::move(a), std::move(b)), std::move(c));
+}
+
+// The epilogue may index every value at (n, k, 0, p) instead of
+// (n, k, p / ow, p % ow) when each value's two trailing dims are both the
+// output's spatial extents or both broadcast (1): its row-major offset is then p.
+bool FlatSpatialIndexOk(const Graph& g, const ConvForm& f) {
+  for (const auto& node : g.nodes()) {
+    if (node.get() == f.conv) continue;
+    for (int i = 0; i < node->num_inputs(); ++i) {
+      const Value* v = node->input(i);
+      if (v == nullptr) continue;
+      std::vector<int64_t> d = DimsOf(v);
+      int64_t h = d.size() >= 2 ? d[d.size() - 2] : 1;
+      int64_t w = d.empty() ? 1 : d.back();
+      if (!(h == 1 && w == 1) && !(h == f.geo.oh && w == f.geo.ow)) return false;
+    }
+  }
+  return true;
+}
+
+// Pointwise variant: a task is (image, group, `rows` register blocks of
+// vw*ur pixels); per block of kb output channels it accumulates over the
+// group's input channels reading x and the weights in place (no pack). The
+// pixels the full blocks leave (fewer than vw*ur) form one narrower block in
+// the last task, lane-masked when vw does not divide them.
+absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const Knobs& kn) {
+  const WindowGeometry& s = f.geo;
+  const int64_t np = Pixels(f);
+  const int64_t vw = kn.vw, ur = kn.ur, kb = kn.kb, rows = kn.rows;
+  const int64_t bw = vw * ur;
+  const int64_t nbf = np / bw, rem = np % bw;
+  const int64_t chunks = std::max<int64_t>(1, CeilDiv(nbf, rows));
+  const int64_t tasks = s.n * f.group * chunks;
+  const bool flat_ok = s.one_d || FlatSpatialIndexOk(g, f);
+
+  GraphExpr ge(g);
+  const std::vector<Buffer>& args = ge.args();
+  Buffer x = args[f.x_arg], w = args[f.w_arg];
+  Buffer bias = f.b_arg >= 0 ? args[f.b_arg] : nullptr;
+  const Value* conv_out = f.conv->output(0);
+  int num_out = static_cast<int>(g.outputs().size());
+  int first = num_out - 1;
+  for (int j = 0; j < num_out; ++j) {
+    if (g.outputs()[j] == conv_out) first = j;
+  }
+  Buffer raw = ge.output_buffer(first);
+  ge.Bind(conv_out, raw);
+  std::vector<int> order;
+  for (int j = 0; j < num_out; ++j) {
+    if (j != first) order.push_back(j);
+  }
+  if (g.outputs()[first] != conv_out) order.push_back(first);
+
+  Expr n = Var("n_"), grp = Var("g_"), pc = Var("pc_"), kbo = Var("kbo_");
+  // One register block: pixels p0 + u*vw + v (u < nu) of channels kbo*kb + kk.
+  auto block = [&](const std::string& acc_name, Expr p0, int64_t nu, bool guard) -> absl::StatusOr<Stmt> {
+    Buffer acc = MakeBuffer(acc_name, {kb * nu * vw}, BufferRole::kTemp);
+    Expr kk = Var("kk_"), u = Var("u_"), v = Var("v_"), cl = Var("cl_");
+    Expr k = Add(Add(Mul(grp, I(f.kg)), Mul(kbo, I(kb))), kk);
+    Expr ai = Add(Mul(Add(Mul(kk, I(nu)), u), I(vw)), v);
+    Expr p = Add(Add(p0, Mul(u, I(vw))), v);
+    auto lanes = [&](Stmt body, bool guarded) {
+      if (guarded) body = IfThen(Lt(p, I(np)), std::move(body));
+      return For("v_", I(vw),
+                 For("kk_", I(kb), For("u_", I(nu), std::move(body), ForKind::kUnrolled), ForKind::kUnrolled),
+                 ForKind::kVectorized);
+    };
+    Stmt init = lanes(Store(acc, ai, bias ? Load(bias, k) : FloatImm(0)), false);
+    Expr xi = Add(Mul(Add(Mul(n, I(s.c)), Add(Mul(grp, I(f.cg)), cl)), I(np)), p);
+    Expr wi = Add(Mul(k, I(f.cg)), cl);
+    Stmt mac = For("cl_", I(f.cg), lanes(Store(acc, ai, MulAdd(Load(x, xi), Load(w, wi), Load(acc, ai))), guard));
+    Expr oi = Add(Mul(Add(Mul(n, I(f.k)), k), I(np)), p);
+    std::vector<Expr> idx;
+    if (s.one_d) {
+      idx = {n, k, p};
+    } else if (flat_ok) {
+      idx = {n, k, I(0), p};
+    } else {
+      idx = {n, k, Div(p, I(s.ow)), Mod(p, I(s.ow))};
+    }
+    std::vector<Stmt> st = {Store(raw, oi, Load(acc, ai))};
+    for (int j : order) {
+      ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], idx));
+      st.push_back(Store(ge.output_buffer(j), oi, e));
+    }
+    Stmt store = lanes(Block(st), guard);
+    return Allocate(acc, Block({init, mac, store}));
+  };
+  std::vector<Stmt> per_kb;
+  if (nbf > 0) {
+    Expr bi = Add(Mul(pc, I(rows)), Var("ob_"));
+    ASSIGN_OR_RETURN(Stmt full, block("acc", Mul(bi, I(bw)), ur, false));
+    if (nbf % rows != 0) full = IfThen(Lt(bi, I(nbf)), full);
+    per_kb.push_back(For("ob_", I(rows), full));
+  }
+  if (rem > 0) {
+    ASSIGN_OR_RETURN(Stmt tail, block("acc_tail", I(nbf * bw), CeilDiv(rem, vw), rem % vw != 0));
+    per_kb.push_back(chunks > 1 ? IfThen(Eq(pc, I(chunks - 1)), tail) : tail);
+  }
+  Stmt body = For("kbo_", I(f.kg / kb), Block(per_kb));
+  body = LetStmt("pc_", Mod(Var("t_"), I(chunks)), body);
+  body = LetStmt("n_", Div(Var("t_"), I(f.group * chunks)),
+                 LetStmt("g_", Mod(Div(Var("t_"), I(chunks)), I(f.group)), body));
+  return LoopFunc{"conv", args, For("t_", I(tasks), body, ForKind::kParallel)};
+}
+
+absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
+  ASSIGN_OR_RETURN(ConvForm f, Analyze(g));
+  Knobs kn = KnobsOf(config);
+  RETURN_IF_ERROR(CheckKnobs(f, kn, target));
+  if (kn.pw != 0) return LowerPointwise(g, f, kn);
+  const WindowGeometry& s = f.geo;
+  int64_t rin, wq, owr;
+  PackDims(f, kn, &rin, &wq, &owr);
+  const int64_t vw = kn.vw, ur = kn.ur, kb = kn.kb, rows = kn.rows;
+  const int64_t ohb = CeilDiv(s.oh, rows);
+  const int64_t tasks = s.n * f.group * s.od * ohb;
+  const int64_t din = (s.kd - 1) * s.dd + 1;  // input depth slices per output slice
+
+  GraphExpr ge(g);
+  const std::vector<Buffer>& args = ge.args();
+  Buffer x = args[f.x_arg], w = args[f.w_arg];
+  Buffer bias = f.b_arg >= 0 ? args[f.b_arg] : nullptr;
+  const Value* conv_out = f.conv->output(0);
+  // The output the raw convolution is stored to first: the conv value itself
+  // when it is an output, else the last output (computed last, in place).
+  int num_out = static_cast<int>(g.outputs().size());
+  int first = num_out - 1;
+  for (int j = 0; j < num_out; ++j) {
+    if (g.outputs()[j] == conv_out) first = j;
+  }
+  Buffer raw = ge.output_buffer(first);
+  ge.Bind(conv_out, raw);
+
+  Expr n = Var("n_"), grp = Var("g_"), hb = Var("hb_"), odv = s.three_d ? Var("od_") : I(0);
+  // ---- pack: xp[cl][z][r][phase][q] = x[n, g*cg + cl, od*sd + z - pf, hb*rows*sh + r - pt, q*sw + phase - pl] or 0
+  // (z only for 3-D)
+  Buffer xp = MakeBuffer("xp", {f.cg * din * rin * s.sw * wq}, BufferRole::kTemp);
+  Stmt pack;
+  {
+    Expr cl = Var("pc_"), z = s.three_d ? Var("pz_") : I(0), r = Var("pr_"), ph = Var("pp_"), qo = Var("pq_"),
+         qi = Var("pv_");
+    Expr q = Add(Mul(qo, I(vw)), qi);
+    Expr id = Sub(Add(Mul(odv, I(s.sd)), z), I(s.pad_front));
+    Expr ih = Sub(Add(Mul(hb, I(rows * s.sh)), r), I(s.pad_top));
+    Expr iw = Sub(Add(Mul(q, I(s.sw)), ph), I(s.pad_left));
+    Expr inside = And(And(Ge(ih, I(0)), Lt(ih, I(s.h))), And(Ge(iw, I(0)), Lt(iw, I(s.w))));
+    if (s.three_d) inside = And(And(Ge(id, I(0)), Lt(id, I(s.d))), inside);
+    Expr chan = Add(Mul(grp, I(f.cg)), cl);
+    Expr plane = Add(Mul(n, I(s.c)), chan);
+    if (s.three_d) plane = Add(Mul(plane, I(s.d)), id);
+    Expr xi = Add(Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)), iw);
+    Expr prow = s.three_d ? Add(Mul(Add(Mul(cl, I(din)), z), I(rin)), r) : Add(Mul(cl, I(rin)), r);
+    Expr pi = Add(Mul(Add(Mul(prow, I(s.sw)), ph), I(wq)), q);
+    Stmt body = IfThen(inside, Store(xp, pi, Load(x, xi)), Store(xp, pi, FloatImm(0)));
+    Stmt rowsl = For("pr_", I(rin), For("pp_", I(s.sw), For("pq_", I(wq / vw), For("pv_", I(vw), body, ForKind::kVectorized))));
+    if (s.three_d) rowsl = For("pz_", I(din), rowsl);
+    pack = For("pc_", I(f.cg), rowsl);
+  }
+  // ---- compute one register block: acc[kk][u][v] for output channels
+  // g*kg + kbo*kb + kk, row oh, columns owo*vw*ur + u*vw + v.
+  Buffer acc = MakeBuffer("acc", {kb * ur * vw}, BufferRole::kTemp);
+  Expr kbo = Var("kbo_"), rr = Var("rr_"), owo = Var("owo_"), v = Var("v_"), kk = Var("kk_"), u = Var("u_");
+  Expr oh = Add(Mul(hb, I(rows)), rr);
+  Expr k = Add(Add(Mul(grp, I(f.kg)), Mul(kbo, I(kb))), kk);
+  Expr ai = Add(Mul(Add(Mul(kk, I(ur)), u), I(vw)), v);
+  Expr ow = Add(Add(Mul(owo, I(vw * ur)), Mul(u, I(vw))), v);
+  auto lanes = [&](Stmt body) {
+    return For("v_", I(vw), For("kk_", I(kb), For("u_", I(ur), std::move(body), ForKind::kUnrolled), ForKind::kUnrolled),
+               ForKind::kVectorized);
+  };
+  Stmt init = lanes(Store(acc, ai, bias ? Load(bias, k) : FloatImm(0)));
+  Stmt mac;
+  {
+    Expr cl = Var("cl_"), kd = s.three_d ? Var("kd_") : I(0), kh = Var("kh_"), kw = Var("kw_");
+    Expr off = Mul(kw, I(s.dw));
+    Expr row = Add(Mul(rr, I(s.sh)), Mul(kh, I(s.dh)));
+    Expr col = Add(ow, Div(off, I(s.sw)));
+    Expr prow = s.three_d ? Add(Mul(Add(Mul(cl, I(din)), Mul(kd, I(s.dd))), I(rin)), row) : Add(Mul(cl, I(rin)), row);
+    Expr xi = Add(Mul(Add(Mul(prow, I(s.sw)), Mod(off, I(s.sw))), I(wq)), col);
+    Expr wch = Add(Mul(k, I(f.cg)), cl);
+    if (s.three_d) wch = Add(Mul(wch, I(s.kd)), kd);
+    Expr wi = Add(Mul(Add(Mul(wch, I(s.kh)), kh), I(s.kw)), kw);
+    Stmt upd = Store(acc, ai, MulAdd(Load(xp, xi), Load(w, wi), Load(acc, ai)));
+    Stmt taps = For("kh_", I(s.kh), For("kw_", I(s.kw), lanes(upd), s.kw <= 8 ? ForKind::kUnrolled : ForKind::kSerial));
+    if (s.three_d) taps = For("kd_", I(s.kd), taps);
+    mac = For("cl_", I(f.cg), taps);
+  }
+  Stmt store;
+  {
+    std::vector<Expr> idx = s.one_d     ? std::vector<Expr>{n, k, ow}
+                            : s.three_d ? std::vector<Expr>{n, k, odv, oh, ow}
+                                        : std::vector<Expr>{n, k, oh, ow};
+    Expr oi = FlatIndex(DimsOf(conv_out), idx);
+    std::vector<Stmt> st = {Store(raw, oi, Load(acc, ai))};
+    std::vector<int> order;
+    for (int j = 0; j < num_out; ++j) {
+      if (j != first) order.push_back(j);
+    }
+    if (g.outputs()[first] != conv_out) order.push_back(first);
+    for (int j : order) {
+      ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], idx));
+      st.push_back(Store(ge.output_buffer(j), oi, e));
+    }
+    Stmt body = Block(st);
+    if (s.ow % (vw * ur) != 0) body = IfThen(Lt(ow, I(s.ow)), body);
+    store = lanes(body);
+  }
+  Stmt block = For("owo_", I(owr / (vw * ur)), Allocate(acc, Block({init, mac, store})));
+  Stmt per_rows = For("kbo_", I(f.kg / kb), For("rr_", I(rows), IfThen(Lt(oh, I(s.oh)), block)));
+  Stmt body = Allocate(xp, Block({pack, per_rows}));
+  if (s.three_d) {
+    // Tasks are (n, g, od, hb).
+    body = LetStmt("n_", Div(Var("t_"), I(f.group * s.od * ohb)),
+                   LetStmt("g_", Mod(Div(Var("t_"), I(s.od * ohb)), I(f.group)),
+                           LetStmt("od_", Mod(Div(Var("t_"), I(ohb)), I(s.od)), LetStmt("hb_", Mod(Var("t_"), I(ohb)), body))));
+  } else {
+    body = LetStmt("n_", Div(Var("t_"), I(f.group * ohb)),
+                   LetStmt("g_", Mod(Div(Var("t_"), I(ohb)), I(f.group)), LetStmt("hb_", Mod(Var("t_"), I(ohb)), body)));
+  }
+  return LoopFunc{"conv", args, For("t_", I(tasks), body, ForKind::kParallel)};
+}
+
+
+// ---- ConvTranspose -----------------------------------------------------------
+
+int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// A ConvTranspose with its geometry on three spatial axes (D, H, W; missing
+// leading axes have extent 1). pb: the begin pads as the reference derives
+// them (explicit pads, auto_pad or output_shape).
+struct TransposeForm {
+  const Node* node = nullptr;
+  int nsp = 2;
+  int64_t n = 1, c = 1, m = 1, group = 1, cg = 1, mg = 1;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1};
+  int64_t pb[3] = {0, 0, 0};
+  int x_arg = -1, w_arg = -1, b_arg = -1;
+  // For output o = blk*s + r of axis a (D or H), kernel tap kk reads input
+  // blk + base[a] + (r + (k-1-kk)*d + c0[a]) / s when that numerator is a
+  // multiple of s (numerator >= 0 by construction).
+  int64_t base[3] = {0, 0, 0}, c0[3] = {0, 0, 0};
+  // Width: output column q*sw + rw reads input column q + (rw + pw - kw*dw)/sw;
+  // pack column = input column + left.
+  int64_t left = 0, off_max = 0;
+};
+
+absl::Status CheckEpilogue(const Graph& g, const Node* op) {
+  std::vector<int64_t> od = DimsOf(op->output(0));
+  for (const auto& n : g.nodes()) {
+    if (n.get() == op) continue;
+    if (!IsInlinableElementwise(n->op_type())) return NodeError(*n, "not an elementwise epilogue operator");
+    RETURN_IF_ERROR(GraphExpr::CheckNode(*n));
+    if (DimsOf(n->output(0)) != od) return NodeError(*n, "epilogue value does not have the convolution's shape");
+  }
+  for (const Value* v : g.outputs()) {
+    if (DimsOf(v) != od) return NodeError(*op, absl::StrCat("output ", v->name(), " is not of the convolution's shape"));
+  }
+  return absl::OkStatus();
+}
+
+// Output columns per stride phase (the most: phase 0).
+int64_t PhaseColumns(const TransposeForm& f, int64_t rw) { return CeilDiv(f.out[2] - rw, f.s[2]); }
+
+// Pack geometry: din depth slices, rin rows, wpk columns (a multiple of vw).
+void TransposePackDims(const TransposeForm& f, const Knobs& k, int64_t* din, int64_t* rin, int64_t* wpk) {
+  *din = (f.s[0] - 1 + (f.k[0] - 1) * f.d[0] + f.c0[0]) / f.s[0] + 1;
+  *rin = (k.rows - 1 + (f.k[1] - 1) * f.d[1] + f.c0[1]) / f.s[1] + 1;
+  int64_t nqr = CeilDiv(PhaseColumns(f, 0), k.vw * k.ur) * k.vw * k.ur;
+  *wpk = CeilDiv(nqr + f.off_max + f.left, k.vw) * k.vw;
+}
+
+absl::StatusOr<TransposeForm> AnalyzeTranspose(const Graph& g) {
+  RETURN_IF_ERROR(CheckWorkloadBasics(g));
+  TransposeForm f;
+  for (const auto& n : g.nodes()) {
+    if (n->op_type() != "ConvTranspose") continue;
+    if (f.node != nullptr) return NodeError(*n, "a second ConvTranspose in one workload");
+    f.node = n.get();
+  }
+  if (f.node == nullptr) {
+    return absl::UnimplementedError(absl::StrCat("workload ", g.name(), " has no ConvTranspose"));
+  }
+  const Node& ct = *f.node;
+  RETURN_IF_ERROR(CheckEpilogue(g, f.node));
+  if (ct.num_outputs() != 1) return NodeError(ct, "more than one output");
+  f.x_arg = InputIndex(g, ct.input(0));
+  f.w_arg = InputIndex(g, ct.input(1));
+  if (f.x_arg < 0 || f.w_arg < 0) return NodeError(ct, "input or weights computed inside the workload");
+  if (ct.num_inputs() > 2 && ct.input(2) != nullptr) {
+    f.b_arg = InputIndex(g, ct.input(2));
+    if (f.b_arg < 0) return NodeError(ct, "bias computed inside the workload");
+  }
+  std::vector<int64_t> xd = DimsOf(ct.input(0)), wd = DimsOf(ct.input(1)), od = DimsOf(ct.output(0));
+  if (xd.size() < 3 || xd.size() > 5 || wd.size() != xd.size() || od.size() != xd.size()) {
+    return NodeError(ct, "only 1-D, 2-D and 3-D (NCW, NCHW, NCDHW) with weights of the input's rank");
+  }
+  const int sp = static_cast<int>(xd.size()) - 2;
+  f.nsp = sp;
+  f.n = xd[0];
+  f.c = xd[1];
+  f.group = ct.GetInt("group", 1);
+  if (f.group < 1 || wd[0] != f.c || f.c % f.group != 0) return NodeError(ct, "group does not divide the channels");
+  f.cg = f.c / f.group;
+  f.mg = wd[1];
+  f.m = f.mg * f.group;
+  if (od[1] != f.m) return NodeError(ct, "output channels differ from the weights");
+  if (f.b_arg >= 0 && DimsOf(ct.input(2)) != std::vector<int64_t>{f.m}) return NodeError(ct, "bias is not [M]");
+  std::vector<int64_t> strides = ct.GetInts("strides", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> dil = ct.GetInts("dilations", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> pads = ct.GetInts("pads", std::vector<int64_t>(2 * sp, 0));
+  std::vector<int64_t> opad = ct.GetInts("output_padding", std::vector<int64_t>(sp, 0));
+  std::vector<int64_t> oshape = ct.GetInts("output_shape", {});
+  if (oshape.size() == static_cast<size_t>(sp + 2)) oshape.erase(oshape.begin(), oshape.begin() + 2);
+  if (static_cast<int>(strides.size()) != sp || static_cast<int>(dil.size()) != sp ||
+      static_cast<int>(pads.size()) != 2 * sp || static_cast<int>(opad.size()) != sp ||
+      (!oshape.empty() && static_cast<int>(oshape.size()) != sp)) {
+    return NodeError(ct, "strides, dilations, pads, output_padding or output_shape do not match the rank");
+  }
+  const std::string auto_pad = ct.GetString("auto_pad", "NOTSET");
+  const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  if (!same && auto_pad != "NOTSET" && auto_pad != "VALID") return NodeError(ct, absl::StrCat("auto_pad ", auto_pad));
+  for (int i = 0; i < sp; ++i) {
+    const int a = 3 - sp + i;
+    const int64_t kernel = wd[2 + i];
+    if (strides[i] < 1 || dil[i] < 1 || kernel < 1 || pads[i] < 0 || pads[i + sp] < 0 || opad[i] < 0) {
+      return NodeError(ct, "non-positive kernel, stride or dilation, or negative pad");
+    }
+    const int64_t full = strides[i] * (xd[2 + i] - 1) + opad[i] + (kernel - 1) * dil[i] + 1;
+    int64_t out, pb;
+    if (!oshape.empty() || same) {
+      out = !oshape.empty() ? oshape[i] : xd[2 + i] * strides[i];
+      const int64_t total = full - out;
+      pb = total < 0 ? 0 : (auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2);
+    } else {
+      pb = auto_pad == "NOTSET" ? pads[i] : 0;
+      const int64_t pe = auto_pad == "NOTSET" ? pads[i + sp] : 0;
+      out = full - pb - pe;
+    }
+    if (out != od[2 + i]) return NodeError(ct, "output extent differs from the attributes");
+    f.in[a] = xd[2 + i];
+    f.out[a] = out;
+    f.k[a] = kernel;
+    f.s[a] = strides[i];
+    f.d[a] = dil[i];
+    f.pb[a] = pb;
+  }
+  if (f.n * f.m * f.out[0] * f.out[1] * f.out[2] == 0 || f.c * f.in[0] * f.in[1] * f.in[2] == 0) {
+    return NodeError(ct, "empty tensor");
+  }
+  for (int a = 0; a < 2; ++a) {
+    int64_t lo = f.pb[a] - (f.k[a] - 1) * f.d[a];
+    f.base[a] = FloorDiv(lo, f.s[a]);
+    f.c0[a] = lo - f.s[a] * f.base[a];
+  }
+  f.left = std::max<int64_t>(0, -FloorDiv(f.pb[2] - (f.k[2] - 1) * f.d[2], f.s[2]));
+  f.off_max = FloorDiv(f.s[2] - 1 + f.pb[2], f.s[2]);
+  int64_t din, rin, wpk;
+  TransposePackDims(f, Knobs{1, 1, 1, f.s[1]}, &din, &rin, &wpk);
+  if (f.cg * din * rin * wpk > kMaxPackFloats) {
+    return NodeError(ct, "one output row reads more input than the stack pack holds");
+  }
+  return f;
+}
+
+absl::Status CheckTransposeKnobs(const TransposeForm& f, const Knobs& k, const CpuTarget& target) {
+  bool ok = k.pw == 0 && k.vw >= 1 && k.vw <= target.FloatLanes() && (k.vw & (k.vw - 1)) == 0 && k.ur >= 1 &&
+            k.ur <= 8 && k.kb >= 1 && k.kb <= 16 && f.mg % k.kb == 0 && k.rows >= 1 && k.rows % f.s[1] == 0 &&
+            k.rows <= CeilDiv(f.out[1], f.s[1]) * f.s[1];
+  if (!ok) return absl::InvalidArgumentError(absl::StrCat("conv_transpose ", f.node->name(), ": knobs out of range"));
+  int64_t din, rin, wpk;
+  TransposePackDims(f, k, &din, &rin, &wpk);
+  if (f.cg * din * rin * wpk > kMaxPackFloats) {
+    return absl::InvalidArgumentError(absl::StrCat("conv_transpose ", f.node->name(), ": rows=", k.rows, " vw=", k.vw,
+                                                   " ur=", k.ur, " overflow the input pack"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<ScheduleConfig> EnumerateTranspose(const Graph& g, const CpuTarget& target) {
+  absl::StatusOr<TransposeForm> f = AnalyzeTranspose(g);
+  if (!f.ok()) return {};
+  const int64_t nq = PhaseColumns(*f, 0);
+  std::vector<int64_t> vws = VectorWidths(target, nq);
+  if (vws.size() > 2) vws.erase(vws.begin(), vws.end() - 2);
+  const int64_t sh = f->s[1];
+  std::vector<ScheduleConfig> out;
+  for (int64_t vw : vws) {
+    for (int64_t ur : {1, 2, 3, 4}) {
+      if (ur > 1 && (ur - 1) * vw >= nq) break;
+      for (int64_t kb : {1, 2, 4, 8}) {
+        if (f->mg % kb != 0 || kb * ur + ur + 1 > target.NumVectorRegisters()) continue;
+        for (int64_t rows : {sh, 2 * sh, 4 * sh}) {
+          if (rows > sh && rows / 2 >= f->out[1]) break;
+          Knobs k{vw, ur, kb, rows};
+          if (!CheckTransposeKnobs(*f, k, target).ok()) continue;
+          out.push_back(ConfigOf(k));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Widest vectors, about 12 accumulators (more output channels before more
+// columns), the fewest rows per task.
+ScheduleConfig DefaultTranspose(const Graph& g, const CpuTarget& target) {
+  std::vector<ScheduleConfig> space = EnumerateTranspose(g, target);
+  auto score = [](const ScheduleConfig& c) {
+    int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
+    return std::make_tuple(c.Get("vw", 1), -std::abs(acc - 12), -c.Get("rows", 1), c.Get("kb", 1));
+  };
+  return BestBy(space, score);
+}
+
+absl::Status ValidateTranspose(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
+  ASSIGN_OR_RETURN(TransposeForm f, AnalyzeTranspose(g));
+  for (const auto& [key, v] : c.knobs) {
+    if (key != "vw" && key != "ur" && key != "kb" && key != "rows") {
+      return absl::InvalidArgumentError(absl::StrCat("schedule ", c.ToString(), ": knob ", key,
+                                                     " does not apply to conv_transpose ", f.node->name()));
+    }
+  }
+  return CheckTransposeKnobs(f, KnobsOf(c), target);
+}
+
+// for (var, 0, extent) body, or body[var := 0] when the extent is 1.
+Stmt LoopOrZero(const std::string& var, int64_t extent, Stmt body, ForKind kind = ForKind::kSerial) {
+  if (extent == 1) return Substitute(body, var, I(0));
+  return For(var, I(extent), std::move(body), kind);
+}
+
+// Gather form: a task is (image, group, block of s_d output depth slices,
+// block of `rows` output rows). It packs the input it reads (zero padded),
+// then per output-channel block, output row and width stride phase runs
+// register blocks of kb channels x ur vectors of vw phase columns. The taps
+// of a phase are static (no divisibility test in the vector loop); the D/H
+// taps are chosen by a scalar test per (row, tap).
+absl::StatusOr<LoopFunc> LowerTranspose(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
+  ASSIGN_OR_RETURN(TransposeForm f, AnalyzeTranspose(g));
+  Knobs kn = KnobsOf(config);
+  RETURN_IF_ERROR(CheckTransposeKnobs(f, kn, target));
+  const int64_t vw = kn.vw, ur = kn.ur, kb = kn.kb, rows = kn.rows;
+  int64_t din, rin, wpk;
+  TransposePackDims(f, kn, &din, &rin, &wpk);
+  const int64_t sd = f.s[0], sh = f.s[1], sw = f.s[2];
+  const int64_t db_count = CeilDiv(f.out[0], sd), hb_count = CeilDiv(f.out[1], rows);
+  const int64_t tasks = f.n * f.group * db_count * hb_count;
+
+  GraphExpr ge(g);
+  const std::vector<Buffer>& args = ge.args();
+  Buffer x = args[f.x_arg], w = args[f.w_arg];
+  Buffer bias = f.b_arg >= 0 ? args[f.b_arg] : nullptr;
+  const Value* ct_out = f.node->output(0);
+  int num_out = static_cast<int>(g.outputs().size());
+  int first = num_out - 1;
+  for (int j = 0; j < num_out; ++j) {
+    if (g.outputs()[j] == ct_out) first = j;
+  }
+  Buffer raw = ge.output_buffer(first);
+  ge.Bind(ct_out, raw);
+  std::vector<int> order;
+  for (int j = 0; j < num_out; ++j) {
+    if (j != first) order.push_back(j);
+  }
+  if (g.outputs()[first] != ct_out) order.push_back(first);
+
+  Expr n = Var("n_"), grp = Var("g_"), db = Var("db_"), hb = Var("hb_");
+  // ---- pack: xp[cl][z][r][j] = x[n, g*cg + cl, db + base_d + z, hb*rows/sh + base_h + r, j - left] or 0
+  Buffer xp = MakeBuffer("xp", {f.cg * din * rin * wpk}, BufferRole::kTemp);
+  Stmt pack;
+  {
+    Expr cl = Var("pc_"), z = Var("pz_"), r = Var("pr_"), jo = Var("pq_"), ji = Var("pv_");
+    Expr j = Add(Mul(jo, I(vw)), ji);
+    Expr id = Add(Add(db, I(f.base[0])), z);
+    Expr ih = Add(Add(Mul(hb, I(rows / sh)), I(f.base[1])), r);
+    Expr iw = Sub(j, I(f.left));
+    Expr inside = And(And(And(Ge(id, I(0)), Lt(id, I(f.in[0]))), And(Ge(ih, I(0)), Lt(ih, I(f.in[1])))),
+                      And(Ge(iw, I(0)), Lt(iw, I(f.in[2]))));
+    Expr chan = Add(Mul(n, I(f.c)), Add(Mul(grp, I(f.cg)), cl));
+    Expr xi = Add(Mul(Add(Mul(Add(Mul(chan, I(f.in[0])), id), I(f.in[1])), ih), I(f.in[2])), iw);
+    Expr pi = Add(Mul(Add(Mul(Add(Mul(cl, I(din)), z), I(rin)), r), I(wpk)), j);
+    Stmt body = IfThen(inside, Store(xp, pi, Load(x, xi)), Store(xp, pi, FloatImm(0)));
+    pack = For("pq_", I(wpk / vw), For("pv_", I(vw), body, ForKind::kVectorized));
+    pack = LoopOrZero("pc_", f.cg, LoopOrZero("pz_", din, LoopOrZero("pr_", rin, pack)));
+  }
+  Expr kbo = Var("kbo_"), dr = Var("dr_"), rr = Var("rr_"), qo = Var("qo_"), v = Var("v_"), kk = Var("kk_"),
+       u = Var("u_");
+  Expr od = Add(Mul(db, I(sd)), dr);
+  Expr oh = Add(Mul(hb, I(rows)), rr);
+  Expr kl = Add(Mul(kbo, I(kb)), kk);
+  Expr k = Add(Mul(grp, I(f.mg)), kl);
+  Expr ai = Add(Mul(Add(Mul(kk, I(ur)), u), I(vw)), v);
+  Expr q = Add(Add(Mul(qo, I(vw * ur)), Mul(u, I(vw))), v);
+  auto lanes = [&](Stmt body) {
+    return For("v_", I(vw), For("kk_", I(kb), For("u_", I(ur), std::move(body), ForKind::kUnrolled), ForKind::kUnrolled),
+               ForKind::kVectorized);
+  };
+  std::vector<Stmt> phases;
+  for (int64_t rw = 0; rw < sw && rw < f.out[2]; ++rw) {
+    const int64_t nq = PhaseColumns(f, rw);
+    Buffer acc = MakeBuffer(absl::StrCat("acc", rw), {kb * ur * vw}, BufferRole::kTemp);
+    Stmt init = lanes(Store(acc, ai, bias ? Load(bias, k) : FloatImm(0)));
+    // The width taps of this phase and their input column offsets.
+    std::vector<std::pair<int64_t, int64_t>> taps;
+    for (int64_t kw = 0; kw < f.k[2]; ++kw) {
+      int64_t num = rw + f.pb[2] - kw * f.d[2];
+      if (FloorDiv(num, sw) * sw == num) taps.push_back({kw, FloorDiv(num, sw)});
+    }
+    std::vector<Stmt> body = {init};
+    if (!taps.empty()) {
+      Expr cl = Var("cl_"), kdv = Var("kd_"), khv = Var("kh_");
+      Expr numd = Add(Add(dr, Mul(Sub(I(f.k[0] - 1), kdv), I(f.d[0]))), I(f.c0[0]));
+      Expr numh = Add(Add(rr, Mul(Sub(I(f.k[1] - 1), khv), I(f.d[1]))), I(f.c0[1]));
+      Expr row = Add(Mul(Add(Mul(cl, I(din)), Div(numd, I(sd))), I(rin)), Div(numh, I(sh)));
+      Expr wrow = Add(Mul(Add(Mul(Add(Mul(Add(Mul(grp, I(f.cg)), cl), I(f.mg)), kl), I(f.k[0])), kdv), I(f.k[1])), khv);
+      std::vector<Stmt> per_tap;
+      for (const auto& [kw, off] : taps) {
+        Expr xi = Add(Mul(row, I(wpk)), Add(q, I(off + f.left)));
+        Expr wi = Add(Mul(wrow, I(f.k[2])), I(kw));
+        per_tap.push_back(lanes(Store(acc, ai, MulAdd(Load(xp, xi), Load(w, wi), Load(acc, ai)))));
+      }
+      Stmt mac = LoopOrZero("cl_", f.cg, Block(per_tap));
+      Expr cond;
+      if (sd > 1) cond = Eq(Mod(numd, I(sd)), I(0));
+      if (sh > 1) cond = cond ? And(cond, Eq(Mod(numh, I(sh)), I(0))) : Eq(Mod(numh, I(sh)), I(0));
+      if (cond) mac = IfThen(cond, mac);
+      body.push_back(LoopOrZero("kd_", f.k[0], LoopOrZero("kh_", f.k[1], mac)));
+    }
+    {
+      Expr ow = Add(Mul(q, I(sw)), I(rw));
+      std::vector<Expr> idx = {n, k};
+      if (f.nsp == 3) idx.push_back(od);
+      if (f.nsp >= 2) idx.push_back(oh);
+      idx.push_back(ow);
+      Expr oi = FlatIndex(DimsOf(ct_out), idx);
+      std::vector<Stmt> st = {Store(raw, oi, Load(acc, ai))};
+      for (int j : order) {
+        ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], idx));
+        st.push_back(Store(ge.output_buffer(j), oi, e));
+      }
+      Stmt s = Block(st);
+      if (nq % (vw * ur) != 0) s = IfThen(Lt(q, I(nq)), s);
+      body.push_back(lanes(s));
+    }
+    phases.push_back(LoopOrZero("qo_", CeilDiv(nq, vw * ur), Allocate(acc, Block(body))));
+  }
+  Stmt per_row = Block(phases);
+  Expr valid;
+  if (f.out[0] % sd != 0) valid = Lt(od, I(f.out[0]));
+  if (f.out[1] % rows != 0) valid = valid ? And(valid, Lt(oh, I(f.out[1]))) : Lt(oh, I(f.out[1]));
+  if (valid) per_row = IfThen(valid, per_row);
+  Stmt compute = LoopOrZero("kbo_", f.mg / kb, LoopOrZero("dr_", sd, LoopOrZero("rr_", rows, per_row)));
+  Stmt body = Allocate(xp, Block({pack, compute}));
+  Expr t = Var("t_");
+  body = LetStmt("hb_", Mod(t, I(hb_count)), body);
+  body = LetStmt("db_", Mod(Div(t, I(hb_count)), I(db_count)), body);
+  body = LetStmt("g_", Mod(Div(t, I(db_count * hb_count)), I(f.group)), body);
+  body = LetStmt("n_", Div(t, I(f.group * db_count * hb_count)), body);
+  return LoopFunc{"conv_transpose", args, For("t_", I(tasks), body, ForKind::kParallel)};
+}
+
+}  // namespace
+
+absl::StatusOr<WindowGeometry> ResolveWindow(const Node& node, const std::vector<int64_t>& kernel) {
+  std::vector<int64_t> xd = DimsOf(node.input(0));
+  std::vector<int64_t> od = DimsOf(node.output(0));
+  size_t rank = xd.size();
+  if (rank < 3 || rank > 5 || od.size() != rank || kernel.size() != rank - 2) {
+    return NodeError(node, "only 1-D, 2-D and 3-D windows (NCW, NCHW, NCDHW)");
+  }
+  size_t sp = rank - 2;
+  std::vector<int64_t> strides = node.GetInts("strides", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> dil = node.GetInts("dilations", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> pads = node.GetInts("pads", std::vector<int64_t>(2 * sp, 0));
+  if (strides.size() != sp || dil.size() != sp || pads.size() != 2 * sp) {
+    return NodeError(node, "strides, dilations or pads do not match the rank");
+  }
+  std::string auto_pad = node.GetString("auto_pad", "NOTSET");
+  for (size_t i = 0; i < sp; ++i) {
+    if (strides[i] < 1 || dil[i] < 1 || kernel[i] < 1 || pads[i] < 0 || pads[i + sp] < 0) {
+      return NodeError(node, "non-positive kernel, stride or dilation, or negative pad");
+    }
+    int64_t in = xd[2 + i], out = od[2 + i];
+    if (auto_pad == "VALID") {
+      pads[i] = pads[i + sp] = 0;
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - in);
+      pads[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[i + sp] = total - pads[i];
+    } else if (auto_pad != "NOTSET") {
+      return NodeError(node, absl::StrCat("auto_pad ", auto_pad));
+    }
+  }
+  // Axes D, H, W; missing leading axes keep extent 1.
+  WindowGeometry s;
+  s.one_d = rank == 3;
+  s.three_d = rank == 5;
+  s.n = xd[0];
+  s.c = xd[1];
+  int64_t* fields[3][8] = {{&s.d, &s.od, &s.kd, &s.sd, &s.dd, &s.pad_front, &s.pad_back, nullptr},
+                           {&s.h, &s.oh, &s.kh, &s.sh, &s.dh, &s.pad_top, &s.pad_bottom, nullptr},
+                           {&s.w, &s.ow, &s.kw, &s.sw, &s.dw, &s.pad_left, &s.pad_right, nullptr}};
+  for (size_t i = 0; i < sp; ++i) {
+    int64_t** f = fields[3 - sp + i];
+    *f[0] = xd[2 + i];
+    *f[1] = od[2 + i];
+    *f[2] = kernel[i];
+    *f[3] = strides[i];
+    *f[4] = dil[i];
+    *f[5] = pads[i];
+    *f[6] = pads[i + sp];
+  }
+  if (s.n * s.c * s.od * s.oh * s.ow == 0) return NodeError(node, "empty tensor");
+  return s;
+}
+
+WorkloadLowering ConvLowering() {
+  WorkloadLowering l;
+  l.kind = "conv";
+  l.match = [](const Graph& g) { return Analyze(g).status(); };
+  l.enumerate = Enumerate;
+  l.default_schedule = Default;
+  l.validate = Validate;
+  l.lower = Lower;
+  return l;
+}
+
+WorkloadLowering ConvTransposeLowering() {
+  WorkloadLowering l;
+  l.kind = "conv_transpose";
+  l.match = [](const Graph& g) { return AnalyzeTranspose(g).status(); };
+  l.enumerate = EnumerateTranspose;
+  l.default_schedule = DefaultTranspose;
+  l.validate = ValidateTranspose;
+  l.lower = LowerTranspose;
+  return l;
+}
+
+}  // namespace kiln::loop_ir

@@ -1,0 +1,534 @@
+// "index" workloads: Gather, GatherElements, DepthToSpace, SpaceToDepth,
+// Trilu and Split as index arithmetic inside one loop nest per output;
+// CumSum, ArgMax and ArgMin as a serial loop along their axis per output
+// position (see lower_index.h).
+#include "compiler_core/codegen/loop_ir/lower_index.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/codegen/loop_ir/graph_expr.h"
+#include "compiler_core/codegen/loop_ir/lower_common.h"
+#include "compiler_core/frontend/ops/op_helpers.h"
+#include "compiler_core/frontend/ops/tensor_movement_ops.h"
+#include "base/status_macros.h"
+
+namespace kiln::loop_ir {
+namespace {
+
+absl::Status NodeError(const Node& n, const std::string& why) {
+  return absl::UnimplementedError(absl::StrCat("node ", n.name(), " (", n.op_type(), "): ", why));
+}
+
+bool IsExprOp(const std::string& op) {
+  return op == "Gather" || op == "GatherElements" || op == "DepthToSpace" || op == "SpaceToDepth" ||
+         op == "Trilu" || op == "Split";
+}
+bool IsScanOp(const std::string& op) { return op == "CumSum" || op == "ArgMax" || op == "ArgMin"; }
+
+// The input slot of `op` that holds integer indices or an integer scalar
+// read at run time, or -1.
+int IntOperand(const std::string& op) {
+  if (op == "Gather" || op == "GatherElements" || op == "Trilu" || op == "CumSum") return 1;
+  return -1;
+}
+
+int64_t Rank(const Value* v) { return static_cast<int64_t>(DimsOf(v).size()); }
+
+// Offset along the axis of one Split piece (the importer makes one node per
+// output; SplitSizes in ops/tensor_movement_ops.cc is the reference).
+absl::StatusOr<int64_t> SplitOffset(const Node& n, int64_t axis) {
+  const int64_t dim = DimsOf(n.input(0))[axis];
+  const int64_t count = n.GetInt(ops::kSplitNumOutputsAttr, 1);
+  const int64_t k = n.GetInt(ops::kSplitOutputIndexAttr, 0);
+  if (count < 1 || k < 0 || k >= count) return NodeError(n, "bad output index");
+  if (n.input(1) != nullptr) {
+    if (!n.input(1)->is_constant()) return NodeError(n, "split sizes are not a constant");
+    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ops::ConstantIntInput(n, 1));
+    if (static_cast<int64_t>(sizes.size()) != count) return NodeError(n, "split sizes do not match the outputs");
+    int64_t off = 0;
+    for (int64_t i = 0; i < k; ++i) off += sizes[i];
+    return off;
+  }
+  const int64_t chunk = (dim + count - 1) / count;
+  return chunk * k;
+}
+
+// Per-node structural checks (attributes, operand kinds).
+absl::Status CheckIndexNode(const Node& n) {
+  const std::string& op = n.op_type();
+  if (n.num_outputs() != 1) return NodeError(n, "extra outputs");
+  if (n.input(0) == nullptr || n.input(0)->type().dtype != DType::kFloat32) return NodeError(n, "data is not f32");
+  const int64_t rank = Rank(n.input(0));
+  if (op == "Gather" || op == "GatherElements") {
+    RETURN_IF_ERROR(ops::NormalizeAxis(n.GetInt("axis", 0), rank, "axis").status());
+    if (n.input(1) == nullptr) return NodeError(n, "missing indices");
+    if (op == "GatherElements" && Rank(n.input(1)) != rank) return NodeError(n, "indices rank differs from data");
+    return absl::OkStatus();
+  }
+  if (op == "DepthToSpace" || op == "SpaceToDepth") {
+    if (rank != 4) return NodeError(n, "input is not 4-D");
+    if (n.GetInt("blocksize", 0) < 1) return NodeError(n, "bad blocksize");
+    std::string mode = n.GetString("mode", "DCR");
+    if (op == "DepthToSpace" && mode != "DCR" && mode != "CRD") return NodeError(n, "unknown mode");
+    return absl::OkStatus();
+  }
+  if (op == "Trilu") {
+    if (rank < 2) return NodeError(n, "rank below 2");
+    if (n.input(1) != nullptr && NumElements(DimsOf(n.input(1))) != 1) return NodeError(n, "k is not a scalar");
+    return absl::OkStatus();
+  }
+  if (op == "Split") {
+    ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(n.GetInt("axis", 0), rank, "axis"));
+    return SplitOffset(n, axis).status();
+  }
+  if (op == "CumSum") {
+    if (rank < 1) return NodeError(n, "scalar input");
+    if (n.input(1) == nullptr || NumElements(DimsOf(n.input(1))) != 1) return NodeError(n, "axis is not a scalar");
+    if (n.input(1)->is_constant()) {
+      ASSIGN_OR_RETURN(std::vector<int64_t> a, ops::ConstantIntInput(n, 1));
+      RETURN_IF_ERROR(ops::NormalizeAxis(a[0], rank, "axis").status());
+    }
+    return absl::OkStatus();
+  }
+  if (op == "ArgMax" || op == "ArgMin") {
+    if (rank < 1) return NodeError(n, "scalar input");
+    ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(n.GetInt("axis", 0), rank, "axis"));
+    if (DimsOf(n.input(0))[axis] < 1) return NodeError(n, "empty axis");
+    return absl::OkStatus();
+  }
+  return NodeError(n, "not an index operator");
+}
+
+bool IsGraphOutput(const Graph& g, const Value* v) {
+  return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
+}
+
+struct IndexForm {
+  const Node* scan = nullptr;  // CumSum / ArgMax / ArgMin, if any
+  int expr_nodes = 0;
+};
+
+// The workload check of this kind: like CheckWorkloadBasics, but integer index
+// operands and ArgMax/ArgMin's i64 result are allowed where they are used.
+absl::StatusOr<IndexForm> Analyze(const Graph& g) {
+  if (g.nodes().empty() || g.outputs().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("workload graph ", g.name(), " has no nodes or no outputs"));
+  }
+  IndexForm f;
+  for (const auto& n : g.nodes()) {
+    if (!n->domain().empty()) return NodeError(*n, "has a domain");
+    const std::string& op = n->op_type();
+    if (IsExprOp(op) || IsScanOp(op)) {
+      RETURN_IF_ERROR(CheckIndexNode(*n));
+      if (IsExprOp(op)) {
+        ++f.expr_nodes;
+      } else {
+        if (f.scan != nullptr) return NodeError(*n, "a second scan in one workload");
+        if (!IsGraphOutput(g, n->output(0))) return NodeError(*n, "result is not a workload output");
+        f.scan = n.get();
+      }
+      continue;
+    }
+    if (!IsInlinableElementwise(op) && !IsInlinableDataMovement(op)) return NodeError(*n, "not inlinable");
+    RETURN_IF_ERROR(GraphExpr::CheckNode(*n));
+  }
+  if (f.scan == nullptr && f.expr_nodes == 0) {
+    return absl::UnimplementedError(absl::StrCat("workload ", g.name(), " has no index operator"));
+  }
+  RETURN_IF_ERROR(CheckWorkload(g, [](const Value*) { return true; }, "tensor"));
+  for (const Value* v : g.values()) {
+    if (v->is_constant() && v->users().empty()) continue;
+    const TensorType& t = v->type();
+    if (t.dtype == DType::kFloat32) continue;
+    const bool integer = t.dtype == DType::kInt64 || t.dtype == DType::kInt32;
+    if (integer && v->is_constant()) continue;  // structural operand, read at lowering time
+    if (t.dtype == DType::kInt64 && v->producer() == nullptr) {
+      for (const Node* u : v->users()) {
+        for (int i = 0; i < u->num_inputs(); ++i) {
+          if (u->input(i) == v && i != IntOperand(u->op_type())) {
+            return NodeError(*u, absl::StrCat("i64 value ", v->name(), " is not its index operand"));
+          }
+        }
+      }
+      continue;
+    }
+    const Node* p = v->producer();
+    if (t.dtype == DType::kInt64 && p != nullptr && (p->op_type() == "ArgMax" || p->op_type() == "ArgMin") &&
+        v->users().empty()) {
+      continue;
+    }
+    return absl::UnimplementedError(
+        absl::StrCat("value ", v->name(), " is ", DTypeName(t.dtype), " (only f32 data and i64 indices)"));
+  }
+  return f;
+}
+
+// Expressions for workload values, extending GraphExpr with the index
+// operators: each index-expression node's output is bound to a marker buffer,
+// and loads of a marker are rewritten into the node's own index arithmetic.
+class IndexExpr {
+ public:
+  explicit IndexExpr(const Graph& g) : g_(g), ge_(g) {
+    args_ = ge_.args();
+    for (size_t i = 0; i < g.inputs().size(); ++i) {
+      const Value* v = g.inputs()[i];
+      if (v->type().dtype == DType::kInt64) {
+        args_[i] = MakeBuffer(args_[i]->name, args_[i]->shape, BufferRole::kInput, args_[i]->arg, ScalarType::kI64);
+        int_inputs_[v] = args_[i];
+      }
+    }
+    const size_t ni = g.inputs().size();
+    for (size_t j = 0; j < g.outputs().size(); ++j) {
+      if (g.outputs()[j]->type().dtype == DType::kInt64) {
+        const Buffer& b = args_[ni + j];
+        args_[ni + j] = MakeBuffer(b->name, b->shape, BufferRole::kOutput, b->arg, ScalarType::kI64);
+      }
+    }
+    int k = 0;
+    for (const auto& n : g.nodes()) {
+      if (!IsExprOp(n->op_type())) continue;
+      Buffer m = MakeBuffer(absl::StrCat("marker", k++), DimsOf(n->output(0)), BufferRole::kTemp);
+      markers_[m.get()] = n.get();
+      ge_.Bind(n->output(0), m);
+    }
+  }
+
+  const std::vector<Buffer>& args() const { return args_; }
+  const Buffer& output_buffer(int j) const { return args_[g_.inputs().size() + j]; }
+  void Bind(const Value* v, const Buffer& b) {
+    bound_[v] = b;
+    ge_.Bind(v, b);
+  }
+
+  absl::StatusOr<Expr> At(const Value* v, const std::vector<Expr>& idx) {
+    if (auto it = bound_.find(v); it != bound_.end()) return Load(it->second, idx);
+    const Node* n = v->producer();
+    if (n != nullptr && IsExprOp(n->op_type())) return NodeAt(*n, idx);
+    ASSIGN_OR_RETURN(Expr e, ge_.At(v, idx));
+    return Rewrite(e, idx);
+  }
+
+  // Integer operand `v` (i64 graph input or integer constant) at flat index `flat`.
+  absl::StatusOr<Expr> IntAt(const Value* v, const Expr& flat) {
+    if (v->is_constant()) {
+      const Tensor& t = v->constant();
+      const int64_t count = t.num_elements();
+      if (count < 1) return absl::UnimplementedError(absl::StrCat("constant ", v->name(), " is empty"));
+      Expr r = IntImm(ops::ElementAsInt(t, count - 1));
+      for (int64_t k = count - 1; k-- > 0;) r = Select(Eq(flat, IntImm(k)), IntImm(ops::ElementAsInt(t, k)), r);
+      return r;
+    }
+    auto it = int_inputs_.find(v);
+    if (it == int_inputs_.end()) return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is not an i64 input"));
+    return Load(it->second, flat);
+  }
+
+ private:
+  // Replaces marker loads in `e` (built by GraphExpr at index `idx`).
+  absl::StatusOr<Expr> Rewrite(const Expr& e, const std::vector<Expr>& idx) {
+    if (e->kind == ExprKind::kLoad) {
+      auto it = markers_.find(e->buffer.get());
+      if (it == markers_.end()) return e;
+      const Node& n = *it->second;
+      std::vector<int64_t> dims = DimsOf(n.output(0));
+      const Expr& flat = e->args[0];
+      std::vector<Expr> sub;
+      if (dims.size() == idx.size() && Print(FlatIndex(dims, idx)) == Print(flat)) {
+        sub = idx;  // the common case: same-shape consumers
+      } else {
+        sub.assign(dims.size(), nullptr);
+        Expr rest = flat;
+        for (size_t d = dims.size(); d-- > 0;) {
+          sub[d] = d == 0 ? rest : Mod(rest, IntImm(dims[d]));
+          if (d > 0) rest = Div(rest, IntImm(dims[d]));
+        }
+      }
+      return NodeAt(n, sub);
+    }
+    bool changed = false;
+    std::vector<Expr> args;
+    for (const Expr& a : e->args) {
+      ASSIGN_OR_RETURN(Expr r, Rewrite(a, idx));
+      changed = changed || r != a;
+      args.push_back(r);
+    }
+    if (!changed) return e;
+    auto copy = std::make_shared<ExprNode>(*e);
+    copy->args = std::move(args);
+    return Expr(copy);
+  }
+
+  // Index `i` (any sign) normalised against extent `n` and clamped into
+  // [0, n): the interpreter rejects out-of-range indices at run time, but a
+  // kernel cannot report an error, so it must at least never read outside.
+  static Expr NormalizeIndex(const Expr& i, int64_t n) {
+    Expr pos = Select(Lt(i, IntImm(0)), Add(i, IntImm(n)), i);
+    return Min(Max(pos, IntImm(0)), IntImm(n - 1));
+  }
+
+  absl::StatusOr<Expr> NodeAt(const Node& n, const std::vector<Expr>& idx) {
+    const std::string& op = n.op_type();
+    const Value* x = n.input(0);
+    std::vector<int64_t> xd = DimsOf(x);
+    const int64_t rank = static_cast<int64_t>(xd.size());
+    if (op == "Gather") {
+      ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(n.GetInt("axis", 0), rank, "axis"));
+      std::vector<int64_t> id = DimsOf(n.input(1));
+      const size_t q = id.size();
+      std::vector<Expr> j(idx.begin() + axis, idx.begin() + axis + q);
+      ASSIGN_OR_RETURN(Expr i, IntAt(n.input(1), FlatIndex(id, j)));
+      std::vector<Expr> sub(idx.begin(), idx.begin() + axis);
+      sub.push_back(NormalizeIndex(i, xd[axis]));
+      sub.insert(sub.end(), idx.begin() + axis + q, idx.end());
+      return At(x, sub);
+    }
+    if (op == "GatherElements") {
+      ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(n.GetInt("axis", 0), rank, "axis"));
+      ASSIGN_OR_RETURN(Expr i, IntAt(n.input(1), FlatIndex(DimsOf(n.input(1)), idx)));
+      std::vector<Expr> sub = idx;
+      sub[axis] = NormalizeIndex(i, xd[axis]);
+      return At(x, sub);
+    }
+    if (op == "DepthToSpace") {
+      const int64_t b = n.GetInt("blocksize", 1), oc = xd[1] / (b * b);
+      Expr bh = Mod(idx[2], IntImm(b)), bw = Mod(idx[3], IntImm(b));
+      Expr ic = n.GetString("mode", "DCR") == "DCR"
+                    ? Add(Mul(Add(Mul(bh, IntImm(b)), bw), IntImm(oc)), idx[1])
+                    : Add(Add(Mul(idx[1], IntImm(b * b)), Mul(bh, IntImm(b))), bw);
+      return At(x, {idx[0], ic, Div(idx[2], IntImm(b)), Div(idx[3], IntImm(b))});
+    }
+    if (op == "SpaceToDepth") {
+      const int64_t b = n.GetInt("blocksize", 1);
+      Expr block = Div(idx[1], IntImm(xd[1])), ch = Mod(idx[1], IntImm(xd[1]));
+      Expr bh = Div(block, IntImm(b)), bw = Mod(block, IntImm(b));
+      return At(x, {idx[0], ch, Add(Mul(idx[2], IntImm(b)), bh), Add(Mul(idx[3], IntImm(b)), bw)});
+    }
+    if (op == "Trilu") {
+      Expr k = IntImm(0);
+      if (n.input(1) != nullptr) {
+        ASSIGN_OR_RETURN(k, IntAt(n.input(1), IntImm(0)));
+      }
+      Expr diff = Sub(idx[rank - 1], idx[rank - 2]);
+      Expr keep = n.GetInt("upper", 1) != 0 ? Ge(diff, k) : Le(diff, k);
+      ASSIGN_OR_RETURN(Expr v, At(x, idx));
+      return Select(keep, v, FloatImm(0));
+    }
+    if (op == "Split") {
+      ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(n.GetInt("axis", 0), rank, "axis"));
+      ASSIGN_OR_RETURN(int64_t off, SplitOffset(n, axis));
+      std::vector<Expr> sub = idx;
+      sub[axis] = Add(idx[axis], IntImm(off));
+      return At(x, sub);
+    }
+    return NodeError(n, "not an index expression");
+  }
+
+  const Graph& g_;
+  GraphExpr ge_;
+  std::vector<Buffer> args_;
+  std::map<const Value*, Buffer> int_inputs_;
+  std::map<const Value*, Buffer> bound_;
+  std::map<const BufferNode*, const Node*> markers_;
+};
+
+// Loop dims of a scan: its input's dims with the scanned axis set to 1.
+std::vector<int64_t> ScanDims(const Node& n, int64_t axis) {
+  std::vector<int64_t> d = DimsOf(n.input(0));
+  d[axis] = 1;
+  return d;
+}
+
+// The dims whose innermost extent sizes the vector width and whose element
+// count decides on a parallel split.
+std::vector<int64_t> NestDims(const Graph& g, const IndexForm& f) {
+  if (f.scan != nullptr) {
+    int64_t rank = Rank(f.scan->input(0));
+    int64_t axis = rank - 1;
+    if (f.scan->op_type() != "CumSum") {
+      axis = *ops::NormalizeAxis(f.scan->GetInt("axis", 0), rank, "axis");
+    } else if (f.scan->input(1)->is_constant()) {
+      axis = *ops::NormalizeAxis(ops::ElementAsInt(f.scan->input(1)->constant(), 0), rank, "axis");
+    }
+    return ScanDims(*f.scan, axis);
+  }
+  return DimsOf(g.outputs()[0]);
+}
+
+// One nest (a single loop nest is the whole kernel, so it may go parallel).
+bool SingleNest(const Graph& g, const IndexForm& f) {
+  if (f.scan == nullptr) return g.outputs().size() == 1;
+  if (g.outputs().size() != 1) return false;
+  if (f.scan->op_type() == "CumSum" && !f.scan->input(1)->is_constant()) return Rank(f.scan->input(0)) == 1;
+  return true;
+}
+
+std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
+  absl::StatusOr<IndexForm> f = Analyze(g);
+  if (!f.ok()) return {};
+  std::vector<int64_t> d = NestDims(g, *f);
+  int64_t inner = 1;
+  for (int64_t x : d) {
+    if (x != 1) inner = x;
+  }
+  std::vector<ScheduleConfig> out;
+  for (int64_t vw : VectorWidths(target, inner)) {
+    int64_t work = f->scan != nullptr ? NumElements(DimsOf(f->scan->input(0))) : NumElements(d);
+    for (int64_t tasks : TaskCounts(work, SingleNest(g, *f))) {
+      ScheduleConfig c;
+      c.Set("vw", vw);
+      c.Set("tasks", tasks);
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
+  RETURN_IF_ERROR(Analyze(g).status());
+  return ValidateKnobs(g, c, target, {"vw", "tasks"});
+}
+
+// The scan of a CumSum along `axis` into `out` (the result buffer).
+absl::StatusOr<Stmt> CumSumNest(IndexExpr& ie, const Node& n, int64_t axis, const Buffer& out) {
+  std::vector<int64_t> xd = DimsOf(n.input(0));
+  const int64_t len = xd[axis];
+  const bool exclusive = n.GetInt("exclusive", 0) != 0, reverse = n.GetInt("reverse", 0) != 0;
+  std::vector<int64_t> dims = ScanDims(n, axis);
+  absl::Status err = absl::OkStatus();
+  Stmt nest = ForEachIndex(dims, "c_", [&](const std::vector<Expr>& idx) -> Stmt {
+    auto at = [&](Expr k) {
+      std::vector<Expr> sub = idx;
+      sub[axis] = std::move(k);
+      return sub;
+    };
+    auto x_at = [&](Expr k) -> Expr {
+      absl::StatusOr<Expr> v = ie.At(n.input(0), at(std::move(k)));
+      if (!v.ok()) {
+        err = v.status();
+        return FloatImm(0);
+      }
+      return *v;
+    };
+    Expr first = IntImm(reverse ? len - 1 : 0);
+    std::vector<Stmt> st = {Store(out, at(first), exclusive ? FloatImm(0) : x_at(first))};
+    if (len > 1) {
+      Expr s = Var("s_");
+      Expr k = reverse ? Sub(IntImm(len - 2), s) : Add(s, IntImm(1));
+      Expr prev = reverse ? Add(k, IntImm(1)) : s;
+      Expr value = Add(Load(out, at(prev)), x_at(exclusive ? prev : k));
+      st.push_back(For("s_", IntImm(len - 1), Store(out, at(k), value)));
+    }
+    return Block(st);
+  });
+  RETURN_IF_ERROR(err);
+  return nest;
+}
+
+// ArgMax/ArgMin: the best index so far lives in the (i64) result.
+absl::StatusOr<Stmt> ArgNest(IndexExpr& ie, const Node& n, int64_t axis, const Buffer& out) {
+  const int64_t len = DimsOf(n.input(0))[axis];
+  const bool is_max = n.op_type() == "ArgMax", last = n.GetInt("select_last_index", 0) != 0;
+  std::vector<int64_t> dims = ScanDims(n, axis);
+  absl::Status err = absl::OkStatus();
+  Stmt nest = ForEachIndex(dims, "c_", [&](const std::vector<Expr>& idx) -> Stmt {
+    Expr o = FlatIndex(dims, idx);
+    std::vector<Stmt> st = {Store(out, o, IntImm(0))};
+    if (len > 1) {
+      Expr k = Add(Var("s_"), IntImm(1));
+      Expr best = Load(out, o);
+      std::vector<Expr> sk = idx, sb = idx;
+      sk[axis] = k;
+      sb[axis] = best;
+      absl::StatusOr<Expr> v = ie.At(n.input(0), sk);
+      absl::StatusOr<Expr> b = ie.At(n.input(0), sb);
+      if (!v.ok() || !b.ok()) {
+        err = !v.ok() ? v.status() : b.status();
+        return Block({});
+      }
+      // The interpreter's comparisons: NaN never wins.
+      Expr better = is_max ? (last ? Ge(*v, *b) : Gt(*v, *b)) : (last ? Le(*v, *b) : Lt(*v, *b));
+      st.push_back(For("s_", IntImm(len - 1), Store(out, o, Select(better, k, best))));
+    }
+    return Block(st);
+  });
+  RETURN_IF_ERROR(err);
+  return nest;
+}
+
+absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
+  ASSIGN_OR_RETURN(IndexForm f, Analyze(g));
+  RETURN_IF_ERROR(ValidateKnobs(g, config, target, {"vw", "tasks"}));
+  IndexExpr ie(g);
+  const int64_t vw = config.Get("vw", 1);
+  const int64_t tasks = SingleNest(g, f) ? config.Get("tasks", 1) : 1;
+  std::vector<Stmt> stmts;
+  int scan_out = -1;
+  if (f.scan != nullptr) {
+    const Node& n = *f.scan;
+    for (size_t j = 0; j < g.outputs().size(); ++j) {
+      if (g.outputs()[j] == n.output(0)) scan_out = static_cast<int>(j);
+    }
+    const Buffer& out = ie.output_buffer(scan_out);
+    const int64_t rank = Rank(n.input(0));
+    if (NumElements(DimsOf(n.input(0))) > 0) {
+      if (n.op_type() == "CumSum" && !n.input(1)->is_constant()) {
+        // The axis is a run-time input: one guarded scan per possible axis.
+        ASSIGN_OR_RETURN(Expr a, ie.IntAt(n.input(1), IntImm(0)));
+        Expr axis = Select(Lt(a, IntImm(0)), Add(a, IntImm(rank)), a);
+        for (int64_t ax = 0; ax < rank; ++ax) {
+          ASSIGN_OR_RETURN(Stmt nest, CumSumNest(ie, n, ax, out));
+          ASSIGN_OR_RETURN(nest, ScheduleNest(nest, ScanDims(n, ax), "c_", vw, rank == 1 ? tasks : 1));
+          stmts.push_back(rank == 1 ? nest : IfThen(Eq(axis, IntImm(ax)), nest));
+        }
+      } else {
+        int64_t axis;
+        if (n.op_type() == "CumSum") {
+          ASSIGN_OR_RETURN(std::vector<int64_t> a, ops::ConstantIntInput(n, 1));
+          ASSIGN_OR_RETURN(axis, ops::NormalizeAxis(a[0], rank, "axis"));
+        } else {
+          ASSIGN_OR_RETURN(axis, ops::NormalizeAxis(n.GetInt("axis", 0), rank, "axis"));
+        }
+        ASSIGN_OR_RETURN(Stmt nest, n.op_type() == "CumSum" ? CumSumNest(ie, n, axis, out) : ArgNest(ie, n, axis, out));
+        ASSIGN_OR_RETURN(nest, ScheduleNest(nest, ScanDims(n, axis), "c_", vw, tasks));
+        stmts.push_back(nest);
+      }
+    }
+    ie.Bind(n.output(0), out);
+  }
+  for (size_t j = 0; j < g.outputs().size(); ++j) {
+    if (static_cast<int>(j) == scan_out) continue;
+    std::vector<int64_t> dims = DimsOf(g.outputs()[j]);
+    if (NumElements(dims) == 0) continue;
+    absl::Status err = absl::OkStatus();
+    std::string prefix = absl::StrCat("o", j, "_");
+    Stmt nest = ForEachIndex(dims, prefix, [&](const std::vector<Expr>& idx) -> Stmt {
+      absl::StatusOr<Expr> v = ie.At(g.outputs()[j], idx);
+      if (!v.ok()) {
+        err = v.status();
+        return Block({});
+      }
+      return Store(ie.output_buffer(static_cast<int>(j)), idx, *v);
+    });
+    RETURN_IF_ERROR(err);
+    ASSIGN_OR_RETURN(nest, ScheduleNest(nest, dims, prefix, vw, tasks));
+    stmts.push_back(nest);
+  }
+  return LoopFunc{"index", ie.args(), Block(stmts)};
+}
+
+}  // namespace
+
+WorkloadLowering IndexLowering() {
+  WorkloadLowering l;
+  l.kind = "index";
+  l.match = [](const Graph& g) { return Analyze(g).status(); };
+  l.enumerate = Enumerate;
+  l.default_schedule = [](const Graph& g, const CpuTarget& t) { return PickDefault(Enumerate(g, t), t); };
+  l.validate = Validate;
+  l.lower = Lower;
+  return l;
+}
+
+}  // namespace kiln::loop_ir

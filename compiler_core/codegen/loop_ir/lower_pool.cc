@@ -1,0 +1,320 @@
+// "pool" workloads: MaxPool/AveragePool + elementwise epilogue lowered to a
+// packed loop nest vectorized along the output width (see lower_pool.h).
+#include "compiler_core/codegen/loop_ir/lower_pool.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/codegen/loop_ir/graph_expr.h"
+#include "compiler_core/codegen/loop_ir/lower_common.h"
+#include "compiler_core/codegen/loop_ir/lower_conv.h"
+#include "base/status_macros.h"
+
+namespace kiln::loop_ir {
+namespace {
+
+constexpr int64_t kMaxPackFloats = 128 * 1024;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+absl::Status NodeError(const Node& n, const std::string& why) {
+  return absl::UnimplementedError(absl::StrCat("node ", n.name(), " (", n.op_type(), "): ", why));
+}
+
+struct PoolForm {
+  const Node* pool = nullptr;
+  const Value* indices = nullptr;  // MaxPool's Indices output (i64), if used
+  int indices_out = -1;            // its position among the workload outputs
+  bool col_major = false;          // storage_order=1
+  bool is_max = true;
+  bool include_pad = false;
+  WindowGeometry geo;
+  int x_arg = -1;
+};
+
+// CheckWorkloadBasics, with MaxPool's Indices value (a static i64 workload
+// output that nothing inside the workload reads) allowed.
+absl::Status CheckBasics(const Graph& g, const Value* indices) {
+  if (indices == nullptr) return CheckWorkloadBasics(g);
+  if (!indices->users().empty()) return absl::UnimplementedError("the Indices output is read inside the workload");
+  const TensorType& t = indices->type();
+  if (!t.known || !t.IsStatic() || t.dtype != DType::kInt64) {
+    return absl::UnimplementedError(absl::StrCat("value ", indices->name(), " is not a static i64 tensor"));
+  }
+  return CheckWorkload(
+      g,
+      [indices](const Value* v) {
+        return v == indices || IsStructuralInt(v) || v->type().dtype == DType::kFloat32;
+      },
+      "f32 tensor");
+}
+
+absl::StatusOr<PoolForm> Analyze(const Graph& g) {
+  if (g.nodes().empty() || g.outputs().empty()) return CheckWorkloadBasics(g);
+  PoolForm f;
+  for (const auto& n : g.nodes()) {
+    if (n->op_type() == "MaxPool" || n->op_type() == "AveragePool") {
+      if (f.pool != nullptr) return NodeError(*n, "a second pool in one workload");
+      f.pool = n.get();
+    }
+  }
+  if (f.pool != nullptr && f.pool->op_type() == "MaxPool" && f.pool->num_outputs() > 1) {
+    f.indices = f.pool->output(1);
+  }
+  RETURN_IF_ERROR(CheckBasics(g, f.indices));
+  for (const auto& n : g.nodes()) {
+    if (n.get() == f.pool) continue;
+    if (!IsInlinableElementwise(n->op_type())) return NodeError(*n, "not an elementwise epilogue operator");
+    RETURN_IF_ERROR(GraphExpr::CheckNode(*n));
+  }
+  if (f.pool == nullptr) return absl::UnimplementedError(absl::StrCat("workload ", g.name(), " has no pool"));
+  const Node& p = *f.pool;
+  f.is_max = p.op_type() == "MaxPool";
+  if (p.num_outputs() > 2) return NodeError(p, "more than two outputs");
+  if (f.indices != nullptr) {
+    for (size_t j = 0; j < g.outputs().size(); ++j) {
+      if (g.outputs()[j] == f.indices) f.indices_out = static_cast<int>(j);
+    }
+    if (f.indices_out < 0) {
+      f.indices = nullptr;  // computed by nobody: the pool is single-output here
+    } else if (g.outputs().size() < 2) {
+      return NodeError(p, "the Indices output without a value output");
+    }
+    f.col_major = p.GetInt("storage_order", 0) != 0;
+  }
+  for (int i = 0; i < static_cast<int>(g.inputs().size()); ++i) {
+    if (g.inputs()[i] == p.input(0)) f.x_arg = i;
+  }
+  if (f.x_arg < 0) return NodeError(p, "input computed inside the workload");
+  ASSIGN_OR_RETURN(f.geo, ResolveWindow(p, p.GetInts("kernel_shape", {})));
+  f.include_pad = p.GetInt("count_include_pad", 0) != 0;
+  if (!f.is_max && (f.geo.dd != 1 || f.geo.dh != 1 || f.geo.dw != 1)) return NodeError(p, "dilated AveragePool");
+  std::vector<int64_t> od = DimsOf(p.output(0));
+  for (const auto& n : g.nodes()) {
+    if (DimsOf(n->output(0)) != od) return NodeError(*n, "epilogue value does not have the pool's shape");
+  }
+  for (const Value* v : g.outputs()) {
+    if (DimsOf(v) != od) return NodeError(p, absl::StrCat("output ", v->name(), " is not of the pool's shape"));
+  }
+  int64_t rin = (f.geo.kh - 1) * f.geo.dh + 1, din = (f.geo.kd - 1) * f.geo.dd + 1;
+  if (din * rin * (f.geo.ow * f.geo.sw + f.geo.kw * f.geo.dw + 16) > kMaxPackFloats) {
+    return NodeError(p, "one output row reads more input than the stack pack holds");
+  }
+  return f;
+}
+
+void PackDims(const PoolForm& f, int64_t vw, int64_t rows, int64_t* rin, int64_t* wq, int64_t* owr) {
+  const WindowGeometry& s = f.geo;
+  *rin = (rows - 1) * s.sh + (s.kh - 1) * s.dh + 1;
+  *owr = CeilDiv(s.ow, vw) * vw;
+  *wq = CeilDiv(*owr + ((s.kw - 1) * s.dw) / s.sw, vw) * vw;
+}
+
+absl::Status CheckKnobs(const PoolForm& f, int64_t vw, int64_t rows, const CpuTarget& target) {
+  bool ok = vw >= 1 && vw <= target.FloatLanes() && (vw & (vw - 1)) == 0 && rows >= 1 &&
+            rows <= std::max<int64_t>(f.geo.oh, 1);
+  if (!ok) return absl::InvalidArgumentError(absl::StrCat("pool ", f.pool->name(), ": knobs out of range"));
+  int64_t rin, wq, owr;
+  PackDims(f, vw, rows, &rin, &wq, &owr);
+  if (((f.geo.kd - 1) * f.geo.dd + 1) * rin * f.geo.sw * wq > kMaxPackFloats) {
+    return absl::InvalidArgumentError(absl::StrCat("pool ", f.pool->name(), ": rows=", rows, " overflow the pack"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
+  absl::StatusOr<PoolForm> f = Analyze(g);
+  if (!f.ok()) return {};
+  std::vector<int64_t> vws = VectorWidths(target, f->geo.ow);
+  if (vws.size() > 2) vws.erase(vws.begin(), vws.end() - 2);
+  std::vector<ScheduleConfig> out;
+  for (int64_t vw : vws) {
+    for (int64_t rows : {1, 2, 4, 8}) {
+      if (rows > 1 && rows / 2 >= f->geo.oh) break;
+      if (!CheckKnobs(*f, vw, rows, target).ok()) continue;
+      ScheduleConfig c;
+      c.Set("vw", vw);
+      c.Set("rows", rows);
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// Widest vectors; about 4 output rows per task (fewer tasks, one pack each).
+ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
+  return BestBy(Enumerate(g, target), [](const ScheduleConfig& c) {
+    return std::make_pair(c.Get("vw", 1), -std::abs(c.Get("rows", 1) - 4));
+  });
+}
+
+absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
+  ASSIGN_OR_RETURN(PoolForm f, Analyze(g));
+  for (const auto& [key, v] : c.knobs) {
+    if (key != "vw" && key != "rows") {
+      return absl::InvalidArgumentError(absl::StrCat("schedule ", c.ToString(), ": knob ", key,
+                                                     " does not apply to pool ", f.pool->name()));
+    }
+  }
+  return CheckKnobs(f, c.Get("vw", 1), c.Get("rows", 1), target);
+}
+
+Expr I(int64_t v) { return IntImm(v); }
+
+absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
+  ASSIGN_OR_RETURN(PoolForm f, Analyze(g));
+  const int64_t vw = config.Get("vw", 1), rows = config.Get("rows", 1);
+  RETURN_IF_ERROR(CheckKnobs(f, vw, rows, target));
+  const WindowGeometry& s = f.geo;
+  int64_t rin, wq, owr;
+  PackDims(f, vw, rows, &rin, &wq, &owr);
+  const int64_t ohb = CeilDiv(s.oh, rows);
+  const int64_t planes = s.n * s.c;
+  const int64_t din = (s.kd - 1) * s.dd + 1;  // input depth slices per output slice
+  const double identity = f.is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+
+  GraphExpr ge(g);
+  Buffer x = ge.args()[f.x_arg];
+  std::vector<Buffer> args = ge.args();
+  Buffer ib;  // the Indices output, as i64 whatever GraphExpr made of it
+  if (f.indices != nullptr) {
+    const Buffer& o = ge.output_buffer(f.indices_out);
+    ib = MakeBuffer(o->name, o->shape, BufferRole::kOutput, o->arg, ScalarType::kI64);
+    args[o->arg] = ib;
+  }
+  const Value* pool_out = f.pool->output(0);
+  int num_out = static_cast<int>(g.outputs().size());
+  int first = -1;
+  for (int j = num_out - 1; j >= 0; --j) {
+    if (j != f.indices_out && (first < 0 || g.outputs()[j] == pool_out)) first = j;
+  }
+  Buffer raw = ge.output_buffer(first);
+  ge.Bind(pool_out, raw);
+
+  Expr p = Var("p_"), hb = Var("hb_"), odv = s.three_d ? Var("od_") : I(0);
+  // xp[z][r][phase][q] = x[p, od*sd + z - pf, hb*rows*sh + r - pt, q*sw + phase - pl] or the identity
+  Buffer xp = MakeBuffer("xp", {din * rin * s.sw * wq}, BufferRole::kTemp);
+  Stmt pack;
+  {
+    Expr z = s.three_d ? Var("pz_") : I(0), r = Var("pr_"), ph = Var("pp_"), qo = Var("pq_"), qi = Var("pv_");
+    Expr q = Add(Mul(qo, I(vw)), qi);
+    Expr id = Sub(Add(Mul(odv, I(s.sd)), z), I(s.pad_front));
+    Expr ih = Sub(Add(Mul(hb, I(rows * s.sh)), r), I(s.pad_top));
+    Expr iw = Sub(Add(Mul(q, I(s.sw)), ph), I(s.pad_left));
+    Expr inside = And(And(Ge(ih, I(0)), Lt(ih, I(s.h))), And(Ge(iw, I(0)), Lt(iw, I(s.w))));
+    if (s.three_d) inside = And(And(Ge(id, I(0)), Lt(id, I(s.d))), inside);
+    Expr plane = s.three_d ? Add(Mul(p, I(s.d)), id) : p;
+    Expr xi = Add(Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)), iw);
+    Expr prow = s.three_d ? Add(Mul(z, I(rin)), r) : r;
+    Expr pi = Add(Mul(Add(Mul(prow, I(s.sw)), ph), I(wq)), q);
+    Stmt body = IfThen(inside, Store(xp, pi, Load(x, xi)), Store(xp, pi, FloatImm(identity)));
+    pack = For("pr_", I(rin), For("pp_", I(s.sw), For("pq_", I(wq / vw), For("pv_", I(vw), body, ForKind::kVectorized))));
+    if (s.three_d) pack = For("pz_", I(din), pack);
+  }
+  Buffer acc = MakeBuffer("acc", {vw}, BufferRole::kTemp);
+  Expr rr = Var("rr_"), owo = Var("owo_"), v = Var("v_"), kd = s.three_d ? Var("kd_") : I(0), kh = Var("kh_"),
+       kw = Var("kw_");
+  Expr oh = Add(Mul(hb, I(rows)), rr);
+  Expr ow = Add(Mul(owo, I(vw)), v);
+  Buffer acc_i = MakeBuffer("acc_i", {vw}, BufferRole::kTemp, -1, ScalarType::kI64);
+  Stmt init = For("v_", I(vw), Store(acc, v, FloatImm(identity)), ForKind::kVectorized);
+  if (ib) {
+    init = For("v_", I(vw), Block({Store(acc, v, FloatImm(identity)), Store(acc_i, v, I(-1))}), ForKind::kVectorized);
+  }
+  Stmt red;
+  {
+    Expr off = Mul(kw, I(s.dw));
+    Expr row = Add(Mul(rr, I(s.sh)), Mul(kh, I(s.dh)));
+    if (s.three_d) row = Add(Mul(Mul(kd, I(s.dd)), I(rin)), row);
+    Expr xi = Add(Mul(Add(Mul(row, I(s.sw)), Mod(off, I(s.sw))), I(wq)), Add(ow, Div(off, I(s.sw))));
+    Expr val = Load(xp, xi);
+    Expr cur = Load(acc, v);
+    // Padding holds -inf, so a plain ordered max matches the reference's skip.
+    Expr next = f.is_max ? Select(Gt(val, cur), val, cur) : Add(cur, val);
+    Stmt upd = Store(acc, v, next);
+    if (ib) {
+      // The flat input position of the tap (padding never wins: it holds -inf).
+      Expr id = Add(Sub(Mul(odv, I(s.sd)), I(s.pad_front)), Mul(kd, I(s.dd)));
+      Expr ih = Add(Sub(Mul(oh, I(s.sh)), I(s.pad_top)), Mul(kh, I(s.dh)));
+      Expr iw = Add(Sub(Mul(ow, I(s.sw)), I(s.pad_left)), Mul(kw, I(s.dw)));
+      Expr at = f.col_major ? Add(Mul(Add(Mul(iw, I(s.h)), ih), I(s.d)), id)
+                            : Add(Mul(Add(Mul(id, I(s.h)), ih), I(s.w)), iw);
+      Expr pos = Add(Mul(p, I(s.d * s.h * s.w)), at);
+      upd = Block({Store(acc_i, v, Select(Gt(val, cur), pos, Load(acc_i, v))), upd});
+    }
+    red = For("kh_", I(s.kh),
+              For("kw_", I(s.kw), For("v_", I(vw), upd, ForKind::kVectorized),
+                  s.kw <= 8 ? ForKind::kUnrolled : ForKind::kSerial));
+    if (s.three_d) red = For("kd_", I(s.kd), red);
+  }
+  Stmt store;
+  {
+    Expr result = Load(acc, v);
+    if (!f.is_max) {
+      Expr hs = Sub(Mul(oh, I(s.sh)), I(s.pad_top));
+      Expr ws = Sub(Mul(ow, I(s.sw)), I(s.pad_left));
+      Expr ds = Sub(Mul(odv, I(s.sd)), I(s.pad_front));
+      Expr cnt_d, cnt_h, cnt_w;
+      if (f.include_pad) {
+        cnt_d = Sub(Min(Add(ds, I(s.kd)), I(s.d + s.pad_back)), ds);
+        cnt_h = Sub(Min(Add(hs, I(s.kh)), I(s.h + s.pad_bottom)), hs);
+        cnt_w = Sub(Min(Add(ws, I(s.kw)), I(s.w + s.pad_right)), ws);
+      } else {
+        cnt_d = Max(Sub(Min(Add(ds, I(s.kd)), I(s.d)), Max(ds, I(0))), I(0));
+        cnt_h = Max(Sub(Min(Add(hs, I(s.kh)), I(s.h)), Max(hs, I(0))), I(0));
+        cnt_w = Max(Sub(Min(Add(ws, I(s.kw)), I(s.w)), Max(ws, I(0))), I(0));
+      }
+      Expr cnt = Mul(cnt_h, cnt_w);
+      if (s.three_d) cnt = Mul(cnt_d, cnt);
+      result = Div(result, Cast(ScalarType::kF32, Max(cnt, I(1))));
+    }
+    std::vector<Expr> idx = s.one_d     ? std::vector<Expr>{Div(p, I(s.c)), Mod(p, I(s.c)), ow}
+                            : s.three_d ? std::vector<Expr>{Div(p, I(s.c)), Mod(p, I(s.c)), odv, oh, ow}
+                                        : std::vector<Expr>{Div(p, I(s.c)), Mod(p, I(s.c)), oh, ow};
+    Expr oplane = s.three_d ? Add(Mul(p, I(s.od)), odv) : p;
+    Expr oi = Add(Mul(Add(Mul(oplane, I(s.oh)), oh), I(s.ow)), ow);
+    std::vector<Stmt> st = {Store(raw, oi, result)};
+    if (ib) st.push_back(Store(ib, oi, Load(acc_i, v)));
+    std::vector<int> order;
+    for (int j = 0; j < num_out; ++j) {
+      if (j != first && j != f.indices_out) order.push_back(j);
+    }
+    if (g.outputs()[first] != pool_out) order.push_back(first);
+    for (int j : order) {
+      ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], idx));
+      st.push_back(Store(ge.output_buffer(j), oi, e));
+    }
+    Stmt body = Block(st);
+    if (s.ow % vw != 0) body = IfThen(Lt(ow, I(s.ow)), body);
+    store = For("v_", I(vw), body, ForKind::kVectorized);
+  }
+  Stmt block = Allocate(acc, Block({init, red, store}));
+  if (ib) block = Allocate(acc_i, block);
+  block = For("owo_", I(owr / vw), block);
+  Stmt per_rows = For("rr_", I(rows), IfThen(Lt(oh, I(s.oh)), block));
+  Stmt body = Allocate(xp, Block({pack, per_rows}));
+  if (s.three_d) {
+    // Tasks are (plane, od, hb).
+    body = LetStmt("p_", Div(Var("t_"), I(s.od * ohb)),
+                   LetStmt("od_", Mod(Div(Var("t_"), I(ohb)), I(s.od)), LetStmt("hb_", Mod(Var("t_"), I(ohb)), body)));
+  } else {
+    body = LetStmt("p_", Div(Var("t_"), I(ohb)), LetStmt("hb_", Mod(Var("t_"), I(ohb)), body));
+  }
+  return LoopFunc{"pool", args, For("t_", I(planes * s.od * ohb), body, ForKind::kParallel)};
+}
+
+}  // namespace
+
+WorkloadLowering PoolLowering() {
+  WorkloadLowering l;
+  l.kind = "pool";
+  l.match = [](const Graph& g) { return Analyze(g).status(); };
+  l.enumerate = Enumerate;
+  l.default_schedule = Default;
+  l.validate = Validate;
+  l.lower = Lower;
+  return l;
+}
+
+}  // namespace kiln::loop_ir

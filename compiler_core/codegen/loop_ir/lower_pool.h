@@ -1,0 +1,19 @@
+// "pool" workloads on loop IR: one MaxPool or AveragePool (NCW, NCHW or
+// NCDHW; kernel, strides, pads incl. auto_pad, ceil_mode, count_include_pad;
+// dilations and the Indices output (storage_order 0/1) for MaxPool) followed
+// by an optional elementwise epilogue.
+#pragma once
+
+#include "compiler_core/codegen/loop_ir/lower.h"
+
+namespace kiln::loop_ir {
+
+// Knobs: vw (output pixels per vector along the output width), rows (output
+// rows per task). A task is (image x channel, [output depth slice,] block of
+// `rows` output rows): it packs the input rows it reads into a stack buffer,
+// padded with the pool's identity (-inf or 0) and de-interleaved by the width
+// stride, so the window loop reads contiguous vectors. With Indices, an i64
+// accumulator beside the max keeps the first flat input position that wins.
+WorkloadLowering PoolLowering();
+
+}  // namespace kiln::loop_ir

@@ -1,0 +1,591 @@
+// "reduction" workloads: Reduce* (any axes, keepdims), Softmax, LogSoftmax,
+// LayerNormalization, GlobalAveragePool and GlobalMaxPool, with elementwise
+// and data-movement producers inlined into their inputs and consumers
+// computed from their (materialized) results. Each reduction is one stage:
+// loops over the kept index, per-lane accumulators (rfactor; 4 unrolled
+// vector accumulators when the extent allows) when the innermost input axis
+// is reduced and vw > 1, a guarded vectorized inner loop (masked tail), then
+// the horizontal combine. Softmax writes exp(x - max) in its sum pass and
+// only scales it after; per-row factors (1/sum, 1/stddev) are bound once.
+// Knobs: vw, tasks (parallel split of the outermost kept loop of a
+// single-stage kernel; for a row-local multi-stage kernel, all stages fused
+// per block of rows, one block per task).
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/codegen/loop_ir/graph_expr.h"
+#include "compiler_core/codegen/loop_ir/lower.h"
+#include "compiler_core/codegen/loop_ir/lower_common.h"
+#include "compiler_core/codegen/loop_ir/schedule.h"
+#include "compiler_core/frontend/ops/op_helpers.h"
+#include "base/status_macros.h"
+
+namespace kiln::loop_ir {
+namespace {
+
+constexpr int64_t kMaxTempElements = 16384;
+constexpr int64_t kAccumulators = 4;
+
+bool IsReductionOp(const std::string& op) {
+  return op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin" || op == "ReduceProd" ||
+         op == "ReduceL1" || op == "ReduceL2" || op == "ReduceSumSquare" || op == "ReduceLogSum" ||
+         op == "Softmax" || op == "LogSoftmax" || op == "LayerNormalization" || op == "InstanceNormalization" ||
+         op == "GlobalAveragePool" || op == "GlobalMaxPool";
+}
+
+// Normalizations: mean over the reduced axes, then the centred sum of squares.
+bool IsNormOp(const std::string& op) { return op == "LayerNormalization" || op == "InstanceNormalization"; }
+
+// The row-wise ops (reduce, then write a result the input's shape).
+bool IsRowWiseOp(const std::string& op) { return op == "Softmax" || op == "LogSoftmax" || IsNormOp(op); }
+
+absl::Status NodeError(const Node& n, const std::string& why) {
+  return absl::UnimplementedError(absl::StrCat("node ", n.name(), " (", n.op_type(), "): ", why));
+}
+
+// Reduced-axis mask of a Reduce* / global pool node.
+absl::StatusOr<std::vector<bool>> ReducedAxes(const Node& n) {
+  int64_t rank = static_cast<int64_t>(DimsOf(n.input(0)).size());
+  std::vector<bool> mask(rank, false);
+  if (n.op_type() == "GlobalAveragePool" || n.op_type() == "GlobalMaxPool") {
+    if (rank < 3) return NodeError(n, "input rank below 3");
+    for (int64_t d = 2; d < rank; ++d) mask[d] = true;
+    return mask;
+  }
+  std::vector<int64_t> axes;
+  if (n.input(1) != nullptr) {
+    ASSIGN_OR_RETURN(axes, ops::ConstantIntInput(n, 1));
+  } else {
+    axes = n.GetInts("axes", {});
+  }
+  if (axes.empty()) {
+    if (n.GetInt("noop_with_empty_axes", 0) != 0) return NodeError(n, "noop_with_empty_axes");
+    mask.assign(rank, true);
+    return mask;
+  }
+  for (int64_t a : axes) {
+    int64_t r = a < 0 ? a + rank : a;
+    if (r < 0 || r >= rank || mask[r]) return NodeError(n, "bad axes");
+    mask[r] = true;
+  }
+  return mask;
+}
+
+struct Combine {
+  ExprKind kind = ExprKind::kAdd;  // kAdd, kMul, or kMax/kMin (NaN-propagating fmax/fmin)
+  double init = 0;
+  // kMax only: a plain compare-and-select max (one vmaxps) that may drop a
+  // NaN, for softmax's row max, whose NaN reaches the output through the
+  // sum of exp(x - max) anyway.
+  bool nan_free = false;
+};
+
+Expr Apply(const Combine& c, Expr a, Expr b) {
+  if (c.kind == ExprKind::kMax && c.nan_free) return Select(Gt(b, a), b, a);
+  if (c.kind == ExprKind::kMax) return Call("fmax", {a, b});
+  if (c.kind == ExprKind::kMin) return Call("fmin", {a, b});
+  if (c.kind == ExprKind::kMul) return Mul(a, b);
+  return Add(a, b);
+}
+
+// Optional extra store of each reduced value (index, value) -> (store, the
+// stored value read back), e.g. softmax's exp written to its output.
+using Tee = std::function<std::pair<Stmt, Expr>(const std::vector<Expr>&, Expr)>;
+
+class StageBuilder {
+ public:
+  StageBuilder(int64_t vw) : vw_(vw) {}
+
+  // acc[0] = combine over the `rdims` loops (vars rprefix<k>) of value(idx);
+  // value receives the per-reduced-axis index expressions.
+  absl::StatusOr<Stmt> Reduce(const std::string& name, const Combine& c, const std::vector<int64_t>& rdims,
+                              const std::function<absl::StatusOr<Expr>(const std::vector<Expr>&)>& value,
+                              Stmt* alloc_body_hole, Buffer* acc_out, const Tee& tee = nullptr) {
+    (void)alloc_body_hole;
+    int64_t last = rdims.empty() ? 1 : rdims.back();
+    int64_t w = vw_ > 1 && last > 1 ? vw_ : 1;
+    // Independent vector accumulators (unrolled) hide the combine's latency.
+    int64_t u = w > 1 && last >= kAccumulators * w ? kAccumulators : 1;
+    Buffer acc = MakeBuffer(name, {w * u}, BufferRole::kTemp);
+    *acc_out = acc;
+    std::string p = name + "_r";
+    std::string lane = name + "_lane";
+    absl::Status err = absl::OkStatus();
+    Stmt loops = ForEachIndex(rdims, p, [&](const std::vector<Expr>& idx) -> Stmt {
+      absl::StatusOr<Expr> v = value(idx);
+      if (!v.ok()) {
+        err = v.status();
+        return Block({});
+      }
+      Expr li = w > 1 ? Var(lane) : IntImm(0);
+      if (tee) {
+        // Writes the value out too and accumulates what was written.
+        auto [st, reread] = tee(idx, *v);
+        return Block({st, Store(acc, li, Apply(c, Load(acc, li), reread))});
+      }
+      return Store(acc, li, Apply(c, Load(acc, li), *v));
+    });
+    RETURN_IF_ERROR(err);
+    std::vector<Stmt> out;
+    if (w > 1) {
+      std::string r = absl::StrCat(p, rdims.size() - 1);
+      ASSIGN_OR_RETURN(loops, Split(loops, r, w * u, r + "o", r + "i"));
+      loops = Substitute(loops, lane, Var(r + "i"));
+      std::string vec = r + "i";
+      if (u > 1) {
+        ASSIGN_OR_RETURN(loops, Split(loops, r + "i", w, r + "u", r + "v"));
+        ASSIGN_OR_RETURN(loops, Unroll(loops, r + "u"));
+        vec = r + "v";
+      }
+      ASSIGN_OR_RETURN(loops, Vectorize(loops, vec));
+      out.push_back(For(lane, IntImm(w * u), Store(acc, Var(lane), FloatImm(c.init)), ForKind::kVectorized));
+      out.push_back(loops);
+      if (u > 1) {
+        // acc[0:w] = combine of the u vector accumulators.
+        std::string a = name + "_u", l = name + "_ul";
+        Expr other = Add(Mul(Add(Var(a), IntImm(1)), IntImm(w)), Var(l));
+        out.push_back(For(a, IntImm(u - 1),
+                          For(l, IntImm(w), Store(acc, Var(l), Apply(c, Load(acc, Var(l)), Load(acc, other))),
+                              ForKind::kVectorized),
+                          ForKind::kUnrolled));
+      }
+      // Horizontal combine of acc[0:w] into acc[0]: a tree of halving
+      // vector steps (log2(w) dependent steps rather than w - 1).
+      std::string h = name + "_h";
+      int64_t half = w;
+      while (half % 2 == 0 && half > 1) {
+        half /= 2;
+        Expr hi = Add(Var(h), IntImm(half));
+        out.push_back(half > 1 ? For(h, IntImm(half), Store(acc, Var(h), Apply(c, Load(acc, Var(h)), Load(acc, hi))),
+                                     ForKind::kVectorized)
+                               : Store(acc, IntImm(0), Apply(c, Load(acc, IntImm(0)), Load(acc, IntImm(1)))));
+      }
+      if (half > 1) {
+        out.push_back(For(h, IntImm(half - 1),
+                          Store(acc, IntImm(0), Apply(c, Load(acc, IntImm(0)), Load(acc, Add(Var(h), IntImm(1))))),
+                          ForKind::kUnrolled));
+      }
+    } else {
+      out.push_back(Store(acc, IntImm(0), FloatImm(c.init)));
+      out.push_back(loops);
+    }
+    return Block(out);
+  }
+
+  int64_t vw() const { return vw_; }
+
+ private:
+  int64_t vw_;
+};
+
+// Splits `x`'s dims at `mask` into kept and reduced lists.
+void SplitDims(const std::vector<int64_t>& d, const std::vector<bool>& mask, std::vector<int64_t>* kept,
+               std::vector<int64_t>* red) {
+  for (size_t i = 0; i < d.size(); ++i) (mask[i] ? red : kept)->push_back(d[i]);
+}
+
+// Merges kept and reduced index expressions back into the input's order.
+std::vector<Expr> Merge(const std::vector<bool>& mask, const std::vector<Expr>& kept, const std::vector<Expr>& red) {
+  std::vector<Expr> out;
+  size_t k = 0, r = 0;
+  for (bool m : mask) out.push_back(m ? red[r++] : kept[k++]);
+  return out;
+}
+
+// The stage computing node `n` into `dst` (its output value's shape).
+// `stats`: LayerNormalization's optional Mean and InvStdDev outputs (null
+// when absent), each of the input's shape with the normalized axes 1.
+absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst, const std::vector<Buffer>& stats,
+                                int64_t vw, int64_t tasks, int stage) {
+  const std::string& op = n.op_type();
+  const Value* x = n.input(0);
+  std::vector<int64_t> d = DimsOf(x);
+  std::string sp = absl::StrCat("s", stage, "_");
+  StageBuilder sb(vw);
+  std::vector<bool> mask;
+  if (IsRowWiseOp(op)) {
+    int64_t rank = static_cast<int64_t>(d.size());
+    int64_t axis = op == "InstanceNormalization" ? 2 : n.GetInt("axis", -1);
+    if (op == "InstanceNormalization" && rank < 3) return NodeError(n, "input rank below 3");
+    if (op != "LayerNormalization" && n.GetInt("_kiln_opset", 13) < 13) return NodeError(n, "legacy softmax");
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return NodeError(n, "bad axis");
+    mask.assign(rank, false);
+    for (int64_t i = axis; i < rank; ++i) {
+      if (IsNormOp(op) || i == axis) mask[i] = true;
+    }
+  } else {
+    ASSIGN_OR_RETURN(mask, ReducedAxes(n));
+  }
+  std::vector<int64_t> kept, red;
+  SplitDims(d, mask, &kept, &red);
+  int64_t count = NumElements(red);
+  bool last_reduced = !mask.empty() && mask.back();
+  int64_t rvw = last_reduced ? vw : 1;
+  StageBuilder rsb(rvw);
+  absl::Status err = absl::OkStatus();
+  auto xat = [&](const std::vector<Expr>& kidx, const std::vector<Expr>& ridx) {
+    return ge.At(x, Merge(mask, kidx, ridx));
+  };
+  Stmt nest = ForEachIndex(kept, sp + "k", [&](const std::vector<Expr>& kidx) -> Stmt {
+    auto build = [&]() -> absl::StatusOr<Stmt> {
+      if (IsRowWiseOp(op)) {
+        Buffer a1, a2;
+        bool ln = IsNormOp(op);
+        Combine c1 = ln ? Combine{ExprKind::kAdd, 0} : Combine{ExprKind::kMax, -INFINITY, /*nan_free=*/true};
+        ASSIGN_OR_RETURN(Stmt s1, rsb.Reduce(sp + "a", c1, red,
+                                             [&](const std::vector<Expr>& r) { return xat(kidx, r); }, nullptr, &a1));
+        std::string fv = sp + "f";
+        std::string mv = sp + "m";
+        Expr mean = Div(Load(a1, IntImm(0)), FloatImm(static_cast<double>(std::max<int64_t>(count, 1))));
+        Expr m = ln ? Var(mv, ScalarType::kF32) : Load(a1, IntImm(0));
+        auto second = [&](const std::vector<Expr>& r) -> absl::StatusOr<Expr> {
+          ASSIGN_OR_RETURN(Expr v, xat(kidx, r));
+          Expr dv = Sub(v, m);
+          return ln ? Mul(dv, dv) : Call("exp", {dv});
+        };
+        bool sm = op == "Softmax";
+        Tee tee = nullptr;
+        if (sm) {
+          // exp(x - max) goes to dst in this pass; the output pass only scales it.
+          tee = [&](const std::vector<Expr>& r, Expr v) -> std::pair<Stmt, Expr> {
+            std::vector<Expr> at = Merge(mask, kidx, r);
+            return {Store(dst, at, v), Load(dst, at)};
+          };
+        }
+        ASSIGN_OR_RETURN(Stmt s2, rsb.Reduce(sp + "b", Combine{ExprKind::kAdd, 0}, red, second, nullptr, &a2, tee));
+        // Loop-invariant factor of the output pass, bound once per row.
+        Expr s = Load(a2, IntImm(0));
+        Expr factor;
+        if (op == "Softmax") {
+          factor = Div(FloatImm(1), s);
+        } else if (op == "LogSoftmax") {
+          factor = Add(m, Call("log", {s}));
+        } else {
+          factor = Div(FloatImm(1), Call("sqrt", {Add(Div(s, FloatImm(static_cast<double>(std::max<int64_t>(count, 1)))),
+                                                      FloatImm(n.GetFloat("epsilon", 1e-5f)))}));
+        }
+        // Output loop over the reduced axes, vectorized like the reductions.
+        std::string op_prefix = sp + "w";
+        Stmt w = ForEachIndex(red, op_prefix, [&](const std::vector<Expr>& r) -> Stmt {
+          absl::StatusOr<Expr> v = xat(kidx, r);
+          if (!v.ok()) {
+            err = v.status();
+            return Block({});
+          }
+          Expr y;
+          Expr f = Var(fv, ScalarType::kF32);
+          if (op == "Softmax") {
+            y = Mul(Load(dst, Merge(mask, kidx, r)), f);
+          } else if (op == "LogSoftmax") {
+            y = Sub(*v, f);
+          } else {
+            y = Mul(Sub(*v, Var(mv, ScalarType::kF32)), f);
+            // Scale and bias broadcast against the normalised axes
+            // (InstanceNormalization: per channel, the kept axis 1).
+            for (int i = 1; i < 3; ++i) {
+              const Value* p = n.input(i);
+              if (p == nullptr) continue;
+              std::vector<int64_t> pd = DimsOf(p);
+              std::vector<Expr> pidx;
+              if (op == "InstanceNormalization") {
+                pidx.push_back(pd.size() == 1 && pd[0] == 1 ? IntImm(0) : kidx[1]);
+              } else {
+                for (size_t k = 0; k < pd.size(); ++k) {
+                  pidx.push_back(pd[k] == 1 ? IntImm(0) : r[k + r.size() - pd.size()]);
+                }
+              }
+              absl::StatusOr<Expr> pv = ge.At(p, pidx);
+              if (!pv.ok()) {
+                err = pv.status();
+                return Block({});
+              }
+              y = i == 1 ? Mul(y, *pv) : Add(y, *pv);
+            }
+          }
+          return Store(dst, Merge(mask, kidx, r), y);
+        });
+        RETURN_IF_ERROR(err);
+        ASSIGN_OR_RETURN(w, ScheduleNest(w, red, op_prefix, rvw > 1 && red.back() > 1 ? rvw : 1, 1));
+        if (ln && (stats[0] != nullptr || stats[1] != nullptr)) {
+          // Mean and InvStdDev, one value per kept index.
+          Expr flat = FlatIndex(kept, kidx);
+          std::vector<Stmt> st;
+          if (stats[0] != nullptr) st.push_back(Store(stats[0], flat, Var(mv, ScalarType::kF32)));
+          if (stats[1] != nullptr) st.push_back(Store(stats[1], flat, Var(fv, ScalarType::kF32)));
+          st.push_back(w);
+          w = Block(st);
+        }
+        w = LetStmt(fv, factor, w);
+        Stmt rest = Block({s2, w});
+        if (ln) rest = LetStmt(mv, mean, rest);
+        return Allocate(a1, Allocate(a2, Block({s1, rest})));
+      }
+      // Reduce* and global pools.
+      Combine c;
+      std::string fin;
+      auto map = [&](Expr v) { return v; };
+      (void)map;
+      bool square = op == "ReduceL2" || op == "ReduceSumSquare";
+      bool absval = op == "ReduceL1";
+      if (op == "ReduceMax" || op == "GlobalMaxPool") c = {ExprKind::kMax, -INFINITY};
+      else if (op == "ReduceMin") c = {ExprKind::kMin, INFINITY};
+      else if (op == "ReduceProd") c = {ExprKind::kMul, 1};
+      Buffer acc;
+      ASSIGN_OR_RETURN(Stmt s1, rsb.Reduce(sp + "a", c, red,
+                                           [&](const std::vector<Expr>& r) -> absl::StatusOr<Expr> {
+                                             ASSIGN_OR_RETURN(Expr v, xat(kidx, r));
+                                             if (square) return Mul(v, v);
+                                             if (absval) return Call("abs", {v});
+                                             return v;
+                                           },
+                                           nullptr, &acc));
+      Expr y = Load(acc, IntImm(0));
+      if (op == "ReduceMean" || op == "GlobalAveragePool") {
+        y = Div(y, FloatImm(static_cast<double>(std::max<int64_t>(count, 1))));
+      }
+      if (op == "ReduceL2") y = Call("sqrt", {y});
+      if (op == "ReduceLogSum") y = Call("log", {y});
+      // dst has the output's shape: kept dims with or without the size-1 reduced ones.
+      Expr flat = FlatIndex(kept, kidx);
+      return Allocate(acc, Block({s1, Store(dst, flat, y)}));
+    };
+    absl::StatusOr<Stmt> s = build();
+    if (!s.ok()) {
+      err = s.status();
+      return Block({});
+    }
+    return *s;
+  });
+  RETURN_IF_ERROR(err);
+  ASSIGN_OR_RETURN(nest, ScheduleNest(nest, kept, sp + "k", 1, tasks));
+  return nest;
+}
+
+absl::Status Match(const Graph& g) {
+  RETURN_IF_ERROR(CheckWorkloadBasics(g));
+  int reductions = 0;
+  int64_t temp = 0;
+  std::set<const Value*> outputs(g.outputs().begin(), g.outputs().end());
+  for (const auto& n : g.nodes()) {
+    if (IsReductionOp(n->op_type())) {
+      ++reductions;
+      int max_outputs = n->op_type() == "LayerNormalization" ? 3 : 1;
+      if (n->num_outputs() > max_outputs || n->output(0) == nullptr) return NodeError(*n, "extra outputs");
+      if (n->op_type().rfind("Reduce", 0) == 0 || n->op_type().rfind("Global", 0) == 0) {
+        RETURN_IF_ERROR(ReducedAxes(*n).status());
+      }
+      if (n->op_type() == "InstanceNormalization" && DimsOf(n->input(0)).size() < 3) {
+        return NodeError(*n, "input rank below 3");
+      }
+      for (int i = 0; i < n->num_outputs(); ++i) {
+        const Value* v = n->output(i);
+        if (v != nullptr && outputs.count(v) == 0) temp += NumElements(DimsOf(v));
+      }
+      continue;
+    }
+    RETURN_IF_ERROR(GraphExpr::CheckNode(*n));
+  }
+  if (reductions == 0) return absl::UnimplementedError("no reduction operator");
+  if (temp > kMaxTempElements) {
+    return absl::UnimplementedError(absl::StrCat("intermediate results of ", temp, " elements exceed the stack budget"));
+  }
+  return absl::OkStatus();
+}
+
+const Node* LastReduction(const Graph& g) {
+  const Node* last = nullptr;
+  for (const auto& n : g.nodes()) {
+    if (IsReductionOp(n->op_type())) last = n.get();
+  }
+  return last;
+}
+
+// A single stage writes the only output: that stage may run in parallel.
+bool SingleStage(const Graph& g) {
+  int count = 0;
+  for (const auto& n : g.nodes()) count += IsReductionOp(n->op_type()) ? 1 : 0;
+  return count == 1 && g.outputs().size() == 1 && LastReduction(g)->output(0) == g.outputs()[0];
+}
+
+bool IsDataMovementOp(const std::string& op) {
+  return op == "Transpose" || op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
+         op == "Identity" || op == "Slice" || op == "Concat" || op == "Pad";
+}
+
+// Rows of a multi-stage workload whose every stage and output is row-local:
+// every computed value has the same rank (>= 2) and leading extent R >= 2,
+// no data movement, and no reduction over axis 0. Then row r of every result
+// depends on row r of the computed values only, and the stages can run fused
+// per block of rows, in parallel. 0 when the workload is not of that form.
+int64_t RowParallelRows(const Graph& g) {
+  std::set<const Value*> inputs(g.inputs().begin(), g.inputs().end());
+  int64_t rank = -1, rows = -1;
+  for (const auto& n : g.nodes()) {
+    if (IsDataMovementOp(n->op_type())) return 0;
+    for (int i = 0; i < n->num_outputs(); ++i) {
+      std::vector<int64_t> d = DimsOf(n->output(i));
+      if (rank < 0) {
+        rank = static_cast<int64_t>(d.size());
+        rows = d.empty() ? 0 : d[0];
+      }
+      if (static_cast<int64_t>(d.size()) != rank || rank < 2 || d[0] != rows || rows < 2) return 0;
+    }
+    if (!IsReductionOp(n->op_type())) continue;
+    const std::string& op = n->op_type();
+    if (IsRowWiseOp(op)) {
+      int64_t r = static_cast<int64_t>(DimsOf(n->input(0)).size());
+      int64_t axis = op == "InstanceNormalization" ? 2 : n->GetInt("axis", -1);
+      if (axis < 0) axis += r;
+      if (axis < 1 || r != rank) return 0;
+    } else {
+      absl::StatusOr<std::vector<bool>> mask = ReducedAxes(*n);
+      if (!mask.ok() || mask->empty() || (*mask)[0] || static_cast<int64_t>(mask->size()) != rank) return 0;
+    }
+  }
+  for (const Value* v : g.outputs()) {
+    if (inputs.count(v) > 0) return 0;
+  }
+  return rows;
+}
+
+std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
+  const Node* r = LastReduction(g);
+  std::vector<int64_t> d = DimsOf(r->input(0));
+  std::vector<ScheduleConfig> out;
+  for (int64_t vw : VectorWidths(target, d.empty() ? 1 : d.back())) {
+    bool parallel = (SingleStage(g) && NumElements(DimsOf(r->output(0))) > 1) || RowParallelRows(g) > 0;
+    for (int64_t tasks : TaskCounts(NumElements(d), parallel)) {
+      ScheduleConfig c;
+      c.Set("vw", vw);
+      c.Set("tasks", tasks);
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
+  RETURN_IF_ERROR(Match(g));
+  GraphExpr ge(g);
+  int64_t vw = config.Get("vw", 1);
+  bool single = SingleStage(g);
+  int64_t rows = single ? 0 : RowParallelRows(g);
+  int64_t tasks = single || rows > 0 ? config.Get("tasks", 1) : 1;
+  std::vector<Stmt> stages;
+  std::vector<std::string> row_vars;  // each stage's outermost (row) loop variable
+  std::vector<Buffer> temps;
+  int stage = 0;
+  std::set<const Value*> written;
+  for (const auto& n : g.nodes()) {
+    if (!IsReductionOp(n->op_type())) continue;
+    // Each output's buffer: its first graph-output slot, else a temp.
+    std::vector<Buffer> bufs;
+    for (int i = 0; i < n->num_outputs(); ++i) {
+      const Value* v = n->output(i);
+      Buffer buf;
+      if (v == nullptr) {
+        bufs.push_back(buf);
+        continue;
+      }
+      for (size_t j = 0; j < g.outputs().size(); ++j) {
+        if (g.outputs()[j] == v) {
+          buf = ge.output_buffer(static_cast<int>(j));
+          break;
+        }
+      }
+      if (buf == nullptr) {
+        buf = MakeBuffer(i == 0 ? absl::StrCat("t", stage) : absl::StrCat("t", stage, "_", i), DimsOf(v),
+                         BufferRole::kTemp);
+        temps.push_back(buf);
+      }
+      bufs.push_back(buf);
+    }
+    std::vector<Buffer> stats(2);
+    for (int i = 1; i < 3 && i < static_cast<int>(bufs.size()); ++i) stats[i - 1] = bufs[i];
+    ASSIGN_OR_RETURN(Stmt s, LowerStage(*n, ge, bufs[0], stats, vw, single ? tasks : 1, stage));
+    stages.push_back(s);
+    row_vars.push_back(absl::StrCat("s", stage, "_k0"));
+    for (int i = 0; i < n->num_outputs(); ++i) {
+      if (n->output(i) == nullptr) continue;
+      ge.Bind(n->output(i), bufs[i]);
+      written.insert(n->output(i));
+    }
+    ++stage;
+  }
+  for (size_t j = 0; j < g.outputs().size(); ++j) {
+    const Value* v = g.outputs()[j];
+    std::vector<int64_t> dims = DimsOf(v);
+    if (NumElements(dims) == 0) continue;
+    if (written.count(v) > 0) {
+      // Written by its stage into the first output slot holding it; copy to the others.
+      if (ge.output_buffer(static_cast<int>(j))->name != "" && g.outputs()[j] == v) {
+        bool first = true;
+        for (size_t k = 0; k < j; ++k) first = first && g.outputs()[k] != v;
+        if (first) continue;
+      }
+    }
+    absl::Status err = absl::OkStatus();
+    std::string prefix = absl::StrCat("c", j, "_");
+    Stmt nest = ForEachIndex(dims, prefix, [&](const std::vector<Expr>& idx) -> Stmt {
+      absl::StatusOr<Expr> e = ge.At(v, idx);
+      if (!e.ok()) {
+        err = e.status();
+        return Block({});
+      }
+      return Store(ge.output_buffer(static_cast<int>(j)), idx, *e);
+    });
+    RETURN_IF_ERROR(err);
+    ASSIGN_OR_RETURN(nest, ScheduleNest(nest, dims, prefix, vw, 1));
+    stages.push_back(nest);
+    row_vars.push_back(prefix + "0");
+  }
+  if (rows > 0 && tasks > 1) {
+    // Fuse the stages per row: for (task) parallel { temps; for (row in block) { stage bodies } }.
+    int64_t per = (rows + tasks - 1) / tasks;
+    int64_t num = (rows + per - 1) / per;
+    Expr row = Add(Mul(Var("task"), IntImm(per)), Var("row"));
+    std::vector<Stmt> bodies;
+    for (size_t i = 0; i < stages.size(); ++i) {
+      const Stmt& s = stages[i];
+      int64_t ext = 0;
+      if (s->kind != StmtKind::kFor || s->var != row_vars[i] || !AsConst(s->extent, &ext) || ext != rows) {
+        bodies.clear();
+        break;
+      }
+      bodies.push_back(Substitute(s->body[0], row_vars[i], row));
+    }
+    if (!bodies.empty()) {
+      Stmt inner = Block(bodies);
+      if (per * num != rows) inner = IfThen(Lt(row, IntImm(rows)), inner);
+      inner = For("row", IntImm(per), inner);
+      for (size_t i = temps.size(); i-- > 0;) inner = Allocate(temps[i], inner);
+      return LoopFunc{"reduction", ge.args(), For("task", IntImm(num), inner, ForKind::kParallel)};
+    }
+  }
+  Stmt body = Block(stages);
+  for (size_t i = temps.size(); i-- > 0;) body = Allocate(temps[i], body);
+  return LoopFunc{"reduction", ge.args(), body};
+}
+
+}  // namespace
+
+WorkloadLowering ReductionLowering() {
+  WorkloadLowering l;
+  l.kind = "reduction";
+  l.match = Match;
+  l.enumerate = Enumerate;
+  l.default_schedule = [](const Graph& g, const CpuTarget& t) { return PickDefault(Enumerate(g, t), t); };
+  l.validate = [](const Graph& g, const ScheduleConfig& c, const CpuTarget& t) {
+    return ValidateKnobs(g, c, t, {"vw", "tasks"});
+  };
+  l.lower = Lower;
+  return l;
+}
+
+}  // namespace kiln::loop_ir

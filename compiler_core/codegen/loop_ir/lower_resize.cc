@@ -1,0 +1,462 @@
+// "resize" and "topk" workloads: Resize/Upsample lowered through compile-time
+// per-axis tap tables, TopK through a per-row insertion into a k-sized sorted
+// temp (see lower_resize.h). The semantics are the interpreter's
+// (compiler_core/frontend/ops/nn_resize_ops.cc, the TopK op in ops/reduce_ops.cc).
+#include "compiler_core/codegen/loop_ir/lower_resize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/codegen/loop_ir/graph_expr.h"
+#include "compiler_core/codegen/loop_ir/lower_common.h"
+#include "compiler_core/codegen/loop_ir/schedule.h"
+#include "compiler_core/frontend/ops/op_helpers.h"
+#include "compiler_core/frontend/ops/resize_plan.h"
+#include "base/status_macros.h"
+
+namespace kiln::loop_ir {
+namespace {
+
+// Table entries (indices plus weights) a resize kernel may keep on the stack
+// and fill with straight-line stores.
+constexpr int64_t kMaxTableEntries = 16384;
+// Input reads per output element (product of the taps of the resized axes).
+constexpr int64_t kMaxTapProduct = 64;
+
+absl::Status NodeError(const Node& n, const std::string& why) {
+  return absl::UnimplementedError(absl::StrCat("node ", n.name(), " (", n.op_type(), "): ", why));
+}
+
+Expr I(int64_t v) { return IntImm(v); }
+
+// ---- Resize: the interpreter's plan, for static shapes -------------------------
+
+using ops::ResizePlan;
+using ops::ResizeTap;
+
+// The interpreter's plan for static extents; a refusal names the node.
+absl::StatusOr<ResizePlan> MakePlan(const Node& node, const std::vector<int64_t>& dims) {
+  std::vector<Dim> static_dims;
+  for (int64_t d : dims) static_dims.push_back(Dim::Static(d));
+  absl::StatusOr<ResizePlan> p = ops::MakeResizePlan(node, static_dims, node.op_type() == "Upsample");
+  if (!p.ok()) return NodeError(node, std::string(p.status().message()));
+  return p;
+}
+
+// True when every output index of the axis reads exactly its own input index
+// with weight 1 (all other taps weigh 0): tf_crop_and_resize over the full
+// extent of an axis that keeps its size, for example.
+bool IsIdentityAxis(const ResizePlan& p, int axis, int64_t n_in, int64_t n_out) {
+  if (n_in != n_out) return false;
+  for (int64_t o = 0; o < n_out; ++o) {
+    std::vector<ResizeTap> taps = ops::ResizeTaps(p, axis, o, n_in);
+    int ones = 0;
+    for (const ResizeTap& t : taps) {
+      if (t.weight == 0.0) continue;
+      if (t.weight != 1.0 || t.index != o) return false;
+      ++ones;
+    }
+    if (ones != 1) return false;
+  }
+  return true;
+}
+
+// The tables of one resized axis, slot-major: entry k * out + o is tap k of
+// output index o. Index -1 marks a position outside the crop.
+struct AxisTable {
+  int axis = 0;
+  int64_t taps = 1;
+  int64_t out = 1;
+  bool weighted = true;   // false for nearest (weight 1)
+  bool has_outside = false;
+  std::vector<int64_t> index;
+  std::vector<double> weight;
+};
+
+struct ResizeForm {
+  const Node* resize = nullptr;
+  const Value* x = nullptr;
+  std::vector<int64_t> in_dims, out_dims;
+  ResizePlan plan;
+  std::vector<AxisTable> tables;
+};
+
+absl::StatusOr<ResizeForm> AnalyzeResize(const Graph& g) {
+  RETURN_IF_ERROR(CheckWorkloadBasics(g));
+  ResizeForm f;
+  for (const auto& n : g.nodes()) {
+    if (n->op_type() == "Resize" || n->op_type() == "Upsample") {
+      if (f.resize != nullptr) return NodeError(*n, "a second resize in one workload");
+      f.resize = n.get();
+    }
+  }
+  if (f.resize == nullptr) return absl::UnimplementedError(absl::StrCat("workload ", g.name(), " has no resize"));
+  const Node& r = *f.resize;
+  if (r.num_outputs() != 1 || r.input(0) == nullptr) return NodeError(r, "unexpected operands");
+  f.x = r.input(0);
+  f.in_dims = DimsOf(f.x);
+  f.out_dims = DimsOf(r.output(0));
+  // Nodes downstream of the resize form its epilogue: elementwise, of its shape.
+  std::set<const Value*> downstream = {r.output(0)};
+  for (const auto& n : g.nodes()) {
+    if (n.get() == f.resize) continue;
+    RETURN_IF_ERROR(GraphExpr::CheckNode(*n));
+    bool down = false;
+    for (const Value* in : n->inputs()) down = down || downstream.count(in) > 0;
+    if (!down) continue;
+    if (!IsInlinableElementwise(n->op_type())) return NodeError(*n, "not an elementwise epilogue operator");
+    if (DimsOf(n->output(0)) != f.out_dims) return NodeError(*n, "epilogue value does not have the resize's shape");
+    downstream.insert(n->output(0));
+  }
+  for (const Value* v : g.outputs()) {
+    if (downstream.count(v) == 0) return NodeError(r, absl::StrCat("output ", v->name(), " is not downstream"));
+  }
+  ASSIGN_OR_RETURN(f.plan, MakePlan(r, f.in_dims));
+  if (f.plan.out != f.out_dims) return NodeError(r, "output shape disagrees with the plan");
+  const ResizePlan& p = f.plan;
+  int64_t entries = 0, product = 1;
+  for (int axis = 0; axis < static_cast<int>(f.in_dims.size()); ++axis) {
+    const int64_t n_in = f.in_dims[axis], n_out = p.out[axis];
+    if (p.scale[axis] == 1.0 && n_in == n_out && p.coord != "tf_crop_and_resize") continue;
+    if (n_out == 0) continue;
+    if (n_in == 0) return NodeError(r, "resizing an empty axis");
+    if (IsIdentityAxis(p, axis, n_in, n_out)) continue;
+    AxisTable t;
+    t.axis = axis;
+    t.out = n_out;
+    t.weighted = p.mode != "nearest";
+    t.taps = p.mode == "nearest" ? 1 : p.mode == "linear" ? 2 : 4;
+    entries += t.taps * n_out * (t.weighted ? 2 : 1);
+    product *= t.taps;
+    if (entries > kMaxTableEntries) return NodeError(r, "the per-axis tap tables are too large");
+    if (product > kMaxTapProduct) return NodeError(r, "too many taps per output element");
+    t.index.assign(t.taps * n_out, 0);
+    t.weight.assign(t.taps * n_out, 0.0);
+    for (int64_t o = 0; o < n_out; ++o) {
+      std::vector<ResizeTap> taps = ops::ResizeTaps(p, axis, o, n_in);
+      if (taps.empty()) {
+        t.has_outside = true;
+        for (int64_t k = 0; k < t.taps; ++k) t.index[k * n_out + o] = -1;
+        continue;
+      }
+      for (size_t k = 0; k < taps.size(); ++k) {
+        t.index[k * n_out + o] = taps[k].index;
+        t.weight[k * n_out + o] = taps[k].weight;
+      }
+    }
+    f.tables.push_back(std::move(t));
+  }
+  return f;
+}
+
+// The innermost and outermost non-unit extents of `dims` (1 when none).
+int64_t InnerExtent(const std::vector<int64_t>& dims) {
+  for (size_t d = dims.size(); d-- > 0;) {
+    if (dims[d] != 1) return dims[d];
+  }
+  return 1;
+}
+
+std::vector<ScheduleConfig> EnumerateResize(const Graph& g, const CpuTarget& target) {
+  absl::StatusOr<ResizeForm> f = AnalyzeResize(g);
+  if (!f.ok()) return {};
+  std::vector<ScheduleConfig> out;
+  for (int64_t vw : VectorWidths(target, InnerExtent(f->out_dims))) {
+    for (int64_t tasks : TaskCounts(NumElements(f->out_dims), true)) {
+      ScheduleConfig c;
+      c.Set("vw", vw);
+      c.Set("tasks", tasks);
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+absl::Status ValidateResize(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
+  RETURN_IF_ERROR(AnalyzeResize(g).status());
+  return ValidateKnobs(g, c, target, {"vw", "tasks"});
+}
+
+// Rebuilds `nest` with wrap() applied inside its parallel loop (or around it
+// when it has none), so per-task temps stay inside the outermost parallel loop.
+Stmt WrapInsideParallel(const Stmt& nest, const std::function<Stmt(Stmt)>& wrap) {
+  if (nest->kind == StmtKind::kFor && nest->for_kind == ForKind::kParallel) {
+    return For(nest->var, nest->extent, wrap(nest->body[0]), ForKind::kParallel);
+  }
+  return wrap(nest);
+}
+
+absl::StatusOr<LoopFunc> LowerResize(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
+  ASSIGN_OR_RETURN(ResizeForm f, AnalyzeResize(g));
+  RETURN_IF_ERROR(ValidateKnobs(g, config, target, {"vw", "tasks"}));
+  const int64_t vw = config.Get("vw", 1), tasks = config.Get("tasks", 1);
+  GraphExpr ge(g);
+  const Value* resized = f.resize->output(0);
+  const int num_out = static_cast<int>(g.outputs().size());
+  int first = num_out - 1;
+  for (int j = 0; j < num_out; ++j) {
+    if (g.outputs()[j] == resized) first = j;
+  }
+  Buffer raw = ge.output_buffer(first);
+  if (NumElements(f.out_dims) == 0) return LoopFunc{"resize", ge.args(), Block({})};
+
+  // Table buffers and their fills.
+  std::vector<Buffer> itab(f.tables.size()), wtab(f.tables.size());
+  std::vector<Stmt> fills;
+  for (size_t a = 0; a < f.tables.size(); ++a) {
+    const AxisTable& t = f.tables[a];
+    itab[a] = MakeBuffer(absl::StrCat("ridx", t.axis), {t.taps * t.out}, BufferRole::kTemp, -1, ScalarType::kI64);
+    for (size_t e = 0; e < t.index.size(); ++e) fills.push_back(Store(itab[a], I(e), I(t.index[e])));
+    if (t.weighted) {
+      wtab[a] = MakeBuffer(absl::StrCat("rw", t.axis), {t.taps * t.out}, BufferRole::kTemp);
+      for (size_t e = 0; e < t.weight.size(); ++e) fills.push_back(Store(wtab[a], I(e), FloatImm(t.weight[e])));
+    }
+  }
+
+  absl::Status err = absl::OkStatus();
+  const std::string prefix = "o";
+  Stmt nest = ForEachIndex(f.out_dims, prefix, [&](const std::vector<Expr>& idx) -> Stmt {
+    // Lets: per resized axis and slot, the source index and the weight.
+    std::vector<std::pair<std::string, Expr>> lets;
+    std::vector<std::vector<Expr>> src(f.tables.size()), wt(f.tables.size());
+    std::vector<Expr> valid;
+    for (size_t a = 0; a < f.tables.size(); ++a) {
+      const AxisTable& t = f.tables[a];
+      for (int64_t k = 0; k < t.taps; ++k) {
+        Expr at = Add(I(k * t.out), idx[t.axis]);
+        std::string iv = absl::StrCat("ri", t.axis, "_", k);
+        lets.push_back({iv, Load(itab[a], at)});
+        if (k == 0 && t.has_outside) valid.push_back(Ge(Var(iv), I(0)));
+        src[a].push_back(t.has_outside ? Max(Var(iv), I(0)) : Var(iv));
+        if (t.weighted) {
+          std::string wv = absl::StrCat("rw", t.axis, "_", k);
+          lets.push_back({wv, Load(wtab[a], at)});
+          wt[a].push_back(Var(wv, ScalarType::kF32));
+        }
+      }
+    }
+    // Sum over every combination of taps.
+    Expr sum;
+    std::vector<int64_t> slot(f.tables.size(), 0);
+    while (true) {
+      std::vector<Expr> in_idx = idx;
+      Expr w;
+      for (size_t a = 0; a < f.tables.size(); ++a) {
+        in_idx[f.tables[a].axis] = src[a][slot[a]];
+        if (f.tables[a].weighted) w = w ? Mul(w, wt[a][slot[a]]) : wt[a][slot[a]];
+      }
+      absl::StatusOr<Expr> xv = ge.At(f.x, in_idx);
+      if (!xv.ok()) {
+        err = xv.status();
+        return Block({});
+      }
+      Expr term = w ? Mul(*xv, w) : *xv;
+      sum = sum ? Add(sum, term) : term;
+      size_t a = 0;
+      for (; a < f.tables.size(); ++a) {
+        if (++slot[a] < f.tables[a].taps) break;
+        slot[a] = 0;
+      }
+      if (a == f.tables.size()) break;
+    }
+    if (!valid.empty()) {
+      Expr all = valid[0];
+      for (size_t i = 1; i < valid.size(); ++i) all = And(all, valid[i]);
+      sum = Select(all, sum, FloatImm(f.plan.extrapolation));
+    }
+    std::vector<Stmt> st = {Store(raw, idx, sum)};
+    ge.Bind(resized, raw);
+    std::vector<int> order;
+    for (int j = 0; j < num_out; ++j) {
+      if (j != first) order.push_back(j);
+    }
+    if (g.outputs()[first] != resized) order.push_back(first);
+    for (int j : order) {
+      absl::StatusOr<Expr> e = ge.At(g.outputs()[j], idx);
+      if (!e.ok()) {
+        err = e.status();
+        return Block({});
+      }
+      st.push_back(Store(ge.output_buffer(j), idx, *e));
+    }
+    Stmt body = Block(st);
+    for (size_t i = lets.size(); i-- > 0;) body = LetStmt(lets[i].first, lets[i].second, body);
+    return body;
+  });
+  RETURN_IF_ERROR(err);
+  ASSIGN_OR_RETURN(nest, ScheduleNest(nest, f.out_dims, prefix, vw, tasks));
+  Stmt body = WrapInsideParallel(nest, [&](Stmt inner) {
+    if (fills.empty()) return inner;
+    std::vector<Stmt> seq = fills;
+    seq.push_back(inner);
+    Stmt s = Block(seq);
+    for (size_t a = f.tables.size(); a-- > 0;) {
+      if (wtab[a]) s = Allocate(wtab[a], s);
+      s = Allocate(itab[a], s);
+    }
+    return s;
+  });
+  return LoopFunc{"resize", ge.args(), body};
+}
+
+// ---- TopK ---------------------------------------------------------------------
+
+struct TopKForm {
+  const Node* topk = nullptr;
+  std::vector<int64_t> dims;
+  int64_t axis = 0, k = 0;
+  bool largest = true;
+  int64_t outer = 1, n = 1, inner = 1;
+  int x_arg = -1;
+  int values_out = -1, indices_out = -1;  // graph output positions, -1 if absent
+};
+
+absl::StatusOr<TopKForm> AnalyzeTopK(const Graph& g) {
+  if (g.nodes().size() != 1 || g.nodes()[0]->op_type() != "TopK") {
+    return absl::UnimplementedError(absl::StrCat("workload ", g.name(), " is not a single TopK"));
+  }
+  TopKForm f;
+  f.topk = g.nodes()[0].get();
+  const Node& t = *f.topk;
+  if (!t.domain().empty()) return NodeError(t, "has a domain");
+  if (t.num_outputs() != 2 || t.input(0) == nullptr) return NodeError(t, "unexpected operands");
+  const Value* x = t.input(0);
+  for (int i = 0; i < static_cast<int>(g.inputs().size()); ++i) {
+    if (g.inputs()[i] == x) f.x_arg = i;
+  }
+  if (f.x_arg < 0 || g.inputs().size() != 1) return NodeError(t, "input is not the workload's only input");
+  auto static_type = [&](const Value* v, DType want) {
+    const TensorType& ty = v->type();
+    return ty.known && ty.IsStatic() && ty.dtype == want && NumElements(ty.StaticDims()) <= (int64_t{1} << 31);
+  };
+  if (!static_type(x, DType::kFloat32)) return NodeError(t, "input is not a static f32 tensor");
+  if (!static_type(t.output(0), DType::kFloat32) || !static_type(t.output(1), DType::kInt64)) {
+    return NodeError(t, "outputs are not static f32 values and i64 indices");
+  }
+  f.dims = x->type().StaticDims();
+  if (f.dims.empty()) return NodeError(t, "rank-0 input");
+  ASSIGN_OR_RETURN(f.axis, ops::ResolveAxis(t.GetInt("axis", -1), static_cast<int64_t>(f.dims.size()),
+                                            "attribute 'axis'"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> k, ops::ConstantIntInput(t, 1));
+  if (k.size() != 1 || k[0] < 0 || k[0] > f.dims[f.axis]) return NodeError(t, "K out of range");
+  f.k = k[0];
+  f.largest = t.GetInt("largest", 1) != 0;
+  for (int64_t i = 0; i < static_cast<int64_t>(f.dims.size()); ++i) {
+    if (i < f.axis) f.outer *= f.dims[i];
+    else if (i == f.axis) f.n = f.dims[i];
+    else f.inner *= f.dims[i];
+  }
+  for (int j = 0; j < static_cast<int>(g.outputs().size()); ++j) {
+    if (g.outputs()[j] == t.output(0)) f.values_out = j;
+    else if (g.outputs()[j] == t.output(1)) f.indices_out = j;
+    else return NodeError(t, "an output that is not TopK's");
+  }
+  if (f.values_out < 0 && f.indices_out < 0) return NodeError(t, "no outputs");
+  return f;
+}
+
+std::vector<ScheduleConfig> EnumerateTopK(const Graph& g, const CpuTarget&) {
+  absl::StatusOr<TopKForm> f = AnalyzeTopK(g);
+  if (!f.ok()) return {};
+  std::vector<ScheduleConfig> out;
+  const int64_t rows = f->outer * f->inner;
+  for (int64_t tasks : TaskCounts(rows * f->n, rows > 1)) {
+    ScheduleConfig c;
+    c.Set("tasks", tasks);
+    out.push_back(c);
+  }
+  return out;
+}
+
+absl::Status ValidateTopK(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
+  RETURN_IF_ERROR(AnalyzeTopK(g).status());
+  return ValidateKnobs(g, c, target, {"tasks"});
+}
+
+absl::StatusOr<LoopFunc> LowerTopK(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
+  ASSIGN_OR_RETURN(TopKForm f, AnalyzeTopK(g));
+  RETURN_IF_ERROR(ValidateKnobs(g, config, target, {"tasks"}));
+  const int64_t tasks = config.Get("tasks", 1);
+  std::vector<Buffer> args;
+  args.push_back(MakeBuffer("in0", f.dims, BufferRole::kInput, 0));
+  std::vector<int64_t> od = f.dims;
+  od[f.axis] = f.k;
+  Buffer outv, outi;
+  for (int j = 0; j < static_cast<int>(g.outputs().size()); ++j) {
+    bool is_idx = j == f.indices_out;
+    Buffer b = MakeBuffer(absl::StrCat("out", j), od, BufferRole::kOutput, 1 + j,
+                          is_idx ? ScalarType::kI64 : ScalarType::kF32);
+    (is_idx ? outi : outv) = b;
+    args.push_back(b);
+  }
+  const int64_t rows = f.outer * f.inner, k = f.k, n = f.n, inner = f.inner;
+  if (rows == 0 || k == 0) return LoopFunc{"topk", args, Block({})};
+
+  Buffer tv = MakeBuffer("tv", {k}, BufferRole::kTemp);
+  Buffer ti = MakeBuffer("ti", {k}, BufferRole::kTemp, -1, ScalarType::kI64);
+  Buffer tp = MakeBuffer("tpos", {1}, BufferRole::kTemp, -1, ScalarType::kI64);
+  Expr r = Var("r_"), o = Var("ro_"), i = Var("ri_"), j = Var("j_"), v = Var("v_", ScalarType::kF32);
+  Expr p = Var("p_"), q = Var("q_"), pos = Var("pos_");
+  auto better = [&](Expr a, Expr b) { return f.largest ? Gt(a, b) : Lt(a, b); };
+
+  Stmt init = For("z_", I(k), Block({Store(tv, Var("z_"), FloatImm(0)), Store(ti, Var("z_"), I(0))}));
+  // pos = how many kept elements stay ahead of v (ties: the earlier index).
+  Stmt count = Block({Store(tp, I(0), I(0)),
+                      For("p_", I(k), IfThen(Lt(p, j), Store(tp, I(0), Add(Load(tp, I(0)),
+                                                                           Select(better(v, Load(tv, p)), I(0), I(1))))))});
+  Stmt shift = IfThen(Gt(q, pos),
+                      Block({Store(tv, q, Load(tv, Max(Sub(q, I(1)), I(0)))),
+                             Store(ti, q, Load(ti, Max(Sub(q, I(1)), I(0))))}),
+                      IfThen(Eq(q, pos), Block({Store(tv, q, v), Store(ti, q, j)})));
+  Stmt insert = Block({count, LetStmt("pos_", Load(tp, I(0)),
+                                      For("qq_", I(k), LetStmt("q_", Sub(I(k - 1), Var("qq_")), shift)))});
+  Stmt scan = For("j_", I(n),
+                  LetStmt("v_", Load(args[0], Add(Mul(Add(Mul(o, I(n)), j), I(inner)), i)),
+                          IfThen(Or(Lt(j, I(k)), better(v, Load(tv, I(k - 1)))), insert)));
+  std::vector<Stmt> out_stores;
+  Expr oi = Add(Mul(Add(Mul(o, I(k)), Var("w_")), I(inner)), i);
+  if (outv) out_stores.push_back(Store(outv, oi, Load(tv, Var("w_"))));
+  if (outi) out_stores.push_back(Store(outi, oi, Load(ti, Var("w_"))));
+  Stmt write = For("w_", I(k), Block(out_stores));
+  Stmt row = Allocate(tv, Allocate(ti, Allocate(tp, Block({init, scan, write}))));
+  row = LetStmt("ro_", Div(r, I(inner)), LetStmt("ri_", Mod(r, I(inner)), row));
+  Stmt nest = For("r_", I(rows), row);
+  if (tasks > 1 && rows > 1) {
+    int64_t per = (rows + tasks - 1) / tasks;
+    if (per > 1) {
+      ASSIGN_OR_RETURN(nest, Split(nest, "r_", per, "task", "r_t"));
+      ASSIGN_OR_RETURN(nest, Parallel(nest, "task"));
+    } else {
+      ASSIGN_OR_RETURN(nest, Parallel(nest, "r_"));
+    }
+  }
+  return LoopFunc{"topk", args, nest};
+}
+
+}  // namespace
+
+WorkloadLowering ResizeLowering() {
+  WorkloadLowering l;
+  l.kind = "resize";
+  l.match = [](const Graph& g) { return AnalyzeResize(g).status(); };
+  l.enumerate = EnumerateResize;
+  l.default_schedule = [](const Graph& g, const CpuTarget& t) { return PickDefault(EnumerateResize(g, t), t); };
+  l.validate = ValidateResize;
+  l.lower = LowerResize;
+  return l;
+}
+
+WorkloadLowering TopKLowering() {
+  WorkloadLowering l;
+  l.kind = "topk";
+  l.match = [](const Graph& g) { return AnalyzeTopK(g).status(); };
+  l.enumerate = EnumerateTopK;
+  l.default_schedule = [](const Graph& g, const CpuTarget& t) { return PickDefault(EnumerateTopK(g, t), t); };
+  l.validate = ValidateTopK;
+  l.lower = LowerTopK;
+  return l;
+}
+
+}  // namespace kiln::loop_ir

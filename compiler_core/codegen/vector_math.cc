@@ -1,0 +1,165 @@
+// Inline float math for generated kernels (see vector_math.h).
+#include "compiler_core/codegen/vector_math.h"
+
+#include <cmath>
+
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DerivedTypes.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Intrinsics.h"
+
+namespace kiln::vector_math {
+namespace {
+
+using llvm::Type;
+using llvm::Value;
+
+Value* F32(llvm::IRBuilderBase& b, Type* t, double v) {
+  (void)b;
+  return llvm::ConstantFP::get(t, v);
+}
+
+// i32 with the lane count of `t`.
+Type* IntLike(llvm::IRBuilderBase& b, Type* t) {
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t)) {
+    return llvm::FixedVectorType::get(b.getInt32Ty(), vt->getNumElements());
+  }
+  return b.getInt32Ty();
+}
+
+// a * b + c, fused where the target has FMA.
+Value* MulAdd(llvm::IRBuilderBase& b, Value* x, Value* y, Value* z) {
+  return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {x, y, z});
+}
+
+// exp(x) for x in [lo, hi] after clamping (NaN passes through the clamps and
+// the arithmetic, so NaN in gives NaN out). Cephes-style: x = n ln2 + r,
+// |r| <= ln2/2, n = round(x / ln2) by the 1.5 * 2^23 magic-number trick (no
+// float <-> int conversion: n is read from the sum's low mantissa bits), a
+// degree-6 polynomial in Horner form (fused multiply-adds), then scaling by
+// 2^n in two steps (2^(n/2) twice) so results down to the denormal range
+// are right and n up to 128 overflows to +inf. x <= -103.98 gives 0
+// (2^-150 rounds to 0), exp(-inf) = 0 exactly.
+Value* ExpClamped(llvm::IRBuilderBase& b, Value* x, double hi) {
+  Type* t = x->getType();
+  Type* it = IntLike(b, t);
+  auto ic = [&](int64_t v) { return llvm::ConstantInt::get(it, v); };
+  Value* lo = F32(b, t, -103.972084045410);
+  x = b.CreateSelect(b.CreateFCmpOLT(x, lo), lo, x);
+  if (hi < HUGE_VAL) {
+    Value* h = F32(b, t, hi);
+    x = b.CreateSelect(b.CreateFCmpOGT(x, h), h, x);
+  }
+  const double kMagic = 12582912.0;  // 1.5 * 2^23: adding it rounds to an integer
+  Value* v = MulAdd(b, x, F32(b, t, 1.44269504088896341), F32(b, t, kMagic));
+  Value* fx = b.CreateFSub(v, F32(b, t, kMagic));
+  Value* n = b.CreateSub(b.CreateBitCast(v, it), ic(0x4b400000));  // in [-150, 129]
+  Value* r = MulAdd(b, fx, F32(b, t, -0.693359375), x);
+  r = MulAdd(b, fx, F32(b, t, 2.12194440e-4), r);
+  Value* p = F32(b, t, 1.9875691500E-4);
+  for (double c : {1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1, 1.0,
+                   1.0}) {
+    p = MulAdd(b, p, r, F32(b, t, c));
+  }
+  Value* n1 = b.CreateAShr(n, ic(1));
+  Value* n2 = b.CreateSub(n, n1);
+  auto pow2 = [&](Value* k) { return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, ic(127)), ic(23)), t); };
+  return b.CreateFMul(b.CreateFMul(p, pow2(n1)), pow2(n2));
+}
+
+}  // namespace
+
+// exp for x <= 88.72 (see ExpClamped); NaN in gives NaN out.
+Value* ExpNonPositive(llvm::IRBuilderBase& b, Value* x) { return ExpClamped(b, x, HUGE_VAL); }
+
+Value* Sigmoid(llvm::IRBuilderBase& b, Value* x) {
+  Type* t = x->getType();
+  Value* ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  Value* e = ExpNonPositive(b, b.CreateFNeg(ax));
+  Value* d = b.CreateFAdd(F32(b, t, 1.0), e);
+  Value* pos = b.CreateFDiv(F32(b, t, 1.0), d);
+  Value* neg = b.CreateFDiv(e, d);
+  Value* s = b.CreateSelect(b.CreateFCmpOGE(x, F32(b, t, 0.0)), pos, neg);
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, s);
+}
+
+
+// exp on the whole line: +inf above 88.72 (the clamp at 89 still overflows
+// to +inf in the scaling), 0 far below, NaN kept.
+Value* Exp(llvm::IRBuilderBase& b, Value* x) { return ExpClamped(b, x, 89.0); }
+
+// Cephes tanhf: odd polynomial below |x| = 0.625, else (1 - e) / (1 + e) with
+// e = exp(-2|x|) and the sign of x. ~2e-7 relative.
+Value* Tanh(llvm::IRBuilderBase& b, Value* x) {
+  Type* t = x->getType();
+  Value* ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  Value* z = b.CreateFMul(x, x);
+  Value* p = F32(b, t, -5.70498872745E-3);
+  for (double c : {2.06390887954E-2, -5.37397155531E-2, 1.33314422036E-1, -3.33332819422E-1}) {
+    p = b.CreateFAdd(b.CreateFMul(p, z), F32(b, t, c));
+  }
+  Value* small = b.CreateFAdd(b.CreateFMul(b.CreateFMul(p, z), x), x);
+  Value* e = ExpNonPositive(b, b.CreateFMul(ax, F32(b, t, -2.0)));
+  Value* big = b.CreateFDiv(b.CreateFSub(F32(b, t, 1.0), e), b.CreateFAdd(F32(b, t, 1.0), e));
+  big = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, big, x);
+  Value* r = b.CreateSelect(b.CreateFCmpOLT(ax, F32(b, t, 0.625)), small, big);
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, r);
+}
+
+// erf as x * P(x^2) / Q(x^2) on [-4, 4] (Eigen's float rational
+// approximation), +-1 beyond. ~4e-7 absolute.
+Value* Erf(llvm::IRBuilderBase& b, Value* x) {
+  Type* t = x->getType();
+  x = b.CreateSelect(b.CreateFCmpOGT(x, F32(b, t, 4.0)), F32(b, t, 4.0), x);
+  x = b.CreateSelect(b.CreateFCmpOLT(x, F32(b, t, -4.0)), F32(b, t, -4.0), x);
+  Value* x2 = b.CreateFMul(x, x);
+  Value* p = F32(b, t, -2.72614225801306e-10);
+  for (double c : {2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+                   -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02}) {
+    p = b.CreateFAdd(b.CreateFMul(p, x2), F32(b, t, c));
+  }
+  p = b.CreateFMul(p, x);
+  Value* q = F32(b, t, -1.45660718464996e-05);
+  for (double c : {-2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+                   -1.42647390514189e-02}) {
+    q = b.CreateFAdd(b.CreateFMul(q, x2), F32(b, t, c));
+  }
+  return b.CreateFDiv(p, q);
+}
+
+// Cephes logf: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), log(x) = log1p(m - 1)
+// + e ln2 with a degree-8 polynomial for log1p. Denormals are scaled by 2^23
+// first; special values are selected at the end.
+Value* Log(llvm::IRBuilderBase& b, Value* x) {
+  Type* t = x->getType();
+  Type* it = IntLike(b, t);
+  auto ic = [&](int64_t v) { return llvm::ConstantInt::get(it, v); };
+  Value* tiny = b.CreateFCmpOLT(x, F32(b, t, 1.17549435e-38));
+  Value* xs = b.CreateSelect(tiny, b.CreateFMul(x, F32(b, t, 8388608.0)), x);
+  Value* bits = b.CreateBitCast(xs, it);
+  Value* e = b.CreateSub(b.CreateLShr(bits, ic(23)), ic(126));
+  e = b.CreateSub(e, b.CreateSelect(tiny, ic(23), ic(0)));
+  // Mantissa in [0.5, 1).
+  Value* m = b.CreateBitCast(b.CreateOr(b.CreateAnd(bits, ic(0x007fffff)), ic(0x3f000000)), t);
+  Value* fe = b.CreateSIToFP(e, t);
+  Value* small = b.CreateFCmpOLT(m, F32(b, t, 0.707106781186547524));
+  // m < sqrt(1/2): m = 2m - 1, e -= 1; else m = m - 1.
+  m = b.CreateSelect(small, b.CreateFSub(b.CreateFAdd(m, m), F32(b, t, 1.0)), b.CreateFSub(m, F32(b, t, 1.0)));
+  fe = b.CreateSelect(small, b.CreateFSub(fe, F32(b, t, 1.0)), fe);
+  Value* z = b.CreateFMul(m, m);
+  Value* p = F32(b, t, 7.0376836292E-2);
+  for (double c : {-1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1, 1.4249322787E-1, -1.6668057665E-1,
+                   2.0000714765E-1, -2.4999993993E-1, 3.3333331174E-1}) {
+    p = b.CreateFAdd(b.CreateFMul(p, m), F32(b, t, c));
+  }
+  Value* y = b.CreateFMul(b.CreateFMul(p, m), z);
+  y = b.CreateFAdd(y, b.CreateFMul(fe, F32(b, t, -2.12194440e-4)));
+  y = b.CreateFSub(y, b.CreateFMul(z, F32(b, t, 0.5)));
+  Value* r = b.CreateFAdd(b.CreateFAdd(m, y), b.CreateFMul(fe, F32(b, t, 0.693359375)));
+  r = b.CreateSelect(b.CreateFCmpOEQ(x, F32(b, t, 0.0)), F32(b, t, -HUGE_VAL), r);
+  r = b.CreateSelect(b.CreateFCmpOEQ(x, F32(b, t, HUGE_VAL)), x, r);
+  r = b.CreateSelect(b.CreateFCmpOLT(x, F32(b, t, 0.0)), F32(b, t, NAN), r);
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, r);
+}
+
+}  // namespace kiln::vector_math

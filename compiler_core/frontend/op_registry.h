@@ -1,0 +1,68 @@
+// The operator table: one entry per supported ONNX operator, giving its arity,
+// attribute kinds and defaults/validation, shape function and reference kernel.
+// Shape inference and the interpreter are generic loops over this table; adding
+// an operator means adding one entry in op_registry.cc.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "compiler_core/ir/graph.h"
+#include "compiler_core/ir/tensor.h"
+
+namespace kiln {
+
+// Attribute kinds; the numeric value is the AttrValue variant index.
+enum class AttrKind : int { kInt = 0, kFloat, kString, kTensor, kInts, kFloats, kStrings };
+const char* AttrKindName(AttrKind k);
+
+struct AttrSpec {
+  std::string name;
+  AttrKind kind;
+};
+
+// Input types in operator order; nullptr for an omitted optional input.
+using InputTypes = std::vector<const TensorType*>;
+using InputTensors = std::vector<const Tensor*>;
+
+struct OpDef {
+  std::string op_type;
+  int min_inputs = 1;
+  int max_inputs = 1;
+  // Outputs accepted: [min_outputs, num_outputs]; min_outputs -1 means exactly
+  // num_outputs, num_outputs -1 means any number (Split). The shape function
+  // returns one type per output the node has.
+  int num_outputs = 1;
+  int min_outputs = -1;
+  // Every attribute the operator accepts; others are rejected (they could change
+  // semantics, e.g. the legacy `broadcast` of opset < 7).
+  std::vector<AttrSpec> attrs;
+  // Checks attribute values (kinds are already checked). Optional.
+  std::function<absl::Status(const Node&)> validate;
+  // Output types from input types. Errors carry no node prefix (the caller adds it).
+  std::function<absl::StatusOr<std::vector<TensorType>>(const Node&, const InputTypes&)> infer;
+  // Fills `outputs`, which the caller allocated with the inferred static types.
+  std::function<absl::Status(const Node&, const InputTensors&, std::vector<Tensor>&)> eval;
+};
+
+// The entry for (domain, op_type), or nullptr. "" and "ai.onnx" are the default domain.
+const OpDef* FindOpDef(std::string_view domain, std::string_view op_type);
+bool IsDefaultDomain(std::string_view domain);
+
+// Checks arity, omitted required inputs, attribute names/kinds and op-specific
+// attribute validation. Errors carry no node prefix.
+absl::Status ValidateNode(const OpDef& def, const Node& node);
+
+// The tensor a Constant node's attributes describe (exactly one of value,
+// value_float(s), value_int(s)).
+absl::StatusOr<Tensor> ConstantValueFromAttrs(const std::map<std::string, AttrValue>& attrs);
+
+// "node 'NAME' (OP): " — the prefix of every per-node error message.
+std::string NodeContext(const Node& node);
+
+}  // namespace kiln

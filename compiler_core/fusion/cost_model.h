@@ -1,0 +1,60 @@
+// The fusion cost model: how the partitioner classifies operators, and the
+// memory traffic (bytes read + written) of a node or a group on which its
+// decisions rest — fuse or materialise, recompute or write once, how large a
+// group may grow. docs/fusion.md explains the rules and the numbers.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "compiler_core/ir/graph.h"
+
+namespace kiln {
+
+// What an operator is to the partitioner.
+enum class FusionClass {
+  kElementwise,   // one output element from the same-index (broadcast) input elements
+  kDataMovement,  // Transpose, Reshape, Slice, Concat, Pad, Resize, Gather, ...: index arithmetic
+  kReduction,     // Reduce*, Softmax, LayerNormalization, pooling: a loop over a reduced axis
+  kConvAnchor,    // Conv, ConvTranspose: compute-heavy, takes an epilogue
+  kMatMulAnchor,  // MatMul, Gemm: compute-heavy, takes an epilogue
+  kOpaque,        // anything else: a group of its own
+};
+
+FusionClass ClassifyForFusion(const Node& node);
+const char* FusionClassName(FusionClass c);
+
+// Reshape, Flatten, Squeeze, Unsqueeze, Identity: a new view of the same
+// contiguous bytes, free anywhere (also after an anchor or a reduction).
+bool IsLayoutFree(const Node& node);
+
+// Knobs of the cost model. Defaults are what docs/fusion.md describes.
+struct FusionCostOptions {
+  // Register pressure: a group's loop body holds one live stream per input and
+  // one temporary per node. Past these limits a group stops growing.
+  int max_group_nodes = 64;
+  int max_group_inputs = 16;
+  // A producer chain this small (elements) may be recomputed per element of a
+  // larger broadcast consumer instead of being materialised.
+  int64_t small_tensor_elements = 4096;
+  // A cheap producer group is recomputed inside at most this many consumer
+  // groups (fan-out); beyond, its result is written once (multi-output).
+  int max_recompute_consumers = 4;
+  // Cost of recomputing one element of one operator, in bytes of traffic.
+  double recompute_bytes_per_element_op = 0.5;
+  // Fuse a small elementwise producer (e.g. squeeze-and-excitation gating)
+  // into a compute anchor as a prologue.
+  bool anchor_elementwise_prologue = true;
+};
+
+// Elements of a static value; 0 when unknown or dynamic.
+int64_t NumElementsOf(const Value* v);
+// Bytes of a static value; 0 when unknown or dynamic.
+double BytesOf(const Value* v);
+// Bytes `node` reads from input `i`: the whole tensor, except where the
+// operator reads only what it writes (Gather's table, Slice's source).
+double InputBytesRead(const Node& node, int i);
+// Traffic of `node` run as a kernel of its own: inputs read + outputs written.
+double UnfusedBytes(const Node& node);
+
+}  // namespace kiln

@@ -1,0 +1,76 @@
+// The fusion partitioner: cuts an optimised graph into fusion groups, each of
+// which becomes one kernel. Loop fusion of elementwise/broadcast chains,
+// reduction (input) fusion, epilogue fusion into Conv/MatMul anchors and data
+// movement as index arithmetic, steered by the cost model in
+// fusion_cost_model.h; docs/fusion.md has the rules.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/fusion/cost_model.h"
+#include "compiler_core/ir/graph.h"
+
+namespace kiln {
+
+struct FusionGroup {
+  int index = 0;
+  // The kind of loop nest the group lowers to: "elementwise" (loop fusion),
+  // "reduction", "conv" / "matmul" (an anchor with its epilogue),
+  // "data_movement" or "opaque" (an operator no rule fuses; one node).
+  std::string kind;
+  std::vector<const Node*> nodes;  // topological order
+  // Values read from outside the group (graph inputs, constants, other groups'
+  // results) in order of first use; and values the group writes that are read
+  // outside it or are graph outputs.
+  std::vector<Value*> inputs;
+  std::vector<Value*> outputs;
+  // The Conv/ConvTranspose/MatMul/Gemm node of an anchor group, else nullptr.
+  const Node* anchor = nullptr;
+  // Nodes this group recomputes that another group also computes (a cheap
+  // producer fused into several consumers instead of written once).
+  std::vector<const Node*> recomputed;
+  // Estimated memory traffic: the group as one kernel (inputs read + outputs
+  // written) and its nodes as separate kernels.
+  double bytes_fused = 0;
+  double bytes_unfused = 0;
+};
+
+struct Partition {
+  std::vector<FusionGroup> groups;  // in execution (topological) order
+  // Traffic of the whole graph: sum over groups, and every node as a kernel.
+  double bytes_fused = 0;
+  double bytes_unfused = 0;
+  // One line per group: "group 0 matmul [mm0:MatMul] (%x, %w) -> (%t)".
+  std::string ToText() const;
+};
+
+struct FusionOptions {
+  // false: one group per node (no fusion).
+  bool fuse = true;
+  // Whether the code generator can compile a candidate group, given as its
+  // workload graph (ExtractWorkload). A group only grows by a node when the
+  // grown group still compiles, so a group the code generator cannot take is
+  // split into smaller ones, ultimately single nodes (which are kept even when
+  // it returns false). nullptr: no restriction.
+  std::function<bool(const Graph& workload)> can_compile;
+  FusionCostOptions cost;
+};
+
+// The kind a single operator lowers to in today's code generator
+// ("elementwise" or "matmul"), or "" if Kiln cannot compile it yet.
+std::string GroupKindOf(const Node& node);
+
+// Partitions `graph` under `options`. Never fails for a verified graph with
+// static shapes; a value without a static shape keeps its nodes unfused.
+absl::StatusOr<Partition> PartitionGraph(const Graph& graph, const FusionOptions& options);
+
+// The code generator's partition of today: one group per node, failing with
+// UNIMPLEMENTED naming the node when an operator (or a non-f32 input) has no
+// lowering. The compile pipeline uses it until it passes FusionOptions with a
+// can_compile of the code generator's.
+absl::StatusOr<Partition> PartitionGraph(const Graph& graph);
+
+}  // namespace kiln

@@ -1,0 +1,36 @@
+// The package writer: generates code for every fusion group with its chosen
+// schedule, plans buffers, and writes the self-contained .kpkg file whose
+// layout proto/kiln/v1/package_layout.h fixes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/fusion/partitioner.h"
+#include "compiler_core/ir/graph.h"
+#include "compiler_core/codegen/schedule_space.h"
+#include "compiler_core/codegen/target.h"
+#include "compiler_core/fusion/workload.h"
+
+namespace kiln {
+
+struct PackageOptions {
+  std::string model_name;
+  CpuTarget target;
+};
+
+struct PackageBytes {
+  std::string bytes;
+  std::string digest;     // "sha256:<hex>" of bytes
+  std::string llvm_ir;    // the module's IR, for --dump
+};
+
+// `workloads[i]` and `configs[i]` belong to `partition.groups[i]`. Same inputs
+// give the same bytes.
+absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& partition,
+                                          const std::vector<Workload>& workloads,
+                                          const std::vector<ScheduleConfig>& configs,
+                                          const PackageOptions& options);
+
+}  // namespace kiln

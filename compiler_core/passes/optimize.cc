@@ -1,0 +1,49 @@
+// The default optimisation pipeline and its fixed-point driver.
+#include "compiler_core/passes/optimize.h"
+
+#include <memory>
+
+#include "compiler_core/passes/algebraic_simplification.h"
+#include "compiler_core/passes/batchnorm_folding.h"
+#include "compiler_core/passes/common_subexpression_elimination.h"
+#include "compiler_core/passes/constant_folding.h"
+#include "compiler_core/passes/dead_code_elimination.h"
+#include "compiler_core/passes/gelu_recognition.h"
+#include "compiler_core/passes/hardswish_recognition.h"
+#include "compiler_core/passes/layer_norm_recognition.h"
+#include "compiler_core/passes/softmax_recognition.h"
+
+namespace kiln {
+
+PassPipeline DefaultOptimizationPipeline() {
+  PassPipeline p("default_optimization");
+  p.Add(std::make_unique<ConstantFolding>())
+      .Add(std::make_unique<AlgebraicSimplification>())
+      .Add(std::make_unique<DeadCodeElimination>())
+      .Add(std::make_unique<BatchNormFolding>())
+      .Add(std::make_unique<HardSwishRecognition>())
+      .Add(std::make_unique<GeluRecognition>())
+      .Add(std::make_unique<LayerNormRecognition>())
+      .Add(std::make_unique<SoftmaxRecognition>())
+      .Add(std::make_unique<CommonSubexpressionElimination>())
+      .Add(std::make_unique<DeadCodeElimination>());
+  return p;
+}
+
+absl::StatusOr<std::vector<PassRecord>> OptimizeGraph(Graph& graph, const PassPipelineOptions& options) {
+  const PassPipeline pipeline = DefaultOptimizationPipeline();
+  std::vector<PassRecord> all;
+  for (int round = 0; round < kMaxOptimizationRounds; ++round) {
+    absl::StatusOr<std::vector<PassRecord>> records = pipeline.Run(graph, options);
+    if (!records.ok()) return records.status();
+    bool changed = false;
+    for (PassRecord& r : *records) {
+      changed = changed || r.changed;
+      all.push_back(std::move(r));
+    }
+    if (!changed) break;
+  }
+  return all;
+}
+
+}  // namespace kiln

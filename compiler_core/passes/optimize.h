@@ -1,0 +1,27 @@
+// The default graph optimisation: the ordered list of graph passes the compile
+// pipeline runs after import and shape inference, and a driver that repeats it
+// until nothing changes.
+#pragma once
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/ir/graph.h"
+#include "compiler_core/passes/pass_pipeline.h"
+
+namespace kiln {
+
+// constant_folding, algebraic_simplification, dce, batchnorm_folding, the
+// composite recognitions (hardswish, gelu, layer_norm, softmax), cse, dce.
+PassPipeline DefaultOptimizationPipeline();
+
+// Most rounds OptimizeGraph runs the pipeline.
+inline constexpr int kMaxOptimizationRounds = 4;
+
+// Runs DefaultOptimizationPipeline() on `graph` until a round changes nothing
+// (at most kMaxOptimizationRounds rounds). `graph` must be shape-inferred.
+// Returns the record of every pass run, in order. A pass error (the pass name
+// prefixed) or a verifier failure after a pass (INTERNAL) is returned as is.
+absl::StatusOr<std::vector<PassRecord>> OptimizeGraph(Graph& graph, const PassPipelineOptions& options);
+
+}  // namespace kiln

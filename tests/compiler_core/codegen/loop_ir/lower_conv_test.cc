@@ -1,0 +1,385 @@
+// Conv workloads on loop IR (compiler_core/codegen/loop_ir/lower_conv.h): every shape
+// family, JIT-compiled at several schedule points, against the reference
+// interpreter at rtol 1e-4 / atol 1e-5.
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/codegen/jit.h"
+#include "compiler_core/codegen/loop_ir/loop_ir.h"
+#include "compiler_core/codegen/loop_ir/lower.h"
+#include "compiler_core/codegen/loop_ir/lower_conv.h"
+#include "compiler_core/codegen/schedule_space.h"
+#include "compiler_core/frontend/shape_inference.h"
+#include "compiler_core/codegen/target.h"
+#include "gtest/gtest.h"
+#include "tests/compiler_core/codegen/loop_ir/lowering_testing.h"
+
+namespace kiln {
+namespace {
+
+using namespace loop_ir_testing;  // NOLINT: test helpers
+
+// Every point of the pointwise variant (pw=1) in the space.
+std::vector<ScheduleConfig> PointwisePoints(const Graph& g, const CpuTarget& target) {
+  std::vector<ScheduleConfig> out;
+  for (const ScheduleConfig& c : EnumerateSchedules(g, target)) {
+    if (c.Get("pw", 0) == 1) out.push_back(c);
+  }
+  return out;
+}
+
+// Inputs: in0 the data in [-1, 1], the rest (weights, bias, residuals) in
+// [-0.5, 0.5]; tasks run in three uneven ranges. `configs` defaults to Points.
+void CheckConv(const Graph& g, std::vector<ScheduleConfig> configs = {}) {
+  CpuTarget target = CpuTarget::Host();
+  ASSERT_EQ(WorkloadKind(g), "conv") << g.ToText();
+  ASSERT_TRUE(CanCompile(g));
+  if (configs.empty()) configs = Points(g, target);
+  ASSERT_FALSE(configs.empty());
+  CheckConfigsAgainstInterpreter(g, configs, target);
+}
+
+Attrs ConvAttrs(Ints kernel, Ints strides, Ints pads, Ints dilations, int64_t group = 1) {
+  return {{"kernel_shape", kernel}, {"strides", strides}, {"pads", pads}, {"dilations", dilations},
+          {"group", group}};
+}
+
+// Conv(x[1,c,h,w], w[k,c/g,kh,kw], bias[k]) alone.
+std::unique_ptr<Graph> Conv2d(Ints x, int64_t k, Ints kernel, Ints strides, Ints pads, Ints dil, int64_t group,
+                              bool bias = true) {
+  Builder b;
+  Value* in = b.Input(x);
+  Value* w = b.Input({k, x[1] / group, kernel[0], kernel[1]});
+  std::vector<Value*> ins = {in, w};
+  if (bias) ins.push_back(b.Input({k}));
+  Value* y = b.Op("Conv", ins, ConvAttrs(kernel, strides, pads, dil, group));
+  return b.Finish({y});
+}
+
+TEST(ConvLoweringTest, ThreeByThreeStrideOnePadOne) {
+  CheckConv(*Conv2d({1, 8, 12, 20}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1));
+}
+
+TEST(ConvLoweringTest, ThreeByThreeStrideTwo) {
+  CheckConv(*Conv2d({2, 3, 17, 19}, 8, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1));
+}
+
+TEST(ConvLoweringTest, PointwiseNoBias) {
+  CheckConv(*Conv2d({1, 16, 7, 9}, 24, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, /*bias=*/false));
+}
+
+TEST(ConvLoweringTest, Depthwise) {
+  CheckConv(*Conv2d({1, 12, 10, 18}, 12, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 12));
+}
+
+TEST(ConvLoweringTest, DepthwiseStrideTwoMultiplier) {
+  CheckConv(*Conv2d({1, 4, 11, 11}, 8, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 4));
+}
+
+TEST(ConvLoweringTest, Dilation) {
+  CheckConv(*Conv2d({1, 4, 13, 15}, 6, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 1));
+}
+
+TEST(ConvLoweringTest, TwoGroups) {
+  CheckConv(*Conv2d({1, 8, 9, 9}, 6, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2));
+}
+
+TEST(ConvLoweringTest, OddSizesAsymmetricPads) {
+  CheckConv(*Conv2d({1, 5, 7, 23}, 7, {5, 3}, {2, 3}, {2, 0, 1, 2}, {1, 1}, 1));
+}
+
+TEST(ConvLoweringTest, SevenBySevenStrideTwoLikeResNetStem) {
+  CheckConv(*Conv2d({1, 3, 32, 32}, 16, {7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1));
+}
+
+TEST(ConvLoweringTest, AutoPadSameUpper) {
+  Builder b;
+  Value* x = b.Input({1, 4, 9, 10});
+  Value* w = b.Input({8, 4, 3, 3});
+  Value* y = b.Op("Conv", {x, w}, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2, 2}}});
+  CheckConv(*b.Finish({y}));
+}
+
+TEST(ConvLoweringTest, OneDimensional) {
+  Builder b;
+  Value* x = b.Input({2, 6, 31});
+  Value* w = b.Input({10, 6, 5});
+  Value* bias = b.Input({10});
+  Value* y = b.Op("Conv", {x, w, bias},
+                  {{"kernel_shape", Ints{5}}, {"strides", Ints{2}}, {"pads", Ints{2, 1}}, {"dilations", Ints{1}}});
+  CheckConv(*b.Finish({y}));
+}
+
+TEST(ConvLoweringTest, EpilogueBiasRelu) {
+  Builder b;
+  Value* x = b.Input({1, 8, 14, 14});
+  Value* w = b.Input({16, 8, 3, 3});
+  Value* bias = b.Input({16});
+  Value* c = b.Op("Conv", {x, w, bias}, ConvAttrs({3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}));
+  CheckConv(*b.Finish({b.Op("Relu", {c})}));
+}
+
+TEST(ConvLoweringTest, EpilogueClipAndHardSwish) {
+  Builder b;
+  Value* x = b.Input({1, 6, 9, 11});
+  Value* w = b.Input({12, 6, 3, 3});
+  Value* c = b.Op("Conv", {x, w}, ConvAttrs({3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}));
+  Value* clip = b.Op("Clip", {c}, {{"min", 0.0f}, {"max", 0.3f}});
+  Value* hs = b.Op("HardSwish", {c});
+  CheckConv(*b.Finish({clip, hs}));
+}
+
+TEST(ConvLoweringTest, EpilogueResidualAddReluAndChannelScale) {
+  Builder b;
+  Value* x = b.Input({1, 8, 10, 10});
+  Value* w = b.Input({8, 8, 3, 3});
+  Value* bias = b.Input({8});
+  Value* residual = b.Input({1, 8, 10, 10});
+  Value* scale = b.Input({8, 1, 1});
+  Value* c = b.Op("Conv", {x, w, bias}, ConvAttrs({3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}));
+  Value* s = b.Op("Mul", {c, scale});
+  Value* y = b.Op("Relu", {b.Op("Add", {s, residual})});
+  CheckConv(*b.Finish({y}));
+}
+
+TEST(ConvLoweringTest, ConvValueAlsoAnOutput) {
+  Builder b;
+  Value* x = b.Input({1, 4, 6, 6});
+  Value* w = b.Input({4, 4, 1, 1});
+  Value* c = b.Op("Conv", {x, w}, ConvAttrs({1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}));
+  CheckConv(*b.Finish({b.Op("Relu", {c}), c}));
+}
+
+TEST(ConvLoweringTest, SpaceAndValidation) {
+  auto g = Conv2d({1, 64, 56, 56}, 64, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  CpuTarget target = CpuTarget::Host();
+  std::vector<ScheduleConfig> space = EnumerateSchedules(*g, target);
+  EXPECT_GE(space.size(), 4u);
+  ScheduleConfig def = DefaultSchedule(*g, target);
+  EXPECT_NE(std::find(space.begin(), space.end(), def), space.end()) << def.ToString();
+  for (const ScheduleConfig& c : space) EXPECT_TRUE(ValidateSchedule(*g, c, target).ok()) << c.ToString();
+  ScheduleConfig bad = def;
+  bad.Set("kb", 3);  // does not divide 64
+  EXPECT_EQ(ValidateSchedule(*g, bad, target).code(), absl::StatusCode::kInvalidArgument);
+  bad = def;
+  bad.Set("mr", 4);
+  EXPECT_EQ(ValidateSchedule(*g, bad, target).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The pointwise variant (1x1, stride 1, no pads) over flattened pixels: odd
+// pixel counts leave a masked tail block; rows=2 leaves a task with one block.
+TEST(ConvLoweringTest, PointwiseVariantOddSizes) {
+  CpuTarget target = CpuTarget::Host();
+  for (const Ints& x : {Ints{2, 6, 5, 7}, Ints{1, 5, 3, 3}, Ints{1, 4, 13, 11}, Ints{1, 3, 1, 1}}) {
+    auto g = Conv2d(x, 12, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+    std::vector<ScheduleConfig> pw = PointwisePoints(*g, target);
+    ASSERT_FALSE(pw.empty());
+    EXPECT_EQ(DefaultSchedule(*g, target).Get("pw", 0), 1);
+    CheckConv(*g, pw);
+  }
+  auto grouped = Conv2d({1, 6, 9, 9}, 4, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, /*bias=*/false);
+  CheckConv(*grouped, PointwisePoints(*grouped, target));
+}
+
+TEST(ConvLoweringTest, PointwiseVariantOneDimensionalAndEpilogues) {
+  CpuTarget target = CpuTarget::Host();
+  {
+    Builder b;
+    Value* x = b.Input({2, 5, 37});
+    Value* w = b.Input({8, 5, 1});
+    Value* y = b.Op("Conv", {x, w}, {});
+    auto g = b.Finish({b.Op("Relu", {y})});
+    CheckConv(*g, PointwisePoints(*g, target));
+  }
+  // Residual of the full shape (flat spatial index), then a residual that
+  // broadcasts along H only (row/column index).
+  for (const Ints& r : {Ints{1, 8, 5, 9}, Ints{1, 1, 1, 9}, Ints{8, 1, 1}}) {
+    Builder b;
+    Value* x = b.Input({1, 6, 5, 9});
+    Value* w = b.Input({8, 6, 1, 1});
+    Value* bias = b.Input({8});
+    Value* res = b.Input(r);
+    Value* y = b.Op("Conv", {x, w, bias}, {});
+    auto g = b.Finish({b.Op("Relu", {b.Op("Add", {y, res})})});
+    CheckConv(*g, PointwisePoints(*g, target));
+  }
+  // Not pointwise: the variant does not apply.
+  auto g = Conv2d({1, 8, 12, 20}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  EXPECT_TRUE(PointwisePoints(*g, target).empty());
+  ScheduleConfig bad = DefaultSchedule(*g, target);
+  bad.Set("pw", 1);
+  EXPECT_EQ(ValidateSchedule(*g, bad, target).code(), absl::StatusCode::kInvalidArgument);
+  auto strided = Conv2d({1, 8, 12, 20}, 16, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1);
+  EXPECT_TRUE(PointwisePoints(*strided, target).empty());
+}
+
+TEST(ConvLoweringTest, ThreeDimensional) {
+  for (int64_t group : {1, 2}) {
+    Builder b;
+    Value* x = b.Input({2, 4, 5, 6, 7});
+    Value* w = b.Input({6, 4 / group, 3, 2, 3});
+    Value* bias = b.Input({6});
+    Value* y = b.Op("Conv", {x, w, bias},
+                    {{"pads", Ints{1, 0, 1, 1, 1, 0}}, {"strides", Ints{2, 1, 2}}, {"dilations", Ints{1, 2, 1}},
+                     {"group", group}});
+    CheckConv(*b.Finish({b.Op("Relu", {y})}));
+  }
+  // 1x1x1 (not the pointwise variant in 3-D) and SAME_UPPER.
+  Builder b;
+  Value* x = b.Input({1, 3, 3, 4, 5});
+  Value* w = b.Input({5, 3, 1, 1, 1});
+  Value* y = b.Op("Conv", {x, w}, {});
+  CheckConv(*b.Finish({y}));
+  Builder b2;
+  Value* x2 = b2.Input({1, 2, 5, 5, 5});
+  Value* w2 = b2.Input({3, 2, 3, 3, 3});
+  Value* y2 = b2.Op("Conv", {x2, w2}, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2, 2, 2}}});
+  auto g = b2.Finish({y2});
+  CheckConv(*g);
+  auto f = loop_ir::ConvLowering().lower(*g, DefaultSchedule(*g, CpuTarget::Host()), CpuTarget::Host());
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE(loop_ir::Verify(*f).ok());
+  EXPECT_NE(loop_ir::Print(*f).find("for (kd_, 0, 3)"), std::string::npos) << loop_ir::Print(*f);
+}
+
+TEST(ConvLoweringTest, RefusesWhatItDoesNotLower) {
+  // Weights computed inside the workload.
+  Builder b;
+  Value* x = b.Input({1, 2, 4, 4});
+  Value* w = b.Op("Relu", {b.Input({2, 2, 3, 3})});
+  Value* y = b.Op("Conv", {x, w}, {{"pads", Ints{1, 1, 1, 1}}});
+  auto g = b.Finish({y});
+  EXPECT_FALSE(loop_ir::ConvLowering().match(*g).ok());
+}
+
+// ---- ConvTranspose -------------------------------------------------------------
+
+// ConvTranspose(x, w[c, m/group, k...], bias[m]) with `attrs`, then `epilogue`
+// (a unary op) when given.
+std::unique_ptr<Graph> ConvT(Ints x, int64_t m_per_group, Ints kernel, Attrs attrs, int64_t group = 1,
+                             bool bias = true, const std::string& epilogue = "") {
+  Builder b;
+  Value* in = b.Input(x);
+  Ints wd = {x[1], m_per_group};
+  wd.insert(wd.end(), kernel.begin(), kernel.end());
+  std::vector<Value*> ins = {in, b.Input(wd)};
+  if (bias) ins.push_back(b.Input({m_per_group * group}));
+  attrs["group"] = group;
+  Value* y = b.Op("ConvTranspose", ins, std::move(attrs));
+  if (!epilogue.empty()) y = b.Op(epilogue, {y});
+  return b.Finish({y});
+}
+
+void CheckConvT(const Graph& g) {
+  CpuTarget target = CpuTarget::Host();
+  ASSERT_EQ(WorkloadKind(g), "conv_transpose") << g.ToText();
+  ASSERT_TRUE(CanCompile(g));
+  std::vector<ScheduleConfig> configs = Points(g, target);
+  ASSERT_FALSE(configs.empty());
+  CheckConfigsAgainstInterpreter(g, configs, target);
+}
+
+// Random points of the space (beyond Points' spread), fixed seed.
+void CheckConvTRandom(const Graph& g, int count, uint32_t seed) {
+  CpuTarget target = CpuTarget::Host();
+  std::vector<ScheduleConfig> space = EnumerateSchedules(g, target);
+  ASSERT_FALSE(space.empty());
+  std::mt19937 rng(seed);
+  std::vector<ScheduleConfig> pick;
+  for (int i = 0; i < count; ++i) pick.push_back(space[rng() % space.size()]);
+  CheckConfigsAgainstInterpreter(g, pick, target);
+}
+
+TEST(ConvTransposeLoweringTest, FourByFourStrideTwoPadOneLikeDcgan) {
+  CheckConvT(*ConvT({1, 8, 7, 9}, 6, {4, 4}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}));
+}
+
+TEST(ConvTransposeLoweringTest, StrideOneNoPadNoBias) {
+  CheckConvT(*ConvT({2, 3, 5, 3}, 5, {3, 3}, {}, 1, /*bias=*/false));
+}
+
+TEST(ConvTransposeLoweringTest, StrideThreeOutputPaddingDilationAsymmetricPads) {
+  CheckConvT(*ConvT({1, 3, 5, 6}, 4, {3, 2},
+                    {{"strides", Ints{3, 2}}, {"pads", Ints{1, 0, 2, 1}}, {"dilations", Ints{2, 3}},
+                     {"output_padding", Ints{1, 1}}}));
+}
+
+TEST(ConvTransposeLoweringTest, GroupsAndDepthwise) {
+  CheckConvT(*ConvT({1, 6, 5, 5}, 2, {3, 3}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}, 3));
+  CheckConvT(*ConvT({1, 4, 3, 7}, 1, {2, 2}, {{"strides", Ints{2, 2}}}, 4));
+}
+
+TEST(ConvTransposeLoweringTest, AutoPadAndOutputShape) {
+  CheckConvT(*ConvT({1, 2, 5, 7}, 3, {3, 3}, {{"strides", Ints{2, 2}}, {"auto_pad", std::string("SAME_UPPER")}}));
+  CheckConvT(*ConvT({1, 2, 4, 3}, 3, {3, 3}, {{"strides", Ints{2, 3}}, {"auto_pad", std::string("SAME_LOWER")}}));
+  CheckConvT(*ConvT({1, 1, 3, 3}, 2, {3, 3}, {{"strides", Ints{3, 2}}, {"output_shape", Ints{10, 8}}}));
+  // output_shape larger than the full extent: the extra columns hold the bias.
+  CheckConvT(*ConvT({1, 2, 3, 3}, 2, {2, 2}, {{"strides", Ints{2, 2}}, {"output_shape", Ints{9, 11}}}));
+}
+
+TEST(ConvTransposeLoweringTest, OneDimensionalAndEpilogue) {
+  CheckConvT(*ConvT({2, 5, 13}, 3, {5}, {{"strides", Ints{3}}, {"pads", Ints{2, 1}}}, 1, true, "Relu"));
+  CheckConvT(*ConvT({1, 2, 1}, 3, {1}, {}));
+}
+
+TEST(ConvTransposeLoweringTest, ThreeDimensional) {
+  CheckConvT(*ConvT({1, 3, 3, 4, 5}, 2, {3, 2, 3},
+                    {{"strides", Ints{2, 1, 2}}, {"pads", Ints{1, 0, 1, 0, 1, 1}}, {"dilations", Ints{1, 2, 1}}}));
+  CheckConvT(*ConvT({1, 2, 2, 3, 3}, 2, {2, 2, 2}, {{"strides", Ints{3, 2, 2}}}, 2, false));
+}
+
+TEST(ConvTransposeLoweringTest, RandomPointsOnOddSizes) {
+  uint32_t seed = 11;
+  for (const Ints& x : {Ints{1, 1, 1, 1}, Ints{1, 3, 2, 5}, Ints{2, 5, 7, 3}, Ints{1, 7, 11, 13}}) {
+    for (int64_t s : {1, 2, 3}) {
+      SCOPED_TRACE(absl::StrCat("x ", x[1], "x", x[2], "x", x[3], " stride ", s));
+      auto g = ConvT(x, 7, {3, 4}, {{"strides", Ints{s, s}}, {"pads", Ints{1, 2, 0, 1}}});
+      CheckConvTRandom(*g, 4, seed++);
+    }
+  }
+}
+
+TEST(ConvTransposeLoweringTest, PrintVerifySpaceAndValidation) {
+  auto g = ConvT({1, 64, 28, 28}, 32, {4, 4}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
+  CpuTarget target = CpuTarget::Host();
+  const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(*g);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->kind, "conv_transpose");
+  std::vector<ScheduleConfig> space = l->enumerate(*g, target);
+  EXPECT_GE(space.size(), 4u);
+  ScheduleConfig def = l->default_schedule(*g, target);
+  EXPECT_NE(std::find(space.begin(), space.end(), def), space.end()) << def.ToString();
+  for (const ScheduleConfig& c : space) {
+    ASSERT_TRUE(l->validate(*g, c, target).ok()) << c.ToString();
+    auto f = l->lower(*g, c, target);
+    ASSERT_TRUE(f.ok()) << f.status();
+    EXPECT_TRUE(loop_ir::Verify(*f).ok()) << c.ToString() << "\n" << loop_ir::Print(*f);
+  }
+  auto f = l->lower(*g, def, target);
+  ASSERT_TRUE(f.ok());
+  std::string text = loop_ir::Print(*f);
+  // Two width phases, each with its own accumulator; the height taps are
+  // picked by a scalar test.
+  EXPECT_NE(text.find("allocate acc0"), std::string::npos) << text;
+  EXPECT_NE(text.find("allocate acc1"), std::string::npos) << text;
+  EXPECT_NE(text.find("% 2) == 0"), std::string::npos) << text;
+  ScheduleConfig bad = def;
+  bad.Set("rows", 3);  // not a multiple of the height stride
+  EXPECT_EQ(l->validate(*g, bad, target).code(), absl::StatusCode::kInvalidArgument);
+  bad = def;
+  bad.Set("pw", 1);
+  EXPECT_EQ(l->validate(*g, bad, target).code(), absl::StatusCode::kInvalidArgument);
+  bad = def;
+  bad.Set("kb", 3);
+  EXPECT_EQ(l->validate(*g, bad, target).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kiln

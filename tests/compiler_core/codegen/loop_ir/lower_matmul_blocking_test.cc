@@ -1,0 +1,188 @@
+// Cache-blocked MatMul/Gemm kernels (knobs mc, nc, kc: rows and columns per
+// task, K blocks with B packed on the stack) against plain-loop references on
+// odd shapes: K not a multiple of kc, column tails inside the last column
+// block, transposed B, batches, a fused bias + ReLU epilogue applied once;
+// the matmul space on large shapes and the packed-buffer bound.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/codegen/jit.h"
+#include "compiler_core/codegen/kernel_spec.h"
+#include "compiler_core/codegen/object_emitter.h"
+#include "compiler_core/codegen/schedule_space.h"
+#include "compiler_core/codegen/target.h"
+#include "gtest/gtest.h"
+#include "tests/compiler_core/codegen/codegen_testing.h"
+
+namespace kiln {
+namespace {
+
+using codegen_testing::MakeWorkload;
+using codegen_testing::RandomData;
+using codegen_testing::RunKernel;
+
+ScheduleConfig Config(const std::string& text) {
+  auto c = ScheduleConfig::Parse(text);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+// out[b, i, j] = sum_p A[b, i, p] * B[b', p, j] (+ bias[j], ReLU), B shared
+// across batches when b_batched is false; b_trans: B stored [N, K].
+std::vector<double> Reference(const std::vector<float>& a, const std::vector<float>& b,
+                              const std::vector<float>* bias, int64_t batches, int64_t m, int64_t n,
+                              int64_t k, bool b_batched, bool b_trans) {
+  std::vector<double> out(batches * m * n);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    const float* bb = b.data() + (b_batched ? bi * k * n : 0);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          s += static_cast<double>(a[(bi * m + i) * k + p]) * (b_trans ? bb[j * k + p] : bb[p * n + j]);
+        }
+        if (bias != nullptr) s = std::max(s + (*bias)[j], 0.0);
+        out[(bi * m + i) * n + j] = s;
+      }
+    }
+  }
+  return out;
+}
+
+void Compare(const std::vector<float>& got, const std::vector<double>& want, int64_t k) {
+  ASSERT_EQ(got.size(), want.size());
+  int bad = 0;
+  for (size_t i = 0; i < got.size() && bad < 5; ++i) {
+    double tol = 1e-5 * (4.0 * k + 1);
+    if (!(std::fabs(got[i] - want[i]) <= tol)) {
+      ADD_FAILURE() << "element " << i << ": got " << got[i] << " want " << want[i];
+      ++bad;
+    }
+  }
+}
+
+void Check(const Graph& g, std::vector<std::vector<float>> inputs, const std::vector<double>& want,
+           int64_t k, const std::vector<std::string>& configs) {
+  CpuTarget target = CpuTarget::Host();
+  for (const std::string& text : configs) {
+    SCOPED_TRACE(absl::StrCat(g.ToText(), " config ", text));
+    ScheduleConfig config = Config(text);
+    ASSERT_TRUE(ValidateSchedule(g, config, target).ok()) << ValidateSchedule(g, config, target);
+    auto kernel = JitCompile(g, config, target);
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    Compare(RunKernel(**kernel, inputs, static_cast<int64_t>(want.size())), want, k);
+  }
+}
+
+const std::vector<std::string>& BlockedConfigs() {
+  static const std::vector<std::string> configs = {
+      "kc=16,mr=6,nr=2,ku=4",           // K = 67: 4 blocks + 3
+      "kc=32,mc=40,mr=4,nr=3,ku=4",     // rows per task not a multiple of 32
+      "kc=67,mr=8,nr=2,ku=1",           // one block, exactly K
+      "kc=100,nc=32,mr=6,nr=1,ku=4",    // one block longer than K; 2-vector column blocks
+      "kc=5,nc=40,mc=7,mr=2,nr=1,ku=4", // nc rounded up to a panel, tiny blocks
+      "kc=64,nc=64,mr=1,nr=4,ku=4",
+      "nc=48,mr=6,nr=3,ku=4",           // column blocks without K blocking
+      "mc=9,nc=16,mr=4,nr=1,ku=1",
+      "kc=0,mc=0,nc=0,mr=6,nr=2,ku=4",  // explicit zeros: today's kernel
+  };
+  return configs;
+}
+
+TEST(MatMulBlocking, OddShapesEveryKnob) {
+  int64_t m = 71, n = 101, k = 67;
+  std::vector<std::vector<float>> in = {RandomData(m * k, 11), RandomData(k * n, 12)};
+  auto g = MakeWorkload("MatMul", {{m, k}, {k, n}}, {m, n});
+  Check(*g, in, Reference(in[0], in[1], nullptr, 1, m, n, k, false, false), k, BlockedConfigs());
+}
+
+TEST(MatMulBlocking, BatchedAndBroadcastB) {
+  int64_t m = 13, n = 37, k = 45;
+  std::vector<std::vector<float>> in = {RandomData(3 * m * k, 13), RandomData(3 * k * n, 14)};
+  auto g = MakeWorkload("MatMul", {{3, m, k}, {3, k, n}}, {3, m, n});
+  Check(*g, in, Reference(in[0], in[1], nullptr, 3, m, n, k, true, false), k, BlockedConfigs());
+  std::vector<std::vector<float>> in2 = {in[0], RandomData(k * n, 15)};
+  auto g2 = MakeWorkload("MatMul", {{3, m, k}, {k, n}}, {3, m, n});
+  Check(*g2, in2, Reference(in2[0], in2[1], nullptr, 3, m, n, k, false, false), k,
+        {"kc=16,nc=32,mr=4,nr=2,ku=4", "kc=44,mc=8,mr=8,nr=1,ku=1"});
+}
+
+TEST(MatMulBlocking, GemmTransposedB) {
+  int64_t m = 23, n = 53, k = 41;
+  std::vector<std::vector<float>> in = {RandomData(m * k, 16), RandomData(n * k, 17)};
+  auto g = MakeWorkload("Gemm", {{m, k}, {n, k}}, {m, n}, {{"transB", int64_t{1}}});
+  Check(*g, in, Reference(in[0], in[1], nullptr, 1, m, n, k, false, true), k,
+        {"kc=16,mr=6,nr=2,ku=4", "kc=40,nc=16,mr=4,nr=1,ku=1", "kc=7,nc=64,mc=10,mr=2,nr=4,ku=4"});
+}
+
+// Relu(MatMul(A, B) + bias): the epilogue must run once, after the last K
+// block (a ReLU on partial sums would be wrong).
+TEST(MatMulBlocking, FusedBiasReluAfterLastBlock) {
+  int64_t m = 37, n = 70, k = 90;
+  auto g = std::make_unique<Graph>();
+  auto* a = *g->AddInput("a", TensorType::Static(DType::kFloat32, {m, k}));
+  auto* b = *g->AddInput("b", TensorType::Static(DType::kFloat32, {k, n}));
+  auto* bias = *g->AddInput("bias", TensorType::Static(DType::kFloat32, {n}));
+  auto* t0 = *g->AddValue("t0", TensorType::Static(DType::kFloat32, {m, n}));
+  auto* t1 = *g->AddValue("t1", TensorType::Static(DType::kFloat32, {m, n}));
+  auto* y = *g->AddValue("y", TensorType::Static(DType::kFloat32, {m, n}));
+  ASSERT_TRUE(g->AddNode("MatMul", "mm", {a, b}, {t0}).ok());
+  ASSERT_TRUE(g->AddNode("Add", "add", {t0, bias}, {t1}).ok());
+  ASSERT_TRUE(g->AddNode("Relu", "relu", {t1}, {y}).ok());
+  g->AddOutput(y);
+  ASSERT_TRUE(CanCompile(*g));
+  std::vector<std::vector<float>> in = {RandomData(m * k, 18), RandomData(k * n, 19), RandomData(n, 20)};
+  Check(*g, in, Reference(in[0], in[1], &in[2], 1, m, n, k, false, false), k, BlockedConfigs());
+}
+
+TEST(MatMulBlocking, EmptyK) {
+  std::vector<std::vector<float>> in = {RandomData(0, 1), RandomData(0, 2)};
+  auto g = MakeWorkload("MatMul", {{5, 0}, {0, 19}}, {5, 19});
+  Check(*g, in, std::vector<double>(5 * 19, 0.0), 0, {"kc=16,mr=4,nr=1,ku=4", "kc=8,nc=16,mr=1,nr=1,ku=1"});
+}
+
+TEST(MatMulBlocking, SpaceOnLargeShapesAndBufferBound) {
+  CpuTarget target = CpuTarget::Host();
+  auto big = MakeWorkload("MatMul", {{512, 768}, {768, 3072}}, {512, 3072});
+  auto gemv = MakeWorkload("MatMul", {{1, 1280}, {1280, 1000}}, {1, 1000});
+  for (const Graph* g : {big.get(), gemv.get()}) {
+    std::vector<ScheduleConfig> space = EnumerateSchedules(*g, target);
+    bool blocked = false;
+    for (const ScheduleConfig& c : space) {
+      EXPECT_TRUE(ValidateSchedule(*g, c, target).ok()) << c.ToString();
+      blocked |= c.Get("kc", 0) > 0 || c.Get("nc", 0) > 0;
+    }
+    EXPECT_TRUE(blocked);
+    ScheduleConfig d = DefaultSchedule(*g, target);
+    EXPECT_NE(std::find(space.begin(), space.end(), d), space.end()) << d.ToString();
+    // Column blocks give a GEMV at least two tasks; row and column blocks a big GEMM many.
+    auto spec = AnalyzeWorkload(*g);
+    ASSERT_TRUE(spec.ok());
+    EXPECT_GE(TileMatMul(spec->matmul, d, target).num_tasks, 2) << d.ToString();
+  }
+  // 1024 x 1024 floats of packed B is over the bound.
+  absl::Status s = ValidateSchedule(*big, Config("kc=1024,mr=6,nr=2,ku=4,nc=1024"), target);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(ValidateSchedule(*big, Config("kc=-1"), target).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The packed buffer lives on the stack: an object with a packed kernel imports
+// nothing beyond memcpy/memset/memmove.
+TEST(MatMulBlocking, PackedKernelObjectIsSelfContained) {
+  CpuTarget target = CpuTarget::Host();
+  auto g = MakeWorkload("MatMul", {{200, 700}, {700, 900}}, {200, 900});
+  auto obj = CompileToObject({{g.get(), Config("kc=256,mc=128,mr=6,nc=256,nr=2,ku=4"), "mm_packed"}}, target);
+  ASSERT_TRUE(obj.ok()) << obj.status();
+  ASSERT_EQ(obj->kernels.size(), 1u);
+  EXPECT_EQ(obj->kernels[0].num_tasks, 2 * 4);  // 2 row blocks x 4 column blocks
+  for (const std::string& name : codegen_testing::UndefinedSymbols(obj->elf)) {
+    EXPECT_TRUE(name == "memcpy" || name == "memset" || name == "memmove") << name;
+  }
+}
+
+}  // namespace
+}  // namespace kiln

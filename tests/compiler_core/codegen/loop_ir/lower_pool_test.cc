@@ -1,0 +1,169 @@
+// Pool workloads on loop IR (compiler_core/codegen/loop_ir/lower_pool.h): MaxPool and
+// AveragePool shape families, JIT-compiled at several schedule points, against
+// the reference interpreter at rtol 1e-4 / atol 1e-5.
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/codegen/jit.h"
+#include "compiler_core/codegen/loop_ir/loop_ir.h"
+#include "compiler_core/codegen/loop_ir/lower_pool.h"
+#include "compiler_core/codegen/schedule_space.h"
+#include "compiler_core/frontend/shape_inference.h"
+#include "compiler_core/codegen/target.h"
+#include "gtest/gtest.h"
+#include "tests/compiler_core/codegen/loop_ir/lowering_testing.h"
+
+namespace kiln {
+namespace {
+
+using namespace loop_ir_testing;  // NOLINT: test helpers
+
+// Inputs: in0 the data in [-1, 1], the rest (epilogue operands) in
+// [-0.5, 0.5]; tasks run in three uneven ranges.
+void CheckPool(const Graph& g) {
+  CpuTarget target = CpuTarget::Host();
+  ASSERT_EQ(WorkloadKind(g), "pool") << g.ToText();
+  ASSERT_TRUE(CanCompile(g));
+  std::vector<ScheduleConfig> configs = Points(g, target);
+  ASSERT_FALSE(configs.empty());
+  CheckConfigsAgainstInterpreter(g, configs, target);
+}
+
+// pool(x) with the given attributes.
+std::unique_ptr<Graph> Pool(const std::string& op, Ints x, Attrs attrs) {
+  Builder b;
+  Value* in = b.Input(x);
+  return b.Finish({b.Op(op, {in}, std::move(attrs))});
+}
+
+TEST(PoolLoweringTest, MaxPool3x3Stride2Pad1LikeResNet) {
+  CheckPool(*Pool("MaxPool", {1, 8, 20, 20},
+                  {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}));
+}
+
+TEST(PoolLoweringTest, MaxPool2x2NoPadOddSizes) {
+  CheckPool(*Pool("MaxPool", {2, 3, 9, 13}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}}));
+}
+
+TEST(PoolLoweringTest, MaxPoolCeilModeAndDilation) {
+  CheckPool(*Pool("MaxPool", {1, 4, 11, 12},
+                  {{"kernel_shape", Ints{3, 2}}, {"strides", Ints{2, 3}}, {"dilations", Ints{2, 1}},
+                   {"ceil_mode", int64_t{1}}, {"pads", Ints{1, 0, 1, 1}}}));
+}
+
+TEST(PoolLoweringTest, AveragePoolExcludePad) {
+  CheckPool(*Pool("AveragePool", {1, 5, 10, 17},
+                  {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{1, 1}}, {"pads", Ints{1, 1, 1, 1}}}));
+}
+
+TEST(PoolLoweringTest, AveragePoolIncludePadCeilMode) {
+  CheckPool(*Pool("AveragePool", {1, 3, 9, 10},
+                  {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}},
+                   {"ceil_mode", int64_t{1}}, {"count_include_pad", int64_t{1}}}));
+}
+
+TEST(PoolLoweringTest, AveragePoolAutoPadSameLower) {
+  CheckPool(*Pool("AveragePool", {1, 2, 7, 8},
+                  {{"kernel_shape", Ints{2, 3}}, {"strides", Ints{2, 2}}, {"auto_pad", std::string("SAME_LOWER")}}));
+}
+
+TEST(PoolLoweringTest, OneDimensionalMaxPool) {
+  CheckPool(*Pool("MaxPool", {2, 3, 29}, {{"kernel_shape", Ints{3}}, {"strides", Ints{2}}, {"pads", Ints{1, 1}}}));
+}
+
+TEST(PoolLoweringTest, MaxPoolWithReluEpilogue) {
+  Builder b;
+  Value* x = b.Input({1, 6, 12, 12});
+  Value* p = b.Op("MaxPool", {x}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
+  CheckPool(*b.Finish({b.Op("Relu", {p})}));
+}
+
+TEST(PoolLoweringTest, SpaceAndValidation) {
+  auto g = Pool("MaxPool", {1, 64, 112, 112},
+                {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
+  CpuTarget target = CpuTarget::Host();
+  std::vector<ScheduleConfig> space = EnumerateSchedules(*g, target);
+  EXPECT_GE(space.size(), 2u);
+  for (const ScheduleConfig& c : space) EXPECT_TRUE(ValidateSchedule(*g, c, target).ok()) << c.ToString();
+  ScheduleConfig bad;
+  bad.Set("kb", 4);
+  EXPECT_EQ(ValidateSchedule(*g, bad, target).code(), absl::StatusCode::kInvalidArgument);
+  bad = ScheduleConfig();
+  bad.Set("vw", 3);
+  EXPECT_EQ(ValidateSchedule(*g, bad, target).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(PoolLoweringTest, ThreeDimensionalPools) {
+  CheckPool(*Pool("MaxPool", {1, 3, 5, 6, 7}, {{"kernel_shape", Ints{2, 2, 2}}}));
+  CheckPool(*Pool("MaxPool", {2, 2, 7, 5, 9},
+                  {{"kernel_shape", Ints{3, 2, 3}}, {"strides", Ints{2, 1, 2}}, {"pads", Ints{1, 0, 1, 1, 1, 0}},
+                   {"dilations", Ints{1, 2, 1}}, {"ceil_mode", int64_t{1}}}));
+  CheckPool(*Pool("AveragePool", {1, 3, 5, 6, 7},
+                  {{"kernel_shape", Ints{3, 3, 2}}, {"strides", Ints{2, 2, 1}}, {"pads", Ints{1, 1, 0, 1, 1, 1}}}));
+  CheckPool(*Pool("AveragePool", {1, 2, 4, 5, 3},
+                  {{"kernel_shape", Ints{2, 3, 2}}, {"strides", Ints{2, 2, 2}}, {"pads", Ints{1, 1, 1, 1, 1, 1}},
+                   {"count_include_pad", int64_t{1}}, {"ceil_mode", int64_t{1}}}));
+  auto g = Pool("MaxPool", {1, 2, 4, 4, 4}, {{"kernel_shape", Ints{2, 2, 2}}});
+  auto f = loop_ir::PoolLowering().lower(*g, DefaultSchedule(*g, CpuTarget::Host()), CpuTarget::Host());
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE(loop_ir::Verify(*f).ok());
+  EXPECT_NE(loop_ir::Print(*f).find("for (kd_, 0, 2)"), std::string::npos) << loop_ir::Print(*f);
+}
+
+// MaxPool(x) -> (Y, Indices) at every point of the space: values and flat
+// argmax positions (row-major, or column-major with storage_order=1) equal the
+// interpreter's.
+void CheckMaxPoolWithIndices(const Ints& x, Attrs attrs) {
+  auto g = std::make_unique<Graph>();
+  g->set_opset_version(17);
+  Value* in = *g->AddInput("in0", TensorType::Static(DType::kFloat32, x));
+  Value* y = *g->AddValue("y");
+  Value* ind = *g->AddValue("ind");
+  ASSERT_TRUE(g->AddNode("MaxPool", "n0", {in}, {y, ind}, std::move(attrs)).ok());
+  g->AddOutput(y);
+  g->AddOutput(ind);
+  ASSERT_TRUE(InferShapes(*g).ok());
+  CpuTarget target = CpuTarget::Host();
+  ASSERT_EQ(WorkloadKind(*g), "pool") << g->ToText();
+  std::vector<float> data = Random(Product(x), 3, -1.0f, 1.0f);
+  std::map<std::string, Tensor> feeds;
+  feeds.emplace("in0", Tensor::FromVector(DType::kFloat32, x, data));
+  auto ref = Evaluate(*g, feeds);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  const Tensor& want_y = ref->at("y");
+  const Tensor& want_i = ref->at("ind");
+  for (const ScheduleConfig& c : EnumerateSchedules(*g, target)) {
+    SCOPED_TRACE(c.ToString());
+    auto kernel = JitCompile(*g, c, target);
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    std::vector<float> got_y(want_y.num_elements(), std::numeric_limits<float>::quiet_NaN());
+    std::vector<int64_t> got_i(want_i.num_elements(), -7);
+    std::vector<void*> args = {data.data(), got_y.data(), got_i.data()};
+    (*kernel)->Run(args.data(), 0, (*kernel)->num_tasks());
+    for (size_t i = 0; i < got_y.size(); ++i) {
+      ASSERT_EQ(got_y[i], want_y.data<float>()[i]) << "element " << i;
+      ASSERT_EQ(got_i[i], want_i.data<int64_t>()[i]) << "element " << i;
+    }
+  }
+}
+
+TEST(PoolLoweringTest, MaxPoolWithIndices) {
+  CheckMaxPoolWithIndices({1, 1, 5, 5}, {{"kernel_shape", Ints{5, 5}}, {"pads", Ints{2, 2, 2, 2}}});
+  CheckMaxPoolWithIndices({2, 3, 7, 11}, {{"kernel_shape", Ints{2, 3}}, {"strides", Ints{2, 2}},
+                                          {"storage_order", int64_t{1}}});
+  CheckMaxPoolWithIndices({1, 2, 9, 13}, {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 1}},
+                                          {"pads", Ints{1, 1, 1, 1}}, {"dilations", Ints{1, 2}},
+                                          {"ceil_mode", int64_t{1}}});
+  CheckMaxPoolWithIndices({1, 2, 3, 5, 6}, {{"kernel_shape", Ints{2, 2, 3}}, {"strides", Ints{1, 2, 2}},
+                                            {"pads", Ints{0, 1, 1, 1, 0, 1}}, {"storage_order", int64_t{1}}});
+  CheckMaxPoolWithIndices({2, 3, 17}, {{"kernel_shape", Ints{4}}, {"strides", Ints{3}}, {"pads", Ints{1, 2}}});
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,226 @@
+// Reduction lowering: multi-stage row-wise workloads (softmax, layer norm,
+// decomposed softmax, consumers after the reduction) fused per block of rows
+// and run in parallel, and softmax's exp written once; LayerNormalization's
+// Mean/InvStdDev outputs and InstanceNormalization at odd sizes; softmax on
+// -inf, large negative and NaN inputs. Checked against the reference
+// interpreter at every schedule point, tasks run in two halves.
+#include <cmath>
+#include <map>
+#include <memory>
+#include <random>
+
+#include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/codegen/jit.h"
+#include "compiler_core/codegen/loop_ir/lower.h"
+#include "compiler_core/codegen/schedule_space.h"
+#include "gtest/gtest.h"
+#include "tests/compiler_core/codegen/loop_ir/lowering_testing.h"
+
+namespace kiln {
+namespace {
+
+using Builder = loop_ir_testing::TypedBuilder;
+using loop_ir_testing::Count;
+
+// Every schedule point matches Evaluate; returns the largest task count seen.
+int64_t CheckAllPoints(const Graph& g) {
+  CpuTarget target = CpuTarget::Host();
+  EXPECT_EQ(WorkloadKind(g), "reduction") << g.ToText();
+  std::map<std::string, Tensor> inputs;
+  std::vector<std::vector<float>> in_data;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-3, 3);
+  for (const Value* v : g.inputs()) {
+    std::vector<float> d(Count(v->type().StaticDims()));
+    for (auto& x : d) x = dist(rng);
+    in_data.push_back(d);
+    inputs[v->name()] = Tensor::FromVector(DType::kFloat32, v->type().StaticDims(), d);
+  }
+  auto ref = Evaluate(g, inputs);
+  EXPECT_TRUE(ref.ok()) << ref.status();
+  if (!ref.ok()) return 0;
+  int64_t max_tasks = 0;
+  for (const ScheduleConfig& c : EnumerateSchedules(g, target)) {
+    SCOPED_TRACE(c.ToString());
+    auto k = JitCompile(g, c, target);
+    EXPECT_TRUE(k.ok()) << k.status();
+    if (!k.ok()) return 0;
+    std::vector<std::vector<float>> outs;
+    std::vector<void*> args;
+    for (auto& d : in_data) args.push_back(d.data());
+    for (const Value* v : g.outputs()) outs.emplace_back(Count(v->type().StaticDims()), NAN);
+    for (auto& o : outs) args.push_back(o.data());
+    int64_t t = (*k)->num_tasks();
+    max_tasks = std::max(max_tasks, t);
+    (*k)->Run(args.data(), t / 2, t);
+    (*k)->Run(args.data(), 0, t / 2);
+    for (size_t j = 0; j < outs.size(); ++j) {
+      const Tensor& r = ref->at(g.outputs()[j]->name());
+      for (size_t i = 0; i < outs[j].size(); ++i) {
+        float want = r.data<float>()[i];
+        EXPECT_NEAR(outs[j][i], want, 1e-5 + 1e-4 * std::fabs(want)) << "output " << j << " element " << i;
+        if (std::fabs(outs[j][i] - want) > 1e-5 + 1e-4 * std::fabs(want)) return 0;
+      }
+    }
+  }
+  return max_tasks;
+}
+
+TEST(ReductionLoweringTest, SingleRowWiseOpsAtBenchLikeShapes) {
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    Builder b;
+    Value* x = b.In({37, 129});
+    b.g->AddOutput(b.Op(op, {x}, {37, 129}, {{"axis", int64_t{-1}}}));
+    EXPECT_GT(CheckAllPoints(*b.g), 1) << op;
+  }
+  Builder b;
+  Value* x = b.In({33, 2, 77});
+  Value* sc = b.In({77});
+  Value* bi = b.In({2, 77});
+  b.g->AddOutput(b.Op("LayerNormalization", {x, sc, bi}, {33, 2, 77}, {{"axis", int64_t{1}}}));
+  EXPECT_GT(CheckAllPoints(*b.g), 1);
+}
+
+TEST(ReductionLoweringTest, SoftmaxWithConsumerRunsInParallel) {
+  Builder b;
+  Value* x = b.In({37, 129});
+  Value* y = b.Op("Softmax", {x}, {37, 129}, {{"axis", int64_t{-1}}});
+  Value* z = b.Op("Mul", {y, x}, {37, 129});
+  b.g->AddOutput(z);
+  b.g->AddOutput(y);
+  EXPECT_GT(CheckAllPoints(*b.g), 1);
+}
+
+TEST(ReductionLoweringTest, LayerNormWithConsumerRunsInParallel) {
+  Builder b;
+  Value* x = b.In({64, 100});
+  Value* sc = b.In({100});
+  Value* y = b.Op("LayerNormalization", {x, sc}, {64, 100}, {{"axis", int64_t{-1}}});
+  Value* z = b.Op("Relu", {y}, {64, 100});
+  b.g->AddOutput(z);
+  EXPECT_GT(CheckAllPoints(*b.g), 1);
+}
+
+TEST(ReductionLoweringTest, DecomposedSoftmaxRunsInParallel) {
+  Builder b;
+  Value* x = b.In({45, 101});
+  Value* m = b.Op("ReduceMax", {x}, {45, 1}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{1}}});
+  Value* d = b.Op("Sub", {x, m}, {45, 101});
+  Value* e = b.Op("Exp", {d}, {45, 101});
+  Value* s = b.Op("ReduceSum", {e}, {45, 1}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{1}}});
+  Value* y = b.Op("Div", {e, s}, {45, 101});
+  b.g->AddOutput(y);
+  EXPECT_GT(CheckAllPoints(*b.g), 1);
+}
+
+TEST(ReductionLoweringTest, CrossRowConsumerStaysSerial) {
+  // The reduced result is broadcast over rows: not row-local, one task.
+  Builder b;
+  Value* x = b.In({64, 100});
+  Value* m = b.Op("ReduceSum", {x}, {1, 100}, {{"axes", std::vector<int64_t>{0}}, {"keepdims", int64_t{1}}});
+  Value* y = b.Op("Sub", {x, m}, {64, 100});
+  b.g->AddOutput(y);
+  EXPECT_EQ(CheckAllPoints(*b.g), 1);
+}
+
+// LayerNormalization with its Mean and InvStdDev outputs, for every axis form
+// (axis 0 normalizes everything: one row), odd sizes, scale/bias of the
+// normalized shape.
+TEST(ReductionLoweringTest, LayerNormWithMeanAndInvStdDev) {
+  std::vector<int64_t> d = {3, 5, 19};
+  for (int64_t axis : {-1, 1, -3, 0, 2}) {
+    SCOPED_TRACE(axis);
+    int64_t a = axis < 0 ? axis + 3 : axis;
+    std::vector<int64_t> nd(d.begin() + a, d.end()), sd = d;
+    for (int64_t i = a; i < 3; ++i) sd[i] = 1;
+    Builder b;
+    Value* x = b.In(d);
+    Value* sc = b.In(nd);
+    Value* bi = b.In(nd);
+    Value* y = *b.g->AddValue("y", TensorType::Static(DType::kFloat32, d));
+    Value* mean = *b.g->AddValue("mean", TensorType::Static(DType::kFloat32, sd));
+    Value* inv = *b.g->AddValue("inv", TensorType::Static(DType::kFloat32, sd));
+    ASSERT_TRUE(b.g->AddNode("LayerNormalization", "ln", {x, sc, bi}, {y, mean, inv},
+                             {{"axis", axis}, {"epsilon", 0.1f}})
+                    .ok());
+    b.g->AddOutput(y);
+    b.g->AddOutput(mean);
+    b.g->AddOutput(inv);
+    EXPECT_GE(CheckAllPoints(*b.g), 1);
+  }
+}
+
+// Y feeds a consumer, Mean is an output, InvStdDev is computed but unused (a
+// temp); the row-local stages still run in parallel.
+TEST(ReductionLoweringTest, LayerNormMeanOnlyWithConsumer) {
+  Builder b;
+  Value* x = b.In({64, 100});
+  Value* sc = b.In({100});
+  Value* y = *b.g->AddValue("y", TensorType::Static(DType::kFloat32, {64, 100}));
+  Value* mean = *b.g->AddValue("mean", TensorType::Static(DType::kFloat32, {64, 1}));
+  Value* inv = *b.g->AddValue("inv", TensorType::Static(DType::kFloat32, {64, 1}));
+  ASSERT_TRUE(b.g->AddNode("LayerNormalization", "ln", {x, sc}, {y, mean, inv}, {{"axis", int64_t{-1}}}).ok());
+  Value* z = b.Op("Relu", {y}, {64, 100});
+  b.g->AddOutput(z);
+  b.g->AddOutput(mean);
+  EXPECT_GT(CheckAllPoints(*b.g), 1);
+}
+
+TEST(ReductionLoweringTest, InstanceNormalization) {
+  for (std::vector<int64_t> d : std::vector<std::vector<int64_t>>{{2, 3, 4, 5}, {3, 5, 37}, {1, 2, 1, 3}}) {
+    Builder b;
+    Value* x = b.In(d);
+    Value* sc = b.In({d[1]});
+    Value* bi = b.In({d[1]});
+    b.g->AddOutput(b.Op("InstanceNormalization", {x, sc, bi}, d, {{"epsilon", 0.01f}}));
+    EXPECT_GE(CheckAllPoints(*b.g), 1);
+  }
+}
+
+// Softmax rows with -inf (masked), very negative (denormal or zero exp), one
+// NaN (NaN row in the reference) and all -inf (NaN row) entries; every
+// schedule point agrees with the interpreter, NaN for NaN.
+TEST(ReductionLoweringTest, SoftmaxSpecialValues) {
+  const int64_t rows = 6, cols = 53;
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    SCOPED_TRACE(op);
+    Builder b;
+    Value* x = b.In({rows, cols});
+    b.g->AddOutput(b.Op(op, {x}, {rows, cols}, {{"axis", int64_t{-1}}}));
+    std::vector<float> in(rows * cols);
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> dist(-4, 4);
+    for (auto& v : in) v = dist(rng);
+    for (int64_t c = 0; c < cols; c += 3) in[0 * cols + c] = -INFINITY;  // masked entries
+    for (int64_t c = 0; c < cols; ++c) in[1 * cols + c] = -95.0f - c;  // down to exp underflow
+    in[1 * cols + 7] = 0;
+    in[2 * cols + 11] = NAN;
+    for (int64_t c = 0; c < cols; ++c) in[3 * cols + c] = -INFINITY;
+    for (int64_t c = 0; c < cols; ++c) in[4 * cols + c] = 80.0f + 0.1f * c;  // large, shifted by max
+    auto ref = Evaluate(*b.g, {{"x0", Tensor::FromVector(DType::kFloat32, {rows, cols}, in)}});
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    const float* want = ref->at(b.g->outputs()[0]->name()).data<float>();
+    CpuTarget target = CpuTarget::Host();
+    for (const ScheduleConfig& c : EnumerateSchedules(*b.g, target)) {
+      SCOPED_TRACE(c.ToString());
+      auto k = JitCompile(*b.g, c, target);
+      ASSERT_TRUE(k.ok()) << k.status();
+      std::vector<float> out(rows * cols, 1234.0f);
+      std::vector<void*> args = {in.data(), out.data()};
+      int64_t t = (*k)->num_tasks();
+      (*k)->Run(args.data(), 0, t);
+      for (int64_t i = 0; i < rows * cols; ++i) {
+        if (std::isnan(want[i])) {
+          EXPECT_TRUE(std::isnan(out[i])) << "element " << i;
+        } else if (std::isinf(want[i])) {
+          EXPECT_EQ(out[i], want[i]) << "element " << i;
+        } else {
+          EXPECT_NEAR(out[i], want[i], 1e-6 + 1e-5 * std::fabs(want[i])) << "element " << i;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,152 @@
+// Shared by the loop-IR lowering tests: building small workload graphs,
+// random data, and a spread of schedule points to compile.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler_core/ir/graph.h"
+#include "compiler_core/codegen/jit.h"
+#include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/codegen/schedule_space.h"
+#include "compiler_core/frontend/shape_inference.h"
+#include "compiler_core/codegen/target.h"
+#include "tests/compiler_core/codegen/codegen_testing.h"
+
+namespace kiln::loop_ir_testing {
+
+using Attrs = std::map<std::string, AttrValue>;
+using Ints = std::vector<int64_t>;
+using codegen_testing::RunTasksUnevenly;
+
+class Builder {
+ public:
+  Builder() : g_(std::make_unique<Graph>()) { g_->set_opset_version(17); }
+  Value* Input(const Ints& dims) {
+    return *g_->AddInput(absl::StrCat("in", g_->inputs().size()), TensorType::Static(DType::kFloat32, dims));
+  }
+  Value* Op(const std::string& op, std::vector<Value*> ins, Attrs attrs = {}) {
+    Value* y = *g_->AddValue(absl::StrCat("t", n_));
+    EXPECT_TRUE(g_->AddNode(op, absl::StrCat("n", n_++), std::move(ins), {y}, std::move(attrs)).ok());
+    return y;
+  }
+  std::unique_ptr<Graph> Finish(std::vector<Value*> outs) {
+    for (Value* v : outs) g_->AddOutput(v);
+    absl::Status s = InferShapes(*g_);
+    EXPECT_TRUE(s.ok()) << s << "\n" << g_->ToText();
+    return std::move(g_);
+  }
+
+ private:
+  std::unique_ptr<Graph> g_;
+  int n_ = 0;
+};
+
+inline std::vector<float> Random(int64_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+inline int64_t Product(const Ints& d) {
+  int64_t p = 1;
+  for (int64_t x : d) p *= x;
+  return p;
+}
+
+// First, last, default and up to five evenly spread points of the space.
+inline std::vector<ScheduleConfig> Points(const Graph& g, const CpuTarget& target) {
+  std::vector<ScheduleConfig> space = EnumerateSchedules(g, target);
+  std::vector<ScheduleConfig> out;
+  auto add = [&](const ScheduleConfig& c) {
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
+  if (space.empty()) return out;
+  add(DefaultSchedule(g, target));
+  add(space.front());
+  add(space.back());
+  for (size_t i = 1; i < 6; ++i) add(space[i * space.size() / 6]);
+  return out;
+}
+
+// A builder with explicit output shapes (no shape inference), for graphs
+// whose intermediate types the test states itself.
+struct TypedBuilder {
+  std::unique_ptr<Graph> g = std::make_unique<Graph>();
+  int count = 0;
+  Value* In(const std::vector<int64_t>& d) {
+    return *g->AddInput("x" + std::to_string(count++), TensorType::Static(DType::kFloat32, d));
+  }
+  Value* Op(const std::string& op, std::vector<Value*> ins, const std::vector<int64_t>& out,
+            std::map<std::string, AttrValue> attrs = {}) {
+    Value* y = *g->AddValue("v" + std::to_string(count++), TensorType::Static(DType::kFloat32, out));
+    EXPECT_TRUE(g->AddNode(op, "n" + std::to_string(count++), ins, {y}, std::move(attrs)).ok());
+    return y;
+  }
+};
+
+inline int64_t Count(const std::vector<int64_t>& d) {
+  int64_t n = 1;
+  for (int64_t x : d) n *= x;
+  return n;
+}
+
+// JIT-compiles `g` at each of `configs` and compares every output with the
+// reference interpreter (rtol 1e-4, atol 1e-5). Inputs: in0 in [-1, 1], the
+// rest in [-0.5, 0.5]; outputs start as NaN; tasks run in three uneven ranges.
+inline void CheckConfigsAgainstInterpreter(const Graph& g, const std::vector<ScheduleConfig>& configs,
+                                           const CpuTarget& target) {
+  std::map<std::string, Tensor> feeds;
+  std::vector<std::vector<float>> inputs;
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const Value* v = g.inputs()[i];
+    Ints dims = v->type().StaticDims();
+    inputs.push_back(Random(Product(dims), 7 + static_cast<uint32_t>(i), i == 0 ? -1.0f : -0.5f,
+                            i == 0 ? 1.0f : 0.5f));
+    feeds.emplace(v->name(), Tensor::FromVector(DType::kFloat32, dims, inputs.back()));
+  }
+  auto ref = Evaluate(g, feeds);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  for (const ScheduleConfig& config : configs) {
+    SCOPED_TRACE(absl::StrCat("schedule ", config.ToString(), "\n", g.ToText()));
+    ASSERT_TRUE(ValidateSchedule(g, config, target).ok());
+    auto kernel = JitCompile(g, config, target);
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    const JitKernel& k = **kernel;
+    std::vector<std::vector<float>> outs;
+    std::vector<void*> args;
+    for (auto& in : inputs) args.push_back(in.data());
+    for (const Value* v : g.outputs()) {
+      outs.emplace_back(Product(v->type().StaticDims()), std::numeric_limits<float>::quiet_NaN());
+    }
+    for (auto& o : outs) args.push_back(o.data());
+    ASSERT_EQ(k.num_args(), static_cast<int>(args.size()));
+    RunTasksUnevenly(k, args.data());
+    for (size_t o = 0; o < outs.size(); ++o) {
+      const Tensor& want = ref->at(g.outputs()[o]->name());
+      ASSERT_EQ(want.num_elements(), static_cast<int64_t>(outs[o].size()));
+      const float* w = want.data<float>();
+      int bad = 0;
+      for (size_t i = 0; i < outs[o].size() && bad < 5; ++i) {
+        float got = outs[o][i];
+        if (!(std::fabs(got - w[i]) <= 1e-5f + 1e-4f * std::fabs(w[i]))) {
+          ADD_FAILURE() << "output " << o << " element " << i << ": got " << got << " want " << w[i];
+          ++bad;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace kiln::loop_ir_testing

@@ -1,0 +1,204 @@
+// The fusion rules on small graphs: loop fusion with fan-in and fan-out,
+// reduction fusion, anchor epilogues, data movement as index arithmetic,
+// recompute on fan-out, can_compile splitting, shared workload keys. Every
+// partition is also evaluated group by group against the whole graph.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+#include "compiler_core/fusion/partitioner.h"
+#include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/frontend/shape_inference.h"
+#include "compiler_core/fusion/workload.h"
+#include "tests/compiler_core/fusion/partition_evaluation.h"
+
+namespace kiln {
+namespace {
+
+// Builds graphs tersely: values are typed by shape inference at Finish().
+class Builder {
+ public:
+  Value* Input(const std::string& name, std::vector<int64_t> dims) {
+    return *g_->AddInput(name, TensorType::Static(DType::kFloat32, dims));
+  }
+  Value* Const(const std::string& name, std::vector<int64_t> dims, float scale = 0.1f) {
+    Tensor t(DType::kFloat32, dims);
+    for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = scale * static_cast<float>((i * 7) % 11 - 5);
+    return *g_->AddConstant(name, std::move(t));
+  }
+  Value* Ints(const std::string& name, std::vector<int64_t> v) {
+    return *g_->AddConstant(name, Tensor::FromVector(DType::kInt64, {static_cast<int64_t>(v.size())}, v));
+  }
+  Value* Op(const std::string& op, const std::string& name, std::vector<Value*> ins,
+            std::map<std::string, AttrValue> attrs = {}) {
+    Value* out = *g_->AddValue(name);
+    EXPECT_TRUE(g_->AddNode(op, name, std::move(ins), {out}, std::move(attrs)).ok()) << name;
+    return out;
+  }
+  std::unique_ptr<Graph> Finish(std::vector<Value*> outputs) {
+    for (Value* v : outputs) g_->AddOutput(v);
+    absl::Status s = InferShapes(*g_);
+    EXPECT_TRUE(s.ok()) << s;
+    return std::move(g_);
+  }
+
+ private:
+  std::unique_ptr<Graph> g_ = std::make_unique<Graph>();
+};
+
+std::vector<std::string> Kinds(const Partition& p) {
+  std::vector<std::string> k;
+  for (const FusionGroup& g : p.groups) k.push_back(g.kind);
+  return k;
+}
+
+// Partitions, then checks the group-by-group evaluation against the graph's.
+Partition PartitionAndCheck(const Graph& g, const FusionOptions& options = {}) {
+  auto p = PartitionGraph(g, options);
+  EXPECT_TRUE(p.ok()) << p.status();
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  std::map<std::string, Tensor> inputs;
+  for (const Value* v : g.inputs()) {
+    Tensor t(DType::kFloat32, v->type().StaticDims());
+    for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = normal(rng);
+    inputs.emplace(v->name(), std::move(t));
+  }
+  auto want = Evaluate(g, inputs);
+  EXPECT_TRUE(want.ok()) << want.status();
+  auto got = testing::EvaluatePartitioned(g, *p, inputs);
+  EXPECT_TRUE(got.ok()) << got.status() << "\n" << p->ToText();
+  if (want.ok() && got.ok()) {
+    for (size_t i = 0; i < g.outputs().size(); ++i) {
+      EXPECT_LE(testing::MaxAbsDiff((*got)[i], want->at(g.outputs()[i]->name())), 1e-5) << i;
+    }
+  }
+  return *std::move(p);
+}
+
+TEST(FusionRulesTest, ElementwiseChainWithFanInAndFanOutIsOneGroup) {
+  Builder b;
+  Value* x = b.Input("x", {4, 8});
+  Value* bias = b.Const("bias", {8});
+  Value* a = b.Op("Exp", "a", {x});
+  Value* s = b.Op("Add", "s", {a, x});       // fan-in of x and a
+  Value* t = b.Op("Add", "t", {s, bias});    // broadcast
+  Value* y1 = b.Op("Relu", "y1", {t});
+  Value* y2 = b.Op("Mul", "y2", {a, a});     // a fans out
+  auto g = b.Finish({y1, y2});
+  Partition p = PartitionAndCheck(*g);
+  ASSERT_EQ(p.groups.size(), 1u) << p.ToText();
+  EXPECT_EQ(p.groups[0].kind, "elementwise");
+  EXPECT_EQ(p.groups[0].outputs.size(), 2u);
+  EXPECT_LT(p.bytes_fused, p.bytes_unfused);
+}
+
+TEST(FusionRulesTest, DecomposedSoftmaxIsOneReductionGroup) {
+  Builder b;
+  Value* x = b.Input("x", {4, 16});
+  Value* axes = b.Ints("axes", {1});
+  Value* m = b.Op("ReduceMax", "max", {x, axes}, {{"keepdims", int64_t{1}}});
+  Value* d = b.Op("Sub", "sub", {x, m});
+  Value* e = b.Op("Exp", "exp", {d});
+  Value* s = b.Op("ReduceSum", "sum", {e, axes}, {{"keepdims", int64_t{1}}});
+  Value* y = b.Op("Div", "div", {e, s});
+  Value* z = b.Op("Relu", "relu", {y});  // a consumer after the reduction
+  auto g = b.Finish({z});
+  Partition p = PartitionAndCheck(*g);
+  ASSERT_EQ(p.groups.size(), 1u) << p.ToText();
+  EXPECT_EQ(p.groups[0].kind, "reduction");
+  EXPECT_EQ(p.groups[0].nodes.size(), 6u);
+}
+
+TEST(FusionRulesTest, ConvTakesBiasActivationResidualAndClipAsEpilogue) {
+  Builder b;
+  Value* x = b.Input("x", {1, 4, 6, 6});
+  Value* skip = b.Input("skip", {1, 4, 6, 6});
+  Value* w = b.Const("w", {4, 4, 3, 3});
+  Value* c = b.Op("Conv", "conv", {x, w}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  Value* bias = b.Const("bias", {1, 4, 1, 1});
+  Value* cb = b.Op("Add", "bias_add", {c, bias});
+  Value* r = b.Op("Relu", "relu", {cb});
+  Value* sum = b.Op("Add", "residual", {r, skip});
+  Value* lo = b.Const("lo", {});
+  Value* hi = b.Const("hi", {}, 6.0f);
+  Value* y = b.Op("Clip", "clip", {sum, lo, hi});
+  Value* pooled = b.Op("GlobalAveragePool", "gap", {y});
+  auto g = b.Finish({pooled});
+  Partition p = PartitionAndCheck(*g);
+  EXPECT_EQ(Kinds(p), (std::vector<std::string>{"conv", "reduction"})) << p.ToText();
+  ASSERT_NE(p.groups[0].anchor, nullptr);
+  EXPECT_EQ(p.groups[0].anchor->name(), "conv");
+  EXPECT_EQ(p.groups[0].nodes.size(), 5u);
+}
+
+TEST(FusionRulesTest, TransposeIsIndexArithmeticOfItsMatMulAndRecomputedOnFanOut) {
+  Builder b;
+  Value* x = b.Input("x", {8, 16});
+  Value* w = b.Input("w", {4, 16});
+  Value* xt = b.Op("Transpose", "xt", {x}, {{"perm", std::vector<int64_t>{1, 0}}});  // [16, 8]
+  Value* m1 = b.Op("MatMul", "m1", {w, xt});  // [4, 16] x [16, 8]
+  Value* w2 = b.Const("w2", {8, 4});
+  Value* m2 = b.Op("MatMul", "m2", {xt, w2});  // and again
+  auto g = b.Finish({m1, m2});
+  Partition p = PartitionAndCheck(*g);
+  ASSERT_EQ(p.groups.size(), 2u) << p.ToText();
+  for (const FusionGroup& grp : p.groups) {
+    EXPECT_EQ(grp.kind, "matmul");
+    EXPECT_EQ(grp.nodes.size(), 2u);
+    ASSERT_EQ(grp.recomputed.size(), 1u);
+    EXPECT_EQ(grp.recomputed[0]->name(), "xt");
+  }
+}
+
+TEST(FusionRulesTest, CanCompileSplitsGroupsDownToSingleNodes) {
+  Builder b;
+  Value* x = b.Input("x", {4, 8});
+  Value* w = b.Const("w", {8, 8});
+  Value* m = b.Op("MatMul", "mm", {x, w});
+  Value* r = b.Op("Relu", "relu", {m});
+  Value* s = b.Op("Sigmoid", "sig", {r});
+  auto g = b.Finish({s});
+  FusionOptions only_single;
+  only_single.can_compile = [](const Graph& w) { return w.nodes().size() == 1; };
+  Partition p = PartitionAndCheck(*g, only_single);
+  EXPECT_EQ(Kinds(p), (std::vector<std::string>{"matmul", "elementwise", "elementwise"}));
+  FusionOptions up_to_two;
+  up_to_two.can_compile = [](const Graph& w) { return w.nodes().size() <= 2; };
+  p = PartitionAndCheck(*g, up_to_two);
+  EXPECT_EQ(Kinds(p), (std::vector<std::string>{"matmul", "elementwise"}));
+  EXPECT_EQ(p.groups[0].nodes.size(), 2u);
+  p = PartitionAndCheck(*g);
+  EXPECT_EQ(Kinds(p), (std::vector<std::string>{"matmul"}));
+}
+
+TEST(FusionRulesTest, SameGroupTwiceIsOneWorkload) {
+  Builder b;
+  Value* x = b.Input("x", {4, 8});
+  Value* w1 = b.Const("w1", {8, 8});
+  Value* w2 = b.Const("w2", {8, 8}, 0.3f);
+  Value* h1 = b.Op("Relu", "r1", {b.Op("MatMul", "m1", {x, w1})});
+  Value* h2 = b.Op("Relu", "r2", {b.Op("MatMul", "m2", {h1, w2})});
+  auto g = b.Finish({h2});
+  Partition p = PartitionAndCheck(*g);
+  ASSERT_EQ(p.groups.size(), 2u);
+  auto a = ExtractWorkload(*g, p.groups[0]);
+  auto c = ExtractWorkload(*g, p.groups[1]);
+  ASSERT_TRUE(a.ok() && c.ok());
+  EXPECT_EQ(a->key, c->key) << a->canonical_text << c->canonical_text;
+  EXPECT_EQ(a->op_summary, "MatMul+Relu");
+}
+
+TEST(FusionRulesTest, NoFusionOptionGivesOneGroupPerNode) {
+  Builder b;
+  Value* x = b.Input("x", {4});
+  Value* y = b.Op("Relu", "r", {b.Op("Exp", "e", {x})});
+  auto g = b.Finish({y});
+  FusionOptions none;
+  none.fuse = false;
+  EXPECT_EQ(PartitionAndCheck(*g, none).groups.size(), 2u);
+}
+
+}  // namespace
+}  // namespace kiln
