@@ -1,14 +1,25 @@
-// SHA-256 digests (OpenSSL) in the two spellings Kiln uses: bare hex for keys,
-// "sha256:<hex>" for content-addressed artifacts such as packages.
+// SHA-256 digests (OpenSSL's libcrypto) in the spellings Kiln uses: raw bytes
+// (a package's trailer), bare hex for keys, and "sha256:<hex>" for
+// content-addressed artifacts such as packages.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace kiln {
 
+using Sha256Bytes = std::array<uint8_t, 32>;
+
+Sha256Bytes Sha256(std::string_view bytes);
+// Lower-case hex of `bytes`.
+std::string HexEncode(std::string_view bytes);
+// Lower-case hex SHA-256 of `bytes` (64 characters).
 std::string Sha256Hex(std::string_view bytes);
 // "sha256:" + Sha256Hex(bytes).
 std::string ContentDigest(std::string_view bytes);
+// True when `digest` is exactly "sha256:" followed by 64 lower-case hex digits.
+bool IsValidContentDigest(std::string_view digest);
 
 }  // namespace kiln

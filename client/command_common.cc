@@ -55,33 +55,6 @@ std::string DefaultKilnHome() {
   return absl::StrCat(home && *home ? home : "/tmp", "/.kiln");
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return absl::DataLossError(absl::StrCat("cannot read '", path, "'"));
-  return ss.str();
-}
-
-absl::Status WriteFileAtomic(const std::string& path, const std::string& bytes) {
-  std::filesystem::path p(path);
-  if (p.has_parent_path()) {
-    std::error_code ec;
-    std::filesystem::create_directories(p.parent_path(), ec);
-  }
-  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f) return absl::PermissionDeniedError(absl::StrCat("cannot write '", path, "'"));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot rename onto '", path, "'"));
-  }
-  return absl::OkStatus();
-}
-
 std::string FileNameFor(const std::string& tensor_name) {
   std::string s = tensor_name;
   for (char& c : s) {

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/file.h"  // ReadFile, WriteFileAtomic for the subcommands
 
 namespace kiln::client {
 
@@ -95,8 +96,6 @@ int ReportError(const std::string& command, const absl::Status& status);
 absl::Status ParseShapeFlag(const std::string& flag, std::string* name, std::vector<int64_t>* dims);
 absl::Status ParseInputFlag(const std::string& flag, std::string* name, std::string* path);
 std::string DefaultKilnHome();  // $HOME/.kiln
-absl::StatusOr<std::string> ReadFile(const std::string& path);
-absl::Status WriteFileAtomic(const std::string& path, const std::string& bytes);
 // Output names may contain '/' or ':'; those become '_' in file names.
 std::string FileNameFor(const std::string& tensor_name);
 

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/file.h"
 #include "base/status_macros.h"
 #include "onnx/onnx.pb.h"
 
@@ -151,15 +152,6 @@ class NpyHeaderParser {
   std::vector<int64_t> shape_;
   bool has_descr_ = false, has_fortran_ = false, has_shape_ = false;
 };
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open tensor file '", path, "'"));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat("cannot read tensor file '", path, "'"));
-  return ss.str();
-}
 
 bool EndsWith(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && std::string_view(s).substr(s.size() - suffix.size()) == suffix;

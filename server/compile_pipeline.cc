@@ -16,7 +16,7 @@
 #include "base/status_macros.h"
 #include "compiler_core/driver/version.h"
 #include "server/farm_target.h"
-#include "server/log.h"
+#include "base/log.h"
 
 namespace kiln::server {
 

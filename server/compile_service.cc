@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/grpc_status.h"
-#include "server/log.h"
+#include "base/log.h"
 
 namespace kiln::server {
 

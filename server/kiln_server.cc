@@ -1,16 +1,15 @@
 // Wiring of the compile server: database, broker, tuner, pipeline, services.
 #include "server/kiln_server.h"
 
-#include <fstream>
-
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/str_cat.h"
+#include "base/file.h"
+#include "base/log.h"
 #include "server/compile_pipeline.h"
 #include "server/compile_service.h"
-#include "server/log.h"
 #include "server/lookup_service.h"
 #include "server/metrics.h"
 #include "server/task_broker.h"
@@ -77,13 +76,9 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   state->host = options.listen.substr(0, options.listen.rfind(':'));
   if (state->host.empty() || state->host == "0.0.0.0" || state->host == "[::]") state->host = "127.0.0.1";
   if (!options.port_file.empty()) {
-    std::string tmp = options.port_file + ".tmp";
-    {
-      std::ofstream f(tmp);
-      f << state->port << "\n";
-      if (!f) return absl::UnavailableError(absl::StrCat("cannot write port file ", options.port_file));
+    if (absl::Status s = WriteFileAtomic(options.port_file, absl::StrCat(state->port, "\n")); !s.ok()) {
+      return absl::UnavailableError(absl::StrCat("cannot write port file: ", s.message()));
     }
-    std::rename(tmp.c_str(), options.port_file.c_str());
   }
   // Tuning jobs a previous server left unfinished go on in the background; their
   // tasks wait in the broker for a worker of their target.

@@ -7,7 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "server/kiln_server.h"
-#include "server/log.h"
+#include "base/log.h"
 
 int main(int argc, char** argv) {
   kiln::server::ServerOptions options;
@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   std::thread stopper([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    kiln::server::LogInfo("shutting down", {{"signal", std::to_string(sig)}});
+    kiln::LogInfo("shutting down", {{"signal", std::to_string(sig)}});
     (*server)->Shutdown();
   });
   (*server)->Wait();

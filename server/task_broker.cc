@@ -2,7 +2,7 @@
 #include "server/task_broker.h"
 
 #include "absl/strings/str_cat.h"
-#include "server/log.h"
+#include "base/log.h"
 
 namespace kiln::server {
 

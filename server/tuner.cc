@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler_core/frontend/graph_proto.h"
 #include "compiler_core/driver/version.h"
-#include "server/log.h"
+#include "base/log.h"
 
 namespace kiln::server {
 namespace {

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/farm_target.h"
-#include "server/log.h"
+#include "base/log.h"
 
 namespace kiln::server {
 

@@ -20,7 +20,7 @@ class ArtifactBlobDir {
 
   const std::string& root() const { return root_; }
 
-  // Path of the blob for `digest`, which must satisfy IsValidSha256Digest.
+  // Path of the blob for `digest`, which must satisfy IsValidContentDigest.
   std::string BlobPath(std::string_view digest) const;
 
   // Writes `bytes` as the blob for `digest` atomically (replacing any old file).

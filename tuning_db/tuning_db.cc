@@ -13,7 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "tuning_db/schema.h"
-#include "tuning_db/sha256.h"
+#include "base/digest.h"
 
 namespace kiln::tuningdb {
 namespace {
@@ -27,7 +27,7 @@ int64_t NowUnixMs() {
 }
 
 absl::Status CheckDigest(const std::string& digest) {
-  if (IsValidSha256Digest(digest)) return absl::OkStatus();
+  if (IsValidContentDigest(digest)) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("artifact digest \"", digest, "\" is not \"sha256:\" followed by 64 lower-case hex digits"));
 }
@@ -391,7 +391,7 @@ absl::StatusOr<std::optional<CompileEntry>> TuningDb::GetCompileEntry(const std:
 }
 
 absl::StatusOr<std::string> TuningDb::PutArtifact(std::string_view bytes, bool pin) {
-  std::string digest = Sha256Digest(bytes);
+  std::string digest = ContentDigest(bytes);
   int64_t size = static_cast<int64_t>(bytes.size());
   // The blob is written outside the mutex (it may be large); an existing file of
   // the right size is kept (GetArtifact catches a corrupt one).
@@ -439,7 +439,7 @@ absl::StatusOr<std::optional<std::string>> TuningDb::GetArtifact(const std::stri
   }
   // Read and hash outside the mutex.
   ASSIGN_OR_RETURN(std::optional<std::string> bytes, blobs_.Read(digest));
-  std::string actual = bytes ? Sha256Digest(*bytes) : "";
+  std::string actual = bytes ? ContentDigest(*bytes) : "";
 
   std::lock_guard<std::mutex> lock(mu_);
   if (!bytes) {
@@ -458,7 +458,7 @@ absl::StatusOr<std::optional<std::string>> TuningDb::GetArtifact(const std::stri
     // Re-written meanwhile: read it again under the lock.
     ASSIGN_OR_RETURN(bytes, blobs_.Read(digest));
     if (!bytes) return absl::UnavailableError(absl::StrCat("artifact ", digest, ": blob vanished while reading"));
-    actual = Sha256Digest(*bytes);
+    actual = ContentDigest(*bytes);
   }
   if (actual != digest) {
     return DropBrokenArtifact(digest, absl::StrCat("artifact ", digest, ": blob ", blobs_.BlobPath(digest),

@@ -19,7 +19,7 @@
 #include "prometheus/registry.h"
 #include "worker/device_info.h"
 #include "worker/isolation.h"
-#include "worker/log.h"
+#include "base/log.h"
 #include "worker/measurer.h"
 
 namespace kiln::worker {

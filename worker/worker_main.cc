@@ -9,7 +9,7 @@
 #include <atomic>
 
 #include "absl/strings/numbers.h"
-#include "worker/log.h"
+#include "base/log.h"
 #include "worker/worker.h"
 
 #ifdef KILN_HAVE_CLI11
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 #endif
-  if (verbose) kiln::worker::SetMinLogLevel(kiln::worker::LogLevel::kDebug);
+  if (verbose) kiln::SetMinLogLevel(kiln::LogLevel::kDebug);
 
   struct sigaction sa;
   std::memset(&sa, 0, sizeof(sa));
@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
   kiln::worker::Worker worker(options);
   absl::Status status = worker.Run(&g_stop);
   if (!status.ok()) {
-    kiln::worker::Log(kiln::worker::LogLevel::kError, "kiln-worker exiting",
+    kiln::Log(kiln::LogLevel::kError, "kiln-worker exiting",
                       {{"error", std::string(status.message())}});
     std::fprintf(stderr, "kiln-worker: %s\n", std::string(status.message()).c_str());
     return 1;

@@ -1,7 +1,6 @@
 // Package loading and verification: checksum, digest, and bounds of every manifest field.
 #include "client/runtime/package_reader.h"
 
-#include <openssl/evp.h>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -10,6 +9,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "base/digest.h"
 #include "base/status_macros.h"
 #include "proto/kiln/v1/package_layout.h"
 
@@ -25,21 +25,6 @@ uint8_t* AllocateAligned(size_t bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   return static_cast<uint8_t*>(std::aligned_alloc(64, rounded));
-}
-
-bool Sha256(const uint8_t* data, size_t n, uint8_t out[32]) {
-  unsigned int len = 0;
-  return EVP_Digest(data, n, out, &len, EVP_sha256(), nullptr) == 1 && len == 32;
-}
-
-std::string Hex(const uint8_t* p, size_t n) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string s(2 * n, '0');
-  for (size_t i = 0; i < n; ++i) {
-    s[2 * i] = kDigits[p[i] >> 4];
-    s[2 * i + 1] = kDigits[p[i] & 15];
-  }
-  return s;
 }
 
 // [offset, offset + size) lies in [0, limit), with no overflow.
@@ -149,11 +134,12 @@ absl::Status Package::Verify() {
                                 package::kFormatVersion, ")"));
   }
   const int64_t body = size - package::kTrailerSize;
-  uint8_t hash[32];
-  if (!Sha256(data_, static_cast<size_t>(body), hash)) return absl::InternalError(ctx + ": SHA-256 failed");
-  if (std::memcmp(hash, data_ + body, 32) != 0) return absl::DataLossError(ctx + ": checksum mismatch");
-  if (!Sha256(data_, size_, hash)) return absl::InternalError(ctx + ": SHA-256 failed");
-  digest_ = "sha256:" + Hex(hash, 32);
+  const std::string_view bytes(reinterpret_cast<const char*>(data_), static_cast<size_t>(size_));
+  const Sha256Bytes hash = Sha256(bytes.substr(0, static_cast<size_t>(body)));
+  if (std::memcmp(hash.data(), data_ + body, hash.size()) != 0) {
+    return absl::DataLossError(ctx + ": checksum mismatch");
+  }
+  digest_ = ContentDigest(bytes);
 
   if (header.manifest_offset > static_cast<uint64_t>(body) || header.manifest_size > static_cast<uint64_t>(body) ||
       static_cast<int64_t>(header.manifest_offset) < package::kHeaderSize ||

@@ -8,7 +8,6 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-#include <openssl/evp.h>
 
 #include "absl/strings/str_cat.h"
 #include "base/digest.h"
@@ -218,10 +217,8 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
   }
   AppendAligned(&file, weights);
   file.resize(package::AlignUp(static_cast<int64_t>(file.size())), '\0');
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(file.data(), file.size(), md, &len, EVP_sha256(), nullptr);
-  file.append(reinterpret_cast<const char*>(md), len);
+  const Sha256Bytes trailer = Sha256(file);
+  file.append(reinterpret_cast<const char*>(trailer.data()), trailer.size());
   out.digest = ContentDigest(file);
   out.llvm_ir = std::move(object.llvm_ir);
   return out;

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/file.h"
 #include "client/runtime/package_reader.h"
 #include "client/runtime/session.h"
 #include "compiler_core/fusion/partitioner.h"
@@ -28,14 +29,6 @@
 namespace kiln::conformance {
 namespace fs = std::filesystem;
 namespace {
-
-absl::StatusOr<std::string> ReadFile(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot open ", path.string()));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 absl::StatusOr<Tensor> ReadTensor(const fs::path& path, onnx::TensorProto* proto_out = nullptr) {
   ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));

@@ -1,12 +1,13 @@
 // Shared by the model tests: where the exported models are, and inputs for them.
 #pragma once
 
-#include <fstream>
 #include <map>
 #include <random>
-#include <sstream>
 #include <string>
 
+#include <gtest/gtest.h>
+
+#include "base/file.h"
 #include "compiler_core/ir/graph.h"
 
 namespace kiln {
@@ -14,10 +15,9 @@ namespace kiln {
 inline std::string ModelPath(const std::string& name) { return std::string(KILN_TEST_MODELS_DIR) + "/" + name; }
 
 inline std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  absl::StatusOr<std::string> bytes = ReadFile(path);
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  return bytes.ok() ? *bytes : std::string();
 }
 
 inline std::map<std::string, Tensor> RandomInputs(const Graph& g) {

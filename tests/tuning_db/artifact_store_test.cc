@@ -6,7 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/tuning_db/temp_db_dir.h"
-#include "tuning_db/sha256.h"
+#include "base/digest.h"
 #include "tuning_db/tuning_db.h"
 
 namespace kiln::tuningdb {
@@ -34,7 +34,7 @@ TEST(ArtifactStoreTest, RoundTripAndLayout) {
   std::string bytes("kiln package\0with a NUL byte", 28);
   absl::StatusOr<std::string> digest = db->PutArtifact(bytes);
   ASSERT_TRUE(digest.ok()) << digest.status();
-  EXPECT_EQ(*digest, Sha256Digest(bytes));
+  EXPECT_EQ(*digest, ContentDigest(bytes));
   EXPECT_TRUE(std::filesystem::exists(BlobPathOf(*db, *digest)));
   EXPECT_EQ(BlobPathOf(*db, *digest).rfind(path + ".artifacts/sha256/", 0), 0u);
 
@@ -79,7 +79,7 @@ TEST(ArtifactStoreTest, MissingAndMalformedDigests) {
   TempDbDir dir;
   auto db = OpenOrDie(dir.Path());
   ASSERT_NE(db, nullptr);
-  std::string absent = Sha256Digest("never stored");
+  std::string absent = ContentDigest("never stored");
   auto got = db->GetArtifact(absent);
   ASSERT_TRUE(got.ok());
   EXPECT_FALSE(got->has_value());

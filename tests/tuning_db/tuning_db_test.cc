@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/tuning_db/temp_db_dir.h"
-#include "tuning_db/sha256.h"
+#include "base/digest.h"
 
 namespace kiln::tuningdb {
 namespace {
@@ -74,7 +74,7 @@ TEST(TuningDbTest, ReopenKeepsData) {
     ASSERT_TRUE(db->UpsertWorkload({"w1", "matmul(1x64,64x64)", "matmul", "MatMul+Relu", 8192, 4096})
                     .ok());
     ASSERT_TRUE(db->AddRecords({MakeRecord("w1", "cpu/x86_64/znver4/abc", 1, 2.5)}).ok());
-    ASSERT_TRUE(db->PutCompileEntry({"ck", Sha256Digest("pkg"), 3, 0}).ok());
+    ASSERT_TRUE(db->PutCompileEntry({"ck", ContentDigest("pkg"), 3, 0}).ok());
   }
   auto db = OpenOrDie(path);
   ASSERT_NE(db, nullptr);
@@ -240,7 +240,7 @@ TEST(TuningDbTest, CompileEntries) {
   ASSERT_TRUE(missing.ok());
   EXPECT_FALSE(missing->has_value());
 
-  std::string d1 = Sha256Digest("package-1");
+  std::string d1 = ContentDigest("package-1");
   ASSERT_TRUE(db->PutCompileEntry({"ck", d1, 9, 1234}).ok());
   auto got = db->GetCompileEntry("ck");
   ASSERT_TRUE(got.ok() && got->has_value());
@@ -248,7 +248,7 @@ TEST(TuningDbTest, CompileEntries) {
   EXPECT_EQ((*got)->package_size, 9);
   EXPECT_EQ((*got)->created_unix_ms, 1234);
 
-  std::string d2 = Sha256Digest("package-2");
+  std::string d2 = ContentDigest("package-2");
   ASSERT_TRUE(db->PutCompileEntry({"ck", d2, 10, 0}).ok());
   got = db->GetCompileEntry("ck");
   ASSERT_TRUE(got.ok() && got->has_value());

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "proto/kiln/v1/package_layout.h"
 #include "tests/client/runtime/test_kernels.h"
+#include "base/digest.h"
 #include "tests/client/runtime/test_package.h"
 
 namespace kiln::runtime {
@@ -181,7 +182,7 @@ TEST(RuntimeTest, LoadsFromFileAndDigestIsSha256OfTheFile) {
   kiln::testing::WriteFile(path, bytes);
   auto pkg = Package::Load(path);
   ASSERT_TRUE(pkg.ok()) << pkg.status();
-  EXPECT_EQ((*pkg)->digest(), "sha256:" + kiln::testing::Sha256Hex(bytes));
+  EXPECT_EQ((*pkg)->digest(), "sha256:" + kiln::Sha256Hex(bytes));
   EXPECT_EQ((*pkg)->manifest().model_name(), "test");
   EXPECT_EQ((*pkg)->code(), *Kernels());
   EXPECT_EQ(reinterpret_cast<uintptr_t>((*pkg)->weights()) % 64, 0u);
@@ -407,7 +408,7 @@ TEST(RuntimeCApiTest, RoundTrip) {
 
   kiln_package_t* pkg = nullptr;
   ASSERT_EQ(kiln_package_load(path.c_str(), &pkg), KILN_OK) << kiln_last_error_message();
-  EXPECT_EQ(std::string(kiln_package_digest(pkg)), "sha256:" + kiln::testing::Sha256Hex(bytes));
+  EXPECT_EQ(std::string(kiln_package_digest(pkg)), "sha256:" + kiln::Sha256Hex(bytes));
   kiln_session_t* sess = nullptr;
   ASSERT_EQ(kiln_session_create(pkg, 2, &sess), KILN_OK) << kiln_last_error_message();
   kiln_package_release(pkg);  // the session keeps it alive

@@ -1,7 +1,6 @@
 // Test-only package assembly and kernel compilation (see test_package.h).
 #include "tests/client/runtime/test_package.h"
 
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -10,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/digest.h"
+#include "base/file.h"
 #include "gtest/gtest.h"
 #include "proto/kiln/v1/package_layout.h"
 
@@ -47,20 +48,8 @@ absl::StatusOr<std::string> CompileToObject(const std::string& source, const std
 }
 
 std::string Sha256Raw(std::string_view bytes) {
-  unsigned char md[32];
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
-  return std::string(reinterpret_cast<char*>(md), 32);
-}
-
-std::string Sha256Hex(std::string_view bytes) {
-  std::string raw = Sha256Raw(bytes), hex;
-  static const char kDigits[] = "0123456789abcdef";
-  for (unsigned char c : raw) {
-    hex.push_back(kDigits[c >> 4]);
-    hex.push_back(kDigits[c & 15]);
-  }
-  return hex;
+  const Sha256Bytes md = Sha256(bytes);
+  return std::string(reinterpret_cast<const char*>(md.data()), md.size());
 }
 
 void Reseal(std::string* package) {
@@ -101,8 +90,8 @@ std::string BuildPackage(const kiln::v1::PackageManifest& manifest_in, std::stri
 }
 
 void WriteFile(const std::string& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  absl::Status written = WriteFileAtomic(path, bytes);
+  ASSERT_TRUE(written.ok()) << written;
 }
 
 }  // namespace kiln::testing

@@ -26,7 +26,6 @@ std::string BuildPackage(const kiln::v1::PackageManifest& manifest, std::string_
                          const std::function<void(kiln::v1::PackageManifest*)>& tamper = nullptr);
 // Recomputes the trailer after the bytes were changed.
 void Reseal(std::string* package);
-std::string Sha256Hex(std::string_view bytes);
 void WriteFile(const std::string& path, std::string_view bytes);
 
 }  // namespace kiln::testing

@@ -1,29 +1,20 @@
-// Structured logfmt lines on stderr for the worker daemon.
-#include "worker/log.h"
+// logfmt lines on stderr.
+#include "base/log.h"
 
 #include <atomic>
 #include <cstdio>
 #include <mutex>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
-namespace kiln::worker {
+namespace kiln {
 namespace {
 
 std::atomic<int> g_min_level{static_cast<int>(LogLevel::kInfo)};
 
-const char* LevelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::kDebug: return "debug";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kWarning: return "warn";
-    case LogLevel::kError: return "error";
-  }
-  return "info";
-}
-
-void AppendValue(std::string* out, const std::string& v) {
+void AppendValue(std::string* out, std::string_view v) {
   bool quote = v.empty();
   for (char c : v) {
     if (c == ' ' || c == '"' || c == '=' || c == '\n' || c == '\t' || c == '\\') quote = true;
@@ -48,14 +39,34 @@ void AppendValue(std::string* out, const std::string& v) {
 
 }  // namespace
 
-void SetMinLogLevel(LogLevel level) { g_min_level.store(static_cast<int>(level)); }
+const char* LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarning: return "warn";
+    case LogLevel::kError: return "error";
+  }
+  return "info";
+}
 
-void Log(LogLevel level, const std::string& msg, const LogFields& fields) {
+absl::StatusOr<LogLevel> ParseLogLevel(std::string_view name) {
+  if (name == "debug") return LogLevel::kDebug;
+  if (name == "info") return LogLevel::kInfo;
+  if (name == "warn" || name == "warning") return LogLevel::kWarning;
+  if (name == "error") return LogLevel::kError;
+  return absl::InvalidArgumentError(
+      absl::StrCat("log level '", std::string(name), "' is not one of debug, info, warn, error"));
+}
+
+void SetMinLogLevel(LogLevel level) { g_min_level.store(static_cast<int>(level)); }
+LogLevel MinLogLevel() { return static_cast<LogLevel>(g_min_level.load()); }
+
+void Log(LogLevel level, std::string_view msg, const LogFields& fields) {
   if (static_cast<int>(level) < g_min_level.load()) return;
   std::string line = "ts=";
   line.append(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()));
   line.append(" level=");
-  line.append(LevelName(level));
+  line.append(LogLevelName(level));
   line.append(" msg=");
   AppendValue(&line, msg);
   for (const auto& [key, value] : fields) {
@@ -71,4 +82,4 @@ void Log(LogLevel level, const std::string& msg, const LogFields& fields) {
   std::fflush(stderr);
 }
 
-}  // namespace kiln::worker
+}  // namespace kiln
