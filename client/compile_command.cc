@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
-#include "client/embedded_farm.h"
+#include "server/embedded_farm.h"
 #include "client/kiln_client.h"
 
 namespace kiln::client {
@@ -85,13 +85,13 @@ int RunCompile(const CompileOptions& o) {
     for (int64_t d : dims) b->add_dims(d);
   }
 
-  std::unique_ptr<EmbeddedFarm> farm;
+  std::unique_ptr<server::EmbeddedFarm> farm;
   std::string address = o.server;
   if (address.empty()) {
     std::string db = o.db.empty() ? DefaultKilnHome() + "/tuning.db" : o.db;
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(db).parent_path(), ec);
-    auto started = EmbeddedFarm::Start(db);
+    auto started = server::EmbeddedFarm::Start(db);
     if (!started.ok()) return ReportError("compile", started.status());
     farm = std::move(*started);
     address = farm->address();

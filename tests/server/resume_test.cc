@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <set>
 #include <thread>
@@ -17,10 +16,9 @@
 #include "compiler_core/frontend/onnx_importer.h"
 #include "compiler_core/driver/version.h"
 #include "server/farm_target.h"
-#include "server/kiln_server.h"
+#include "server/embedded_farm.h"
 #include "server/tuner.h"
 #include "tuning_db/tuning_db.h"
-#include "worker/worker.h"
 
 namespace kiln {
 namespace {
@@ -35,40 +33,28 @@ class ResumeTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override {
-    StopWorker();
+    farm_.reset();
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
   std::string db_path() const { return (dir_ / "tuning.db").string(); }
 
-  std::unique_ptr<server::KilnServer> StartServer() {
-    server::ServerOptions options;
-    options.listen = "127.0.0.1:0";
-    options.db_path = db_path();
-    options.worker_wait = std::chrono::milliseconds(20000);
-    auto s = server::KilnServer::Start(options);
-    EXPECT_TRUE(s.ok()) << s.status();
-    return s.ok() ? std::move(*s) : nullptr;
-  }
-  void StartWorker(const std::string& address) {
-    worker::Worker::Options w;
-    w.server = address;
-    w.isolate = false;
-    w.name = "resume-test-worker";
-    stop_ = false;
-    worker_ = std::thread([this, w] {
-      worker::Worker worker(w);
-      (void)worker.Run(&stop_);
-    });
-  }
-  void StopWorker() {
-    stop_ = true;
-    if (worker_.joinable()) worker_.join();
+  // A farm on this test's database, without a worker until StartWorker().
+  server::EmbeddedFarm* StartFarm() {
+    server::EmbeddedFarm::Options options;
+    options.server.db_path = db_path();
+    options.server.worker_wait = std::chrono::milliseconds(20000);
+    options.workers = 0;
+    options.isolate = false;
+    options.worker_name = "resume-test-worker";
+    auto farm = server::EmbeddedFarm::Start(options);
+    EXPECT_TRUE(farm.ok()) << farm.status();
+    farm_ = farm.ok() ? std::move(*farm) : nullptr;
+    return farm_.get();
   }
 
   std::filesystem::path dir_;
-  std::atomic<bool> stop_{false};
-  std::thread worker_;
+  std::unique_ptr<server::EmbeddedFarm> farm_;
 };
 
 kiln::v1::CompileRequest MlpRequest(int trials) {
@@ -140,15 +126,15 @@ TEST_F(ResumeTest, RestartedServerFinishesTheJobWithoutAClient) {
     ASSERT_TRUE((*db)->AddJobRecord(job_id, 0, first).ok());
   }
 
-  auto server = StartServer();
-  ASSERT_NE(server, nullptr);
-  EXPECT_EQ(server->active_tuning_jobs(), 1);
+  server::EmbeddedFarm* farm = StartFarm();
+  ASSERT_NE(farm, nullptr);
+  EXPECT_EQ(farm->server().active_tuning_jobs(), 1);
   auto db = tuningdb::TuningDb::Open(db_path());
   ASSERT_TRUE(db.ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ((*db)->GetJob(job_id)->value().state, tuningdb::JobState::kRunning);  // no worker yet
 
-  StartWorker(server->address());
+  farm->StartWorker();
   auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(180);
   tuningdb::TuningJob job;
   while (std::chrono::steady_clock::now() < give_up) {
@@ -170,28 +156,27 @@ TEST_F(ResumeTest, RestartedServerFinishesTheJobWithoutAClient) {
   for (const auto& r : *top) {
     if (r.config == job.candidates[0].config) EXPECT_EQ(r.worker_id, "before-restart");
   }
-  for (int i = 0; i < 50 && server->active_tuning_jobs() != 0; ++i) {
+  for (int i = 0; i < 50 && farm->server().active_tuning_jobs() != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  EXPECT_EQ(server->active_tuning_jobs(), 0);
+  EXPECT_EQ(farm->server().active_tuning_jobs(), 0);
   // The worker's target was remembered at registration.
   auto stored = (*db)->GetTarget(target_key);
   ASSERT_TRUE(stored.ok() && stored->has_value());
   EXPECT_EQ((*stored)->kind, "cpu");
   EXPECT_FALSE((*stored)->arch.empty());
-  StopWorker();
 }
 
 TEST_F(ResumeTest, ConcurrentCompilesShareOneJobPerWorkload) {
-  auto server = StartServer();
-  ASSERT_NE(server, nullptr);
-  StartWorker(server->address());
+  server::EmbeddedFarm* farm = StartFarm();
+  ASSERT_NE(farm, nullptr);
+  farm->StartWorker();
   constexpr int kTrials = 3;
   std::vector<absl::StatusOr<kiln::v1::CompileResult>> results(2, absl::UnknownError("not run"));
   std::vector<std::thread> compiles;
   for (int i = 0; i < 2; ++i) {
     compiles.emplace_back([&, i] {
-      client::KilnClient c(server->address());
+      client::KilnClient c(farm->address());
       results[i] = c.Compile(MlpRequest(kTrials), [](const kiln::v1::Progress&) {});
     });
   }
@@ -213,7 +198,6 @@ TEST_F(ResumeTest, ConcurrentCompilesShareOneJobPerWorkload) {
   EXPECT_FALSE(workloads.empty());
   // Every candidate measured and recorded exactly once.
   EXPECT_EQ((*db)->GetStats()->records, candidates);
-  StopWorker();
 }
 
 }  // namespace

@@ -1,18 +1,17 @@
-// Test fixture: a real KilnServer on 127.0.0.1 (free port, temp database) with
-// one in-process CPU worker, talking real gRPC.
+// Test fixture: an EmbeddedFarm (real KilnServer on 127.0.0.1, free port, real
+// gRPC) over a database in a fresh temporary folder, with one in-process CPU
+// worker that measures without forking (the isolation path has its own tests
+// in tests/worker).
 #pragma once
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <thread>
 
-#include "server/kiln_server.h"
-#include "worker/worker.h"
+#include "server/embedded_farm.h"
 
 namespace kiln::testing {
 
@@ -23,42 +22,29 @@ class TestFarm {
            ("kiln_farm_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
-    server::ServerOptions options;
-    options.listen = "127.0.0.1:0";
-    options.db_path = (dir_ / "tuning.db").string();
-    options.worker_wait = std::chrono::milliseconds(20000);
-    auto s = server::KilnServer::Start(options);
-    EXPECT_TRUE(s.ok()) << s.status();
-    server_ = std::move(*s);
-    if (with_worker) StartWorker();
+    server::EmbeddedFarm::Options options;
+    options.server.db_path = db_path();
+    options.server.worker_wait = std::chrono::milliseconds(20000);
+    options.workers = with_worker ? 1 : 0;
+    options.isolate = false;
+    options.worker_name = "test-worker";
+    auto farm = server::EmbeddedFarm::Start(options);
+    EXPECT_TRUE(farm.ok()) << farm.status();
+    if (farm.ok()) farm_ = std::move(*farm);
   }
   ~TestFarm() {
-    stop_ = true;
-    if (worker_.joinable()) worker_.join();
-    server_->Shutdown();
-    server_.reset();
+    farm_.reset();
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
-  void StartWorker() {
-    worker::Worker::Options w;
-    w.server = server_->address();
-    w.isolate = false;  // the isolation path has its own tests in tests/worker
-    w.name = "test-worker";
-    worker_ = std::thread([this, w] {
-      worker::Worker worker(w);
-      (void)worker.Run(&stop_);
-    });
-  }
-  std::string address() const { return server_->address(); }
+  void StartWorker() { farm_->StartWorker(); }
+  std::string address() const { return farm_->address(); }
   std::string db_path() const { return (dir_ / "tuning.db").string(); }
 
  private:
   static inline int counter_ = 0;
   std::filesystem::path dir_;
-  std::unique_ptr<server::KilnServer> server_;
-  std::atomic<bool> stop_{false};
-  std::thread worker_;
+  std::unique_ptr<server::EmbeddedFarm> farm_;
 };
 
 }  // namespace kiln::testing
