@@ -6,19 +6,20 @@
 #include "client/commands.h"
 #include "client/tensor_io.h"
 #include "compiler_core/frontend/interpreter.h"
-#include "compiler_core/frontend/onnx_importer.h"
+#include "compiler_core/driver/compile_driver.h"
 
 namespace kiln::client {
 
 int RunEval(const EvalOptions& o) {
   auto bytes = ReadFile(o.model);
   if (!bytes.ok()) return ReportError("eval", bytes.status());
-  ImportOptions io;
+  ModelSource source;
+  source.onnx_model = std::move(*bytes);
   for (const std::string& flag : o.shapes) {
     std::string name;
     std::vector<int64_t> dims;
     if (absl::Status s = ParseShapeFlag(flag, &name, &dims); !s.ok()) return ReportError("eval", s);
-    io.input_shapes[name] = dims;
+    source.input_shapes[name] = dims;
   }
   std::map<std::string, Tensor> inputs;
   for (const std::string& flag : o.inputs) {
@@ -27,10 +28,10 @@ int RunEval(const EvalOptions& o) {
     auto t = ReadTensorFile(path);
     if (!t.ok()) return ReportError("eval", t.status());
     // An input file also binds that input's shape, unless --shape did.
-    if (!io.input_shapes.count(name)) io.input_shapes[name] = t->dims();
+    if (!source.input_shapes.count(name)) source.input_shapes[name] = t->dims();
     inputs.emplace(name, std::move(*t));
   }
-  auto graph = ImportOnnxModel(*bytes, io);
+  auto graph = ImportModel(source);
   if (!graph.ok()) return ReportError("eval", graph.status());
   if (o.dump_graph) std::fprintf(stderr, "%s", (*graph)->ToText().c_str());
   auto outputs = Evaluate(**graph, inputs);

@@ -12,10 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
-#include "compiler_core/fusion/partitioner.h"
-#include "compiler_core/frontend/onnx_importer.h"
-#include "compiler_core/passes/optimize.h"
-#include "compiler_core/fusion/workload.h"
+#include "compiler_core/driver/compile_driver.h"
 
 namespace kiln::client {
 namespace {
@@ -50,53 +47,32 @@ std::string DotId(const std::string& s) {
 
 std::string Megabytes(double bytes) { return absl::StrFormat("%.2f MB", bytes / 1e6); }
 
-struct Inspection {
-  int nodes_before = 0;
-  std::unique_ptr<Graph> graph;  // optimised
-  Partition partition;
-  std::vector<Workload> workloads;
-  int distinct_workloads = 0;
-};
-
-absl::StatusOr<Inspection> Inspect(const InspectOptions& o) {
+absl::StatusOr<PreparedModel> Inspect(const InspectOptions& o) {
   auto bytes = ReadFile(o.model);
   if (!bytes.ok()) return bytes.status();
-  ImportOptions io;
+  ModelSource source;
+  source.onnx_model = std::move(*bytes);
   for (const std::string& flag : o.shapes) {
     std::string name;
     std::vector<int64_t> dims;
     if (absl::Status s = ParseShapeFlag(flag, &name, &dims); !s.ok()) return s;
-    io.input_shapes[name] = dims;
+    source.input_shapes[name] = dims;
   }
-  Inspection in;
-  auto graph = ImportOnnxModel(*bytes, io);
+  auto graph = ImportModel(source);
   if (!graph.ok()) return graph.status();
-  in.graph = std::move(*graph);
-  in.nodes_before = static_cast<int>(in.graph->nodes().size());
-  PassPipelineOptions passes;
-  passes.dump_after = std::set<std::string>(o.dump_after.begin(), o.dump_after.end());
-  passes.dump = [](const std::string& pass, const std::string& text) {
+  PrepareOptions options;
+  options.passes.dump_after = std::set<std::string>(o.dump_after.begin(), o.dump_after.end());
+  options.passes.dump = [](const std::string& pass, const std::string& text) {
     std::fprintf(stderr, "// after %s\n%s", pass.c_str(), text.c_str());
   };
-  auto records = OptimizeGraph(*in.graph, passes);
-  if (!records.ok()) return records.status();
+  auto model = PrepareModel(std::move(*graph), options);
+  if (!model.ok()) return model.status();
   if (o.pass_timing) {
-    for (const PassRecord& r : *records) {
+    for (const PassRecord& r : model->passes) {
       std::fprintf(stderr, "pass %-24s %8.3f ms%s\n", r.name.c_str(), r.milliseconds, r.changed ? "  changed" : "");
     }
   }
-  auto partition = PartitionGraph(*in.graph, FusionOptions{});
-  if (!partition.ok()) return partition.status();
-  in.partition = std::move(*partition);
-  std::set<std::string> keys;
-  for (const FusionGroup& g : in.partition.groups) {
-    auto w = ExtractWorkload(*in.graph, g);
-    if (!w.ok()) return w.status();
-    keys.insert(w->key);
-    in.workloads.push_back(std::move(*w));
-  }
-  in.distinct_workloads = static_cast<int>(keys.size());
-  return in;
+  return model;
 }
 
 std::vector<std::string> Names(const std::vector<Value*>& values) {
@@ -105,7 +81,7 @@ std::vector<std::string> Names(const std::vector<Value*>& values) {
   return out;
 }
 
-std::string Dot(const Inspection& in) {
+std::string Dot(const PreparedModel& in) {
   std::string s = "digraph kiln {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n";
   std::map<const Value*, std::string> writer;  // value -> DOT id of the node that writes it
   for (const Value* v : in.graph->inputs()) {
@@ -150,9 +126,9 @@ std::string Dot(const Inspection& in) {
   return s + "}\n";
 }
 
-std::string Json(const Inspection& in) {
+std::string Json(const PreparedModel& in) {
   std::string s = "{\n";
-  absl::StrAppend(&s, "  \"nodes_before\": ", in.nodes_before, ",\n");
+  absl::StrAppend(&s, "  \"nodes_before\": ", in.imported_nodes, ",\n");
   absl::StrAppend(&s, "  \"nodes_after\": ", in.graph->nodes().size(), ",\n");
   absl::StrAppend(&s, "  \"num_groups\": ", in.partition.groups.size(), ",\n");
   absl::StrAppend(&s, "  \"distinct_workloads\": ", in.distinct_workloads, ",\n");
@@ -182,7 +158,7 @@ std::string Json(const Inspection& in) {
   return s;
 }
 
-std::string Text(const Inspection& in) {
+std::string Text(const PreparedModel& in) {
   std::string s = "optimised graph:\n";
   s += in.graph->ToText();
   s += "\nfusion groups:\n";
@@ -203,10 +179,13 @@ std::string Text(const Inspection& in) {
   }
   double saved = in.partition.bytes_unfused > 0 ? 100.0 * (1.0 - in.partition.bytes_fused / in.partition.bytes_unfused) : 0;
   s += "\nsummary:\n";
-  absl::StrAppend(&s, "  nodes:              ", in.nodes_before, " before optimisation, ", in.graph->nodes().size(),
+  absl::StrAppend(&s, "  nodes:              ", in.imported_nodes, " before optimisation, ", in.graph->nodes().size(),
                   " after\n");
   absl::StrAppend(&s, "  groups (kernels):   ", in.partition.groups.size(), "\n");
   absl::StrAppend(&s, "  distinct workloads: ", in.distinct_workloads, "\n");
+  if (absl::Status compilable = CheckCompilable(in, CpuTarget::Host().Key()); !compilable.ok()) {
+    absl::StrAppend(&s, "  code generation:    ", compilable.message(), "\n");
+  }
   absl::StrAppend(&s, "  memory traffic:     ", Megabytes(in.partition.bytes_fused), " fused, ",
                   Megabytes(in.partition.bytes_unfused), " unfused (", absl::StrFormat("%.1f", saved), "% saved)\n");
   return s;

@@ -7,12 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/digest.h"
-#include "compiler_core/fusion/partitioner.h"
-#include "compiler_core/frontend/graph_proto.h"
-#include "compiler_core/frontend/onnx_importer.h"
-#include "compiler_core/passes/optimize.h"
-#include "compiler_core/package/package_writer.h"
 #include "compiler_core/codegen/schedule_space.h"
+#include "compiler_core/driver/compile_driver.h"
 #include "base/status_macros.h"
 #include "compiler_core/driver/version.h"
 #include "server/farm_target.h"
@@ -57,44 +53,25 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
 
   // 1. Import.
   report("import", "importing the model");
-  std::unique_ptr<Graph> graph;
-  std::string model_bytes;
-  if (request.has_graph()) {
-    ASSIGN_OR_RETURN(graph, GraphFromProto(request.graph()));
-    model_bytes = request.graph().SerializeAsString();
-  } else if (!request.onnx_model().empty()) {
-    ImportOptions options;
-    for (const auto& b : request.shapes()) {
-      options.input_shapes[b.input()] = std::vector<int64_t>(b.dims().begin(), b.dims().end());
-    }
-    ASSIGN_OR_RETURN(graph, ImportOnnxModel(request.onnx_model(), options));
-    model_bytes = request.onnx_model();
-  } else {
-    return absl::InvalidArgumentError("compile request carries no model (set onnx_model or graph)");
+  ModelSource source;
+  source.onnx_model = request.onnx_model();
+  if (request.has_graph()) source.graph = &request.graph();
+  for (const auto& b : request.shapes()) {
+    source.input_shapes[b.input()] = std::vector<int64_t>(b.dims().begin(), b.dims().end());
   }
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, ImportModel(source));
+  const std::string model_bytes = request.has_graph() ? request.graph().SerializeAsString() : request.onnx_model();
   ASSIGN_OR_RETURN(auto resolved, ResolveTarget(request.target()));
   const auto& [target_key, target] = resolved;
 
-  // 2. Optimise the graph (the same pipeline `kiln inspect` shows).
+  // 2-3. Optimise, partition into fusion groups, one workload per group (the
+  // same stages `kiln inspect` shows); refuse a model with groups no lowering
+  // takes before anything is tuned.
   report("optimize", absl::StrCat("optimizing ", graph->nodes().size(), " nodes"));
-  RETURN_IF_ERROR(OptimizeGraph(*graph, PassPipelineOptions{}).status());
-
-  // 3. Partition into fusion groups, one workload per group.
-  report("partition", "partitioning into fusion groups");
-  FusionOptions fusion;
-  fusion.can_compile = [](const Graph& workload) { return CanCompile(workload); };
-  ASSIGN_OR_RETURN(Partition partition, PartitionGraph(*graph, fusion));
-  std::vector<Workload> workloads;
-  for (const FusionGroup& g : partition.groups) {
-    ASSIGN_OR_RETURN(Workload w, ExtractWorkload(*graph, g));
-    if (!CanCompile(*w.graph)) {
-      std::vector<std::string> nodes;
-      for (const Node* n : g.nodes) nodes.push_back(absl::StrCat("'", n->name(), "' (", n->op_type(), ")"));
-      return absl::UnimplementedError(absl::StrCat("no code generator for node ", absl::StrJoin(nodes, ", "),
-                                                   " on target ", target_key, " yet"));
-    }
-    workloads.push_back(std::move(w));
-  }
+  ASSIGN_OR_RETURN(PreparedModel model, PrepareModel(std::move(graph)));
+  RETURN_IF_ERROR(CheckCompilable(model, target_key));
+  const Partition& partition = model.partition;
+  const std::vector<Workload>& workloads = model.workloads;
   p.set_groups_total(static_cast<int>(partition.groups.size()));
 
   // 4. Tune each distinct workload once.
@@ -135,7 +112,7 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   PackageOptions popts;
   popts.model_name = request.model_name();
   popts.target = target;
-  ASSIGN_OR_RETURN(PackageBytes pkg, WritePackage(*graph, partition, workloads, configs, popts));
+  ASSIGN_OR_RETURN(PackageBytes pkg, BuildPackage(model, configs, popts));
 
   // 6. Store: the artifact and the compile key that finds it again.
   report("package", "storing the package");

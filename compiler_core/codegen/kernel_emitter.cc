@@ -1,7 +1,6 @@
-// Kernel emission: every workload lowers to loop IR (compiler_core/loop_ir)
-// and from there to an LLVM function with Kiln's kernel ABI. MatMul/Gemm use
-// the matmul lowering over the matmul schedule space; every other kind is
-// found by loop_ir::FindLowering.
+// Kernel emission: every workload lowers to loop IR through the lowering
+// loop_ir::FindLowering picks, and from there to an LLVM function with Kiln's
+// kernel ABI.
 #include "compiler_core/codegen/kernel_emitter.h"
 
 #include <cctype>
@@ -9,10 +8,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "compiler_core/codegen/kernel_spec.h"
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
-#include "compiler_core/codegen/loop_ir/lower_matmul.h"
 #include "compiler_core/frontend/shape_inference.h"
 #include "base/status_macros.h"
 #include "llvm/IR/Module.h"
@@ -30,7 +27,7 @@ bool ValidSymbol(const std::string& s) {
 
 // The loop-IR lowerings trust the workload's value types: re-infer them on a
 // copy and refuse a workload whose declared types disagree (INVALID_ARGUMENT
-// naming the value), as AnalyzeWorkload does for matmuls.
+// naming the value).
 absl::Status CheckDeclaredTypes(const Graph& workload) {
   std::unique_ptr<Graph> copy = workload.Clone();
   absl::Status inferred = InferShapes(*copy);
@@ -60,17 +57,10 @@ absl::StatusOr<EmittedKernel> EmitKernel(const Graph& workload, const ScheduleCo
   if (module->getNamedValue(symbol) != nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("kernel symbol ", symbol, " is defined twice"));
   }
-  const loop_ir::WorkloadLowering* lowering = nullptr;
-  absl::StatusOr<KernelSpec> analyzed = AnalyzeWorkload(workload);
-  if (analyzed.ok() && analyzed->kind == KernelSpec::Kind::kMatMul) {
-    static const loop_ir::WorkloadLowering* matmul = new loop_ir::WorkloadLowering(loop_ir::MatMulLowering());
-    lowering = matmul;
-  } else {
-    absl::Status why;
-    lowering = loop_ir::FindLowering(workload, &why);
-    if (lowering == nullptr) return analyzed.ok() ? why : analyzed.status();
-    RETURN_IF_ERROR(CheckDeclaredTypes(workload));
-  }
+  absl::Status why;
+  const loop_ir::WorkloadLowering* lowering = loop_ir::FindLowering(workload, &why);
+  if (lowering == nullptr) return why;
+  RETURN_IF_ERROR(CheckDeclaredTypes(workload));
   RETURN_IF_ERROR(lowering->validate(workload, config, target));
   ASSIGN_OR_RETURN(loop_ir::LoopFunc f, lowering->lower(workload, config, target));
   ASSIGN_OR_RETURN(loop_ir::LoweredFunction lf, loop_ir::LowerToLlvm(f, target, symbol, module));

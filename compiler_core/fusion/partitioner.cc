@@ -2,7 +2,7 @@
 // nodes, then the groups are put in execution order:
 //   A. consumers join a producer's group (loop fusion, reduction fusion,
 //      epilogues of anchors), when the rules, the acyclicity check, the size
-//      limits and options.can_compile allow;
+//      limits and the code generator (options.classify) allow;
 //   B. cheap producer groups (elementwise / data movement) are fused into all
 //      their consumer groups (prologues, index arithmetic, recompute on
 //      fan-out) when the cost model says it moves fewer bytes.
@@ -111,9 +111,9 @@ class Partitioner {
     if (static_cast<int>(members.size()) > options_.cost.max_group_nodes) return false;
     FusionGroup fg = MakeFusionGroup(members, /*precise=*/false);
     if (static_cast<int>(fg.inputs.size()) > options_.cost.max_group_inputs) return false;
-    if (!options_.can_compile) return true;
+    if (!options_.classify) return true;
     absl::StatusOr<Workload> w = ExtractWorkload(graph_, fg);
-    return w.ok() && options_.can_compile(*w->graph);
+    return w.ok() && options_.classify(*w->graph).has_value();
   }
 
   // Whether group `from` reaches group `to` through the current groups.
@@ -314,17 +314,12 @@ class Partitioner {
     p.alive = false;
   }
 
-  std::string KindOf(const Group& g) const {
-    if (g.anchor >= 0) return FusionClassName(class_[g.anchor]);
-    if (g.num_reductions > 0) return "reduction";
-    bool any_elementwise = false, all_data_movement = true;
-    for (int m : g.nodes) {
-      any_elementwise |= class_[m] == FusionClass::kElementwise;
-      all_data_movement &= class_[m] == FusionClass::kDataMovement;
-    }
-    if (any_elementwise) return "elementwise";
-    if (all_data_movement) return "data_movement";
-    return "opaque";
+  // The code generator's kind for a final group (see FusionGroup::kind).
+  std::string KindOf(const FusionGroup& fg) const {
+    if (!options_.classify) return "";
+    absl::StatusOr<Workload> w = ExtractWorkload(graph_, fg);
+    std::optional<std::string> kind = w.ok() ? options_.classify(*w->graph) : std::nullopt;
+    return kind.value_or("unsupported");
   }
 
   Partition Assemble() const {
@@ -336,7 +331,7 @@ class Partitioner {
     std::unordered_map<const Value*, int> written_by;
     for (int g : alive) {
       FusionGroup fg = MakeFusionGroup(groups_[g].nodes, /*precise=*/true);
-      fg.kind = KindOf(groups_[g]);
+      fg.kind = KindOf(fg);
       if (groups_[g].anchor >= 0) fg.anchor = nodes_[groups_[g].anchor];
       for (int m : groups_[g].nodes) {
         if (groups_of_[m].size() > 1) fg.recomputed.push_back(nodes_[m]);
@@ -404,36 +399,8 @@ class Partitioner {
 
 }  // namespace
 
-std::string GroupKindOf(const Node& node) {
-  static const std::set<std::string> kElementwise = {"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid"};
-  if (!node.domain().empty()) return "";
-  if (kElementwise.count(node.op_type())) return "elementwise";
-  if (node.op_type() == "MatMul" || node.op_type() == "Gemm") return "matmul";
-  return "";
-}
-
 absl::StatusOr<Partition> PartitionGraph(const Graph& graph, const FusionOptions& options) {
   return Partitioner(graph, options).Run();
-}
-
-absl::StatusOr<Partition> PartitionGraph(const Graph& graph) {
-  for (const auto& node : graph.nodes()) {
-    if (GroupKindOf(*node).empty()) {
-      return absl::UnimplementedError(absl::StrCat("node '", node->name(), "' (", node->op_type(),
-                                                   "): no code generator for this operator yet"));
-    }
-    for (Value* v : node->inputs()) {
-      if (v && v->type().known && v->type().dtype != DType::kFloat32) {
-        return absl::UnimplementedError(absl::StrCat("node '", node->name(), "' (", node->op_type(),
-                                                     "): input '", v->name(), "' is ",
-                                                     DTypeName(v->type().dtype),
-                                                     "; code generation supports f32 only"));
-      }
-    }
-  }
-  FusionOptions options;
-  options.fuse = false;
-  return PartitionGraph(graph, options);
 }
 
 std::string Partition::ToText() const {

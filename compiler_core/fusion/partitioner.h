@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,11 @@ namespace kiln {
 
 struct FusionGroup {
   int index = 0;
-  // The kind of loop nest the group lowers to: "elementwise" (loop fusion),
-  // "reduction", "conv" / "matmul" (an anchor with its epilogue),
-  // "data_movement" or "opaque" (an operator no rule fuses; one node).
+  // The kind of the lowering that compiles the group ("matmul", "elementwise",
+  // "reduction", ...: compiler_core/codegen/schedule_space.h WorkloadKind), the
+  // one vocabulary of kinds for reports, packages and the tuning database;
+  // "unsupported" when no lowering takes the group; empty when the partition
+  // was made without FusionOptions::classify.
   std::string kind;
   std::vector<const Node*> nodes;  // topological order
   // Values read from outside the group (graph inputs, constants, other groups'
@@ -50,27 +53,18 @@ struct Partition {
 struct FusionOptions {
   // false: one group per node (no fusion).
   bool fuse = true;
-  // Whether the code generator can compile a candidate group, given as its
-  // workload graph (ExtractWorkload). A group only grows by a node when the
-  // grown group still compiles, so a group the code generator cannot take is
-  // split into smaller ones, ultimately single nodes (which are kept even when
-  // it returns false). nullptr: no restriction.
-  std::function<bool(const Graph& workload)> can_compile;
+  // The code generator's verdict on a candidate group, given as its workload
+  // graph (ExtractWorkload): the kind of the lowering that takes it, or
+  // nullopt when none does. A group only grows by a node when the grown group
+  // still compiles, so a group the code generator cannot take is split into
+  // smaller ones, ultimately single nodes (kept, with kind "unsupported").
+  // Every group's kind is its verdict. nullptr: no restriction, no kinds.
+  std::function<std::optional<std::string>(const Graph& workload)> classify;
   FusionCostOptions cost;
 };
-
-// The kind a single operator lowers to in today's code generator
-// ("elementwise" or "matmul"), or "" if Kiln cannot compile it yet.
-std::string GroupKindOf(const Node& node);
 
 // Partitions `graph` under `options`. Never fails for a verified graph with
 // static shapes; a value without a static shape keeps its nodes unfused.
 absl::StatusOr<Partition> PartitionGraph(const Graph& graph, const FusionOptions& options);
-
-// The code generator's partition of today: one group per node, failing with
-// UNIMPLEMENTED naming the node when an operator (or a non-f32 input) has no
-// lowering. The compile pipeline uses it until it passes FusionOptions with a
-// can_compile of the code generator's.
-absl::StatusOr<Partition> PartitionGraph(const Graph& graph);
 
 }  // namespace kiln

@@ -14,16 +14,12 @@
 #include "base/file.h"
 #include "client/runtime/package_reader.h"
 #include "client/runtime/session.h"
-#include "compiler_core/fusion/partitioner.h"
+#include "compiler_core/driver/compile_driver.h"
 #include "compiler_core/frontend/graph_proto.h"
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/frontend/onnx_importer.h"
-#include "compiler_core/passes/optimize.h"
-#include "compiler_core/package/package_writer.h"
-#include "compiler_core/codegen/schedule_space.h"
 #include "base/status_macros.h"
 #include "compiler_core/codegen/target.h"
-#include "compiler_core/fusion/workload.h"
 #include "onnx/onnx.pb.h"
 
 namespace kiln::conformance {
@@ -143,27 +139,10 @@ std::string NotCompilable(const Graph& graph) {
 // generator takes, default schedules), runs the package and compares. A group
 // the code generator cannot take is UNIMPLEMENTED: the case is skipped.
 absl::Status RunCompiled(const Graph& original, const std::vector<DataSet>& sets) {
-  std::unique_ptr<Graph> optimized = original.Clone();
-  Graph& graph = *optimized;
-  RETURN_IF_ERROR(OptimizeGraph(graph, PassPipelineOptions{}).status());
-  FusionOptions fusion;
-  fusion.can_compile = [](const Graph& w) { return CanCompile(w); };
-  ASSIGN_OR_RETURN(Partition partition, PartitionGraph(graph, fusion));
-  CpuTarget target = CpuTarget::Host();
-  std::vector<Workload> workloads;
-  std::vector<ScheduleConfig> configs;
-  for (const FusionGroup& group : partition.groups) {
-    ASSIGN_OR_RETURN(Workload w, ExtractWorkload(graph, group));
-    if (!CanCompile(*w.graph)) {
-      return absl::UnimplementedError(absl::StrCat(w.op_summary, " has no code generator"));
-    }
-    configs.push_back(DefaultSchedule(*w.graph, target));
-    workloads.push_back(std::move(w));
-  }
   PackageOptions po;
-  po.model_name = graph.name();
-  po.target = target;
-  ASSIGN_OR_RETURN(PackageBytes bytes, WritePackage(graph, partition, workloads, configs, po));
+  po.model_name = original.name();
+  po.target = CpuTarget::Host();
+  ASSIGN_OR_RETURN(PackageBytes bytes, CompileWithDefaultSchedules(original.Clone(), po));
   ASSIGN_OR_RETURN(std::unique_ptr<runtime::Package> pkg, runtime::Package::FromBytes(bytes.bytes));
   std::shared_ptr<const runtime::Package> shared(std::move(pkg));
   ASSIGN_OR_RETURN(std::unique_ptr<runtime::Session> session, runtime::Session::Create(shared, nullptr));

@@ -9,41 +9,13 @@
 #include "client/runtime/package_reader.h"
 #include "client/runtime/session.h"
 #include "client/runtime/thread_pool.h"
-#include "compiler_core/fusion/partitioner.h"
+#include "compiler_core/driver/compile_driver.h"
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/frontend/onnx_importer.h"
-#include "compiler_core/passes/optimize.h"
-#include "compiler_core/package/package_writer.h"
-#include "compiler_core/codegen/schedule_space.h"
-#include "compiler_core/fusion/workload.h"
 #include "tests/models/model_testing.h"
 
 namespace kiln {
 namespace {
-
-absl::StatusOr<PackageBytes> CompileWithDefaults(Graph& graph) {
-  if (absl::Status s = OptimizeGraph(graph, PassPipelineOptions{}).status(); !s.ok()) return s;
-  FusionOptions fusion;
-  fusion.can_compile = [](const Graph& w) { return CanCompile(w); };
-  auto partition = PartitionGraph(graph, fusion);
-  if (!partition.ok()) return partition.status();
-  CpuTarget target = CpuTarget::Host();
-  std::vector<Workload> workloads;
-  std::vector<ScheduleConfig> configs;
-  for (const FusionGroup& g : partition->groups) {
-    auto w = ExtractWorkload(graph, g);
-    if (!w.ok()) return w.status();
-    if (!CanCompile(*w->graph)) {
-      return absl::UnimplementedError(absl::StrCat("group ", g.index, " (", w->op_summary, ", first node '",
-                                                   g.nodes.front()->name(), "') does not compile"));
-    }
-    configs.push_back(DefaultSchedule(*w->graph, target));
-    workloads.push_back(std::move(*w));
-  }
-  PackageOptions options;
-  options.target = target;
-  return WritePackage(graph, *partition, workloads, configs, options);
-}
 
 void CheckCompiledModel(const std::string& file) {
   std::string bytes = ReadAll(ModelPath(file));
@@ -56,7 +28,9 @@ void CheckCompiledModel(const std::string& file) {
 
   auto graph = ImportOnnxModel(bytes, {});
   ASSERT_TRUE(graph.ok());
-  auto pkg_bytes = CompileWithDefaults(**graph);
+  PackageOptions options;
+  options.target = CpuTarget::Host();
+  auto pkg_bytes = CompileWithDefaultSchedules(std::move(*graph), options);
   ASSERT_TRUE(pkg_bytes.ok()) << pkg_bytes.status();
   auto pkg = runtime::Package::FromBytes(pkg_bytes->bytes);
   ASSERT_TRUE(pkg.ok()) << pkg.status();

@@ -81,7 +81,9 @@ absl::StatusOr<Workload> FirstWorkload(std::unique_ptr<Graph>* graph) {
   auto g = ImportOnnxModel(model->onnx_bytes, options);
   if (!g.ok()) return g.status();
   *graph = std::move(*g);
-  auto partition = PartitionGraph(**graph);
+  FusionOptions unfused;
+  unfused.fuse = false;
+  auto partition = PartitionGraph(**graph, unfused);
   if (!partition.ok()) return partition.status();
   return ExtractWorkload(**graph, partition->groups.at(0));
 }

@@ -60,17 +60,6 @@ absl::Status SliceParams(const Node& n, std::vector<int64_t>* start, std::vector
   return absl::OkStatus();
 }
 
-// Operators whose f32 expressions predate typed lowering (kept identical).
-bool IsLegacyF32(const std::string& op) {
-  static const char* const kOps[] = {"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Neg", "Abs", "Max", "Min",
-                                     "Sqrt", "Exp", "Log", "Tanh", "Clip", "LeakyRelu", "HardSigmoid",
-                                     "HardSwish", "Reciprocal", "Erf", "Gelu"};
-  for (const char* o : kOps) {
-    if (op == o) return true;
-  }
-  return false;
-}
-
 absl::Status PadParams(const Node& n, std::vector<int64_t>* begin, double* value) {
   std::vector<int64_t> in = DimsOf(n.input(0));
   size_t rank = in.size();
@@ -426,58 +415,8 @@ absl::StatusOr<Expr> GraphExpr::At(const Value* v, const std::vector<Expr>& idx)
       ASSIGN_OR_RETURN(Expr e, in_at(i));
       a.push_back(e);
     }
-    if (v->type().dtype != DType::kFloat32 || !IsLegacyF32(op)) {
-      ASSIGN_OR_RETURN(Expr r, ElementwiseExpr(*n, a));
-      return RoundTo(v->type().dtype, r);
-    }
-    Expr x = a[0];
-    if (op == "Add") return Add(a[0], a[1]);
-    if (op == "Sub") return Sub(a[0], a[1]);
-    if (op == "Mul") return Mul(a[0], a[1]);
-    if (op == "Div") return Div(a[0], a[1]);
-    if (op == "Relu") return Select(Lt(x, FloatImm(0)), FloatImm(0), x);
-    if (op == "Sigmoid") return Call("sigmoid", {x});
-    if (op == "Neg") return Call("neg", {x});
-    if (op == "Abs") return Call("abs", {x});
-    if (op == "Sqrt") return Call("sqrt", {x});
-    if (op == "Exp") return Call("exp", {x});
-    if (op == "Log") return Call("log", {x});
-    if (op == "Tanh") return Call("tanh", {x});
-    if (op == "Erf") return Call("erf", {x});
-    if (op == "Reciprocal") return Div(FloatImm(1), x);
-    if (op == "Max" || op == "Min") {
-      Expr r = a[0];
-      for (size_t i = 1; i < a.size(); ++i) r = Call(op == "Max" ? "fmax" : "fmin", {r, a[i]});
-      return r;
-    }
-    if (op == "Clip") {
-      Expr lo = a.size() > 1 ? a[1] : nullptr, hi = a.size() > 2 ? a[2] : nullptr;
-      float alo = n->GetFloat("min", -std::numeric_limits<float>::infinity());
-      float ahi = n->GetFloat("max", std::numeric_limits<float>::infinity());
-      if (lo == nullptr && !std::isinf(alo)) lo = FloatImm(alo);
-      if (hi == nullptr && !std::isinf(ahi)) hi = FloatImm(ahi);
-      if (lo) x = Select(Lt(x, lo), lo, x);
-      if (hi) x = Select(Gt(x, hi), hi, x);
-      return x;
-    }
-    if (op == "LeakyRelu") return Select(Lt(x, FloatImm(0)), Mul(x, FloatImm(n->GetFloat("alpha", 0.01f))), x);
-    auto clamp01 = [](Expr y) {
-      y = Select(Lt(y, FloatImm(0)), FloatImm(0), y);
-      return Select(Gt(y, FloatImm(1)), FloatImm(1), y);
-    };
-    if (op == "HardSigmoid") {
-      return clamp01(Add(Mul(x, FloatImm(n->GetFloat("alpha", 0.2f))), FloatImm(n->GetFloat("beta", 0.5f))));
-    }
-    if (op == "HardSwish") return Mul(x, clamp01(Add(Mul(x, FloatImm(1.0 / 6.0)), FloatImm(0.5))));
-    // Gelu
-    Expr inner;
-    if (n->GetString("approximate", "none") == "tanh") {
-      Expr x3 = Mul(Mul(x, x), x);
-      inner = Call("tanh", {Mul(Add(x, Mul(x3, FloatImm(0.044715))), FloatImm(0.7978845608028654))});
-    } else {
-      inner = Call("erf", {Mul(x, FloatImm(0.7071067811865476))});
-    }
-    return Mul(Mul(x, FloatImm(0.5)), Add(FloatImm(1), inner));
+    ASSIGN_OR_RETURN(Expr r, ElementwiseExpr(*n, a));
+    return RoundTo(v->type().dtype, r);
   }
   const Value* x = n->input(0);
   std::vector<int64_t> in = DimsOf(x);

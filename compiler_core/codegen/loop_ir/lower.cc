@@ -3,6 +3,7 @@
 
 #include "compiler_core/codegen/loop_ir/lower_conv.h"
 #include "compiler_core/codegen/loop_ir/lower_index.h"
+#include "compiler_core/codegen/loop_ir/lower_matmul.h"
 #include "compiler_core/codegen/loop_ir/lower_pool.h"
 #include "compiler_core/codegen/loop_ir/lower_resize.h"
 
@@ -10,19 +11,20 @@ namespace kiln::loop_ir {
 
 const std::vector<WorkloadLowering>& AllLowerings() {
   static const std::vector<WorkloadLowering>* all = new std::vector<WorkloadLowering>{
-      ElementwiseLowering(), ReductionLowering(), DataMovementLowering(), ConvLowering(), ConvTransposeLowering(),
-      PoolLowering(),        ResizeLowering(),    TopKLowering(),         IndexLowering()};
+      ElementwiseLowering(), MatMulLowering(), ReductionLowering(), DataMovementLowering(), ConvLowering(),
+      ConvTransposeLowering(), PoolLowering(), ResizeLowering(), TopKLowering(), IndexLowering()};
   return *all;
 }
 
 const WorkloadLowering* FindLowering(const Graph& workload, absl::Status* why) {
-  absl::Status first = absl::OkStatus();
+  absl::Status first = absl::OkStatus(), malformed = absl::OkStatus();
   for (const WorkloadLowering& l : AllLowerings()) {
     absl::Status s = l.match(workload);
     if (s.ok()) return &l;
     if (first.ok()) first = s;
+    if (malformed.ok() && s.code() == absl::StatusCode::kInvalidArgument) malformed = s;
   }
-  if (why != nullptr) *why = first;
+  if (why != nullptr) *why = malformed.ok() ? first : malformed;
   return nullptr;
 }
 

@@ -1,8 +1,8 @@
 // Lowering of workload graphs (fusion groups) to loop IR, by kind. Each kind
 // is a WorkloadLowering: a matcher, a small deterministic schedule space and
-// the lowering of the graph at one point of it. The CPU back end lowers every
-// workload through one of these (MatMul/Gemm: MatMulLowering, over the matmul
-// space of compiler_core/codegen/schedule_space.h; the rest: FindLowering).
+// the lowering of the graph at one point of it. AllLowerings is the registry
+// the CPU back end (schedule_space.h, kernel_emitter.h) asks; a new kind is a
+// new lower_<family>.cc registered there.
 #pragma once
 
 #include <functional>
@@ -12,22 +12,18 @@
 #include "absl/status/statusor.h"
 #include "compiler_core/ir/graph.h"
 #include "compiler_core/codegen/loop_ir/loop_ir.h"
-#include "compiler_core/codegen/schedule_space.h"
+#include "compiler_core/codegen/schedule_config.h"
 #include "compiler_core/codegen/target.h"
 
 namespace kiln::loop_ir {
 
-// Bump when the meaning of a loop-IR kind's config changes. It enters
-// kScheduleSpaceVersion (compiler_core/codegen/schedule_space.h), the version every
-// tuning record and measurement task carries, so older records miss.
-inline constexpr int kLoopIrScheduleVersion = 2;  // 2: every dtype, elementwise DAGs
-static_assert(kLoopIrScheduleVersion == kLoopIrSpaceVersion,
-              "bump kLoopIrSpaceVersion in compiler_core/codegen/schedule_space.h too");
-
+// A change to a lowering's space or to what a knob means changes the kernels
+// tuning records describe: bump kScheduleSpaceVersion (schedule_space.h).
 struct WorkloadLowering {
-  std::string kind;  // "reduction", "data_movement", ...
-  // OK when this lowering takes the workload; UNIMPLEMENTED / INVALID_ARGUMENT
-  // naming the node otherwise.
+  std::string kind;  // "matmul", "reduction", "data_movement", ...
+  // OK when this lowering takes the workload; otherwise UNIMPLEMENTED when the
+  // workload is not of this kind, INVALID_ARGUMENT (naming the node or value)
+  // when it is but is malformed.
   std::function<absl::Status(const Graph&)> match;
   // Deterministic, non-empty for a matched workload.
   std::function<std::vector<ScheduleConfig>(const Graph&, const CpuTarget&)> enumerate;
@@ -49,11 +45,12 @@ WorkloadLowering ElementwiseLowering();
 // (lower_data_movement.cc).
 WorkloadLowering DataMovementLowering();
 
-// Every loop-IR lowering, in the order they are tried.
+// Every lowering, in the order they are tried.
 const std::vector<WorkloadLowering>& AllLowerings();
 
-// The first lowering that matches `workload`, or nullptr (with the first
-// lowering's refusal in `why`, if given).
+// The first lowering that matches `workload`, or nullptr with the refusal in
+// `why` (if given): the first INVALID_ARGUMENT (a lowering recognised the
+// workload but found it malformed), else the first lowering's refusal.
 const WorkloadLowering* FindLowering(const Graph& workload, absl::Status* why = nullptr);
 
 }  // namespace kiln::loop_ir

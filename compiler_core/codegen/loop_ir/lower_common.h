@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "compiler_core/ir/graph.h"
-#include "compiler_core/codegen/schedule_space.h"
+#include "compiler_core/codegen/schedule_config.h"
 #include "compiler_core/codegen/target.h"
 
 namespace kiln::loop_ir {

@@ -7,7 +7,6 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/codegen/kernel_spec.h"
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"

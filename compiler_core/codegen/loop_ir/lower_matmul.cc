@@ -1,19 +1,477 @@
-// "matmul" workloads: MatMul/Gemm + elementwise epilogue lowered to a tiled,
-// packed, register-blocked loop nest (see lower_matmul.h), and a small JIT for
-// loop-IR functions.
+// "matmul" workloads: the analysis of MatMul/Gemm + elementwise epilogue, the
+// schedule space, and the lowering to a tiled, packed, register-blocked loop
+// nest (see lower_matmul.h).
 #include "compiler_core/codegen/loop_ir/lower_matmul.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/codegen/kernel_spec.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
-#include "compiler_core/codegen/schedule_space.h"
-#include "base/status_macros.h"
 
 namespace kiln::loop_ir {
+namespace {
+
+constexpr int kMaxRank = 6;
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+std::string DimsToString(const std::vector<int64_t>& d) {
+  return absl::StrCat("[", absl::StrJoin(d, ","), "]");
+}
+
+absl::StatusOr<std::vector<int64_t>> Broadcast(const Node& node, const std::vector<int64_t>& a,
+                                               const std::vector<int64_t>& b) {
+  size_t r = std::max(a.size(), b.size());
+  std::vector<int64_t> out(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node ", node.name(), " (", node.op_type(), "): shapes ", DimsToString(a),
+                       " and ", DimsToString(b), " do not broadcast"));
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// Strides of `in` (row-major, dense) seen through broadcasting to `out`.
+std::vector<int64_t> BroadcastStrides(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+  size_t r = out.size();
+  std::vector<int64_t> strides(r, 0);
+  int64_t s = 1;
+  for (size_t i = in.size(); i-- > 0;) {
+    size_t d = i + (r - in.size());
+    strides[d] = in[i] == 1 ? 0 : s;
+    s *= in[i];
+  }
+  return strides;
+}
+
+// True when `in` broadcasts to `out` without changing it.
+bool BroadcastsTo(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+  if (in.size() > out.size()) return false;
+  for (size_t i = 0; i < in.size(); ++i) {
+    int64_t o = out[i + out.size() - in.size()];
+    if (in[i] != 1 && in[i] != o) return false;
+  }
+  return true;
+}
+
+absl::Status AnalyzeAnchor(const Node& node, const std::vector<std::vector<int64_t>>& in_dims,
+                           MatMulSpec* spec, std::vector<int64_t>* out_dims) {
+  auto error = [&](const std::string& why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node ", node.name(), " (", node.op_type(), "): ", why));
+  };
+  const std::vector<int64_t>& a = in_dims[0];
+  const std::vector<int64_t>& b = in_dims[1];
+  if (node.op_type() == "Gemm") {
+    if (a.size() != 2 || b.size() != 2) {
+      return error(absl::StrCat("Gemm needs 2-D A and B, got ", DimsToString(a), " and ", DimsToString(b)));
+    }
+    bool ta = node.GetInt("transA", 0) != 0, tb = node.GetInt("transB", 0) != 0;
+    spec->m = ta ? a[1] : a[0];
+    spec->k = ta ? a[0] : a[1];
+    int64_t kb = tb ? b[1] : b[0];
+    spec->n = tb ? b[0] : b[1];
+    if (kb != spec->k) {
+      return error(absl::StrCat("inner dimensions differ: A ", DimsToString(a), " B ", DimsToString(b),
+                                " transA=", ta, " transB=", tb));
+    }
+    spec->a_stride_m = ta ? 1 : spec->k;
+    spec->a_stride_k = ta ? spec->m : 1;
+    spec->b_stride_k = tb ? 1 : spec->n;
+    spec->b_stride_n = tb ? spec->k : 1;
+    spec->alpha = node.GetFloat("alpha", 1.0f);
+    spec->beta = node.GetFloat("beta", 1.0f);
+    spec->has_c = in_dims.size() > 2;
+    if (spec->has_c) {
+      const std::vector<int64_t>& c = in_dims[2];
+      if (c.size() > 2) return error(absl::StrCat("C of rank ", c.size(), " does not broadcast to [M,N]"));
+      int64_t c0 = c.size() == 2 ? c[0] : 1;
+      int64_t c1 = c.empty() ? 1 : c.back();
+      if ((c0 != 1 && c0 != spec->m) || (c1 != 1 && c1 != spec->n)) {
+        return error(absl::StrCat("C ", DimsToString(c), " does not broadcast to [", spec->m, ",",
+                                  spec->n, "]"));
+      }
+      spec->c_stride_m = c0 == 1 ? 0 : c1;
+      spec->c_stride_n = c1 == 1 ? 0 : 1;
+    }
+    *out_dims = {spec->m, spec->n};
+    return absl::OkStatus();
+  }
+  // MatMul, numpy semantics.
+  if (a.empty() || b.empty()) return error("MatMul operands must have rank >= 1");
+  bool a1 = a.size() == 1, b1 = b.size() == 1;
+  spec->m = a1 ? 1 : a[a.size() - 2];
+  spec->k = a.back();
+  int64_t kb = b1 ? b[0] : b[b.size() - 2];
+  spec->n = b1 ? 1 : b.back();
+  if (kb != spec->k) {
+    return error(absl::StrCat("inner dimensions differ: ", DimsToString(a), " x ", DimsToString(b)));
+  }
+  spec->a_stride_m = a1 ? 0 : spec->k;
+  spec->a_stride_k = 1;
+  spec->b_stride_k = b1 ? 1 : spec->n;
+  spec->b_stride_n = 1;
+  std::vector<int64_t> ab(a.begin(), a1 ? a.end() - 1 : a.end() - 2);
+  std::vector<int64_t> bb(b.begin(), b1 ? b.end() - 1 : b.end() - 2);
+  ASSIGN_OR_RETURN(spec->batch_dims, Broadcast(node, ab, bb));
+  // Batch strides in elements: each batch of A is an M x K matrix.
+  spec->a_batch_strides = BroadcastStrides(ab, spec->batch_dims);
+  spec->b_batch_strides = BroadcastStrides(bb, spec->batch_dims);
+  for (auto& s : spec->a_batch_strides) s *= spec->m * spec->k;
+  for (auto& s : spec->b_batch_strides) s *= spec->k * spec->n;
+  *out_dims = spec->batch_dims;
+  if (!a1) out_dims->push_back(spec->m);
+  if (!b1) out_dims->push_back(spec->n);
+  spec->has_m_dim = !a1;
+  spec->has_n_dim = !b1;
+  return absl::OkStatus();
+}
+
+
+// "MatMul+Add+Relu": the workload's operators, for messages.
+std::string OpSummary(const Graph& g) {
+  std::vector<std::string> ops;
+  for (const auto& n : g.nodes()) ops.push_back(n->op_type());
+  return absl::StrJoin(ops, "+");
+}
+
+}  // namespace
+
+int64_t MatMulSpec::num_batches() const { return NumElements(batch_dims); }
+
+absl::StatusOr<MatMulSpec> AnalyzeMatMul(const Graph& workload) {
+  if (workload.nodes().empty() || workload.outputs().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("workload graph ", workload.name(), " has no nodes or no outputs"));
+  }
+  // Operators first: a workload that is no matmul is UNIMPLEMENTED whatever
+  // else is wrong with it.
+  const Node* anchor = nullptr;
+  for (const auto& n : workload.nodes()) {
+    const std::string& op = n->op_type();
+    if (!n->domain().empty()) {
+      return absl::UnimplementedError(absl::StrCat("node ", n->name(), ": operator ", n->domain(), ".", op,
+                                                   " has no CPU codegen"));
+    }
+    if (op == "MatMul" || op == "Gemm") {
+      if (anchor != nullptr) {
+        return absl::UnimplementedError(absl::StrCat("node ", n->name(), " (", op,
+                                                     "): a workload fuses at most one MatMul/Gemm (",
+                                                     anchor->name(), " is the first)"));
+      }
+      anchor = n.get();
+      continue;
+    }
+    // BatchNormalization broadcasts per channel, not as numpy does; the
+    // batchnorm-folding pass folds it into the anchor's weights instead.
+    if (!IsInlinableElementwise(op) || op == "BatchNormalization") {
+      return absl::UnimplementedError(
+          absl::StrCat("node ", n->name(), " (", op, "): not an elementwise epilogue operator"));
+    }
+    RETURN_IF_ERROR(GraphExpr::CheckNode(*n));
+  }
+  if (anchor == nullptr) {
+    return absl::UnimplementedError(absl::StrCat("workload ", workload.name(), " has no MatMul or Gemm anchor"));
+  }
+  MatMulSpec spec;
+  spec.anchor = anchor;
+
+  // Workload inputs: static f32 buffers of sane size.
+  std::map<const Value*, std::vector<int64_t>> dims_of;
+  std::map<const Value*, int> input_index;
+  for (size_t i = 0; i < workload.inputs().size(); ++i) {
+    const Value* v = workload.inputs()[i];
+    auto error = [&](const std::string& why) {
+      return absl::InvalidArgumentError(absl::StrCat("workload input ", v->name(), ": ", why));
+    };
+    if (!v->type().known || !v->type().IsStatic() || v->type().dtype != DType::kFloat32) {
+      return error(absl::StrCat("has type ", v->type().ToString(), ", want static f32"));
+    }
+    std::vector<int64_t> dims = v->type().StaticDims();
+    if (dims.size() > kMaxRank) return error(absl::StrCat("has rank ", dims.size(), " > ", kMaxRank));
+    for (int64_t d : dims) {
+      if (d < 0 || d > kMaxElements) return error(absl::StrCat("has a bad dim ", d));
+    }
+    if (NumElements(dims) > kMaxElements) return error("is too large");
+    dims_of[v] = std::move(dims);
+    input_index[v] = static_cast<int>(i);
+  }
+
+  // Nodes in order: every read value is a workload input or computed earlier;
+  // output dims follow from broadcasting (epilogue) or the anchor's shapes.
+  for (const auto& np : workload.nodes()) {
+    const Node& node = *np;
+    const std::string& op = node.op_type();
+    auto error = [&](const std::string& why) {
+      return absl::InvalidArgumentError(absl::StrCat("node ", node.name(), " (", op, "): ", why));
+    };
+    const bool is_anchor = &node == anchor;
+    std::vector<Value*> inputs = node.inputs();
+    while (!inputs.empty() && inputs.back() == nullptr) inputs.pop_back();
+    if (is_anchor) {
+      size_t max_inputs = op == "Gemm" ? 3 : 2;
+      if (inputs.size() < 2 || inputs.size() > max_inputs) {
+        return error(absl::StrCat("has ", inputs.size(), " inputs, want 2", max_inputs == 3 ? "..3" : ""));
+      }
+    }
+    if (node.num_outputs() != 1 || node.output(0) == nullptr) return error("must have exactly one output");
+    std::vector<std::vector<int64_t>> in_dims;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Value* v = inputs[i];
+      if (v == nullptr) {
+        if (op == "Clip" && i > 0) {
+          in_dims.emplace_back();
+          continue;
+        }
+        return error(absl::StrCat("input ", i, " is omitted"));
+      }
+      auto it = dims_of.find(v);
+      if (v->is_constant() || it == dims_of.end()) {
+        return error(absl::StrCat("input ", v->name(),
+                                  " is neither a workload graph input nor computed by an earlier node"));
+      }
+      if (is_anchor && input_index.count(v) == 0) {
+        return error(absl::StrCat("input ", v->name(), " is not a workload graph input"));
+      }
+      in_dims.push_back(it->second);
+    }
+    std::vector<int64_t> out_dims;
+    if (is_anchor) {
+      spec.a_arg = input_index[inputs[0]];
+      spec.b_arg = input_index[inputs[1]];
+      if (inputs.size() > 2) spec.c_arg = input_index[inputs[2]];
+      RETURN_IF_ERROR(AnalyzeAnchor(node, in_dims, &spec, &out_dims));
+      spec.out_dims = out_dims;
+    } else if (op == "Clip") {
+      out_dims = in_dims[0];
+    } else {
+      out_dims = in_dims[0];
+      for (size_t i = 1; i < in_dims.size(); ++i) {
+        ASSIGN_OR_RETURN(out_dims, Broadcast(node, out_dims, in_dims[i]));
+      }
+    }
+    if (NumElements(out_dims) > kMaxElements) return error("output is too large");
+    const Value* out = node.output(0);
+    if (out->type().known) {
+      if (out->type().dtype != DType::kFloat32 || !out->type().IsStatic() ||
+          out->type().StaticDims() != out_dims) {
+        return error(absl::StrCat("output ", out->name(), " has type ", out->type().ToString(),
+                                  ", want f32", DimsToString(out_dims)));
+      }
+    }
+    if (dims_of.count(out) > 0) return error(absl::StrCat("output ", out->name(), " is defined twice"));
+    dims_of[out] = std::move(out_dims);
+  }
+
+  // Every output is of the anchor's shape, every epilogue value broadcasts to it.
+  const std::vector<int64_t>& full = spec.out_dims;
+  for (size_t j = 0; j < workload.outputs().size(); ++j) {
+    const Value* v = workload.outputs()[j];
+    if (v == nullptr || v->producer() == nullptr || input_index.count(v) > 0 || dims_of.count(v) == 0) {
+      return absl::UnimplementedError(absl::StrCat("workload graph ", workload.name(), ": output ", j,
+                                                   " is not computed by a node of the workload"));
+    }
+    if (dims_of[v] != full) {
+      return absl::UnimplementedError(absl::StrCat(
+          "workload graph ", workload.name(), ": output ", v->name(), " ", DimsToString(dims_of[v]),
+          " differs from the kernel's iteration shape ", DimsToString(full)));
+    }
+  }
+  for (const auto& np : workload.nodes()) {
+    if (np.get() == anchor) continue;
+    const Value* v = np->output(0);
+    if (!BroadcastsTo(dims_of[v], full)) {
+      return absl::UnimplementedError(absl::StrCat("node ", np->name(), " (", np->op_type(), "): result ",
+                                                   DimsToString(dims_of[v]),
+                                                   " is larger than the kernel's iteration shape ",
+                                                   DimsToString(full)));
+    }
+  }
+  return spec;
+}
+
+namespace {
+
+// Keeps the first candidate and each next one while the previous one did not
+// yet cover `extent` (a larger one would only repeat it).
+std::vector<int64_t> Useful(const std::vector<int64_t>& candidates, int64_t unit, int64_t extent) {
+  std::vector<int64_t> out;
+  for (int64_t c : candidates) {
+    if (!out.empty() && out.back() * unit >= extent) break;
+    out.push_back(c);
+  }
+  return out;
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
+
+// The register-block grid (mr x nr x ku), without blocking knobs.
+std::vector<ScheduleConfig> MatMulRegisterBlocks(const MatMulSpec& s, const CpuTarget& target) {
+  int64_t lanes = target.FloatLanes();
+  std::vector<ScheduleConfig> out;
+  for (int64_t mr : Useful({1, 2, 4, 6, 8}, 1, s.m)) {
+    for (int64_t nr : Useful({1, 2, 3, 4}, lanes, s.n)) {
+      // Accumulators + B vectors + one broadcast A must fit the register file.
+      if (mr * nr + nr + 1 > target.NumVectorRegisters()) continue;
+      for (int64_t ku : Useful({1, 4}, 1, s.k)) {
+        ScheduleConfig c;
+        c.Set("mr", mr);
+        c.Set("nr", nr);
+        c.Set("ku", ku);
+        out.push_back(c);
+      }
+    }
+  }
+  return out;
+}
+
+// B larger than an L2 and more rows than one register block: worth packing.
+bool WantsPacking(const MatMulSpec& s) { return s.m > 8 && s.k * s.n * 4 > (int64_t{1} << 20); }
+
+// `reg` with K blocking kc, the widest column block whose packed B fits
+// kMaxPackedBytes, and rows per task mc (0: default).
+ScheduleConfig PackedVariant(const MatMulSpec& s, const ScheduleConfig& reg, int64_t kc, int64_t mc,
+                             const CpuTarget& target) {
+  ScheduleConfig c = reg;
+  int64_t nb = reg.Get("nr", 2) * target.FloatLanes();
+  int64_t nc = kMaxPackedBytes / 4 / kc / nb * nb;
+  c.Set("kc", kc);
+  if (nc < CeilDiv(s.n, nb) * nb) c.Set("nc", nc);
+  if (mc > 0) c.Set("mc", mc);
+  return c;
+}
+
+std::vector<ScheduleConfig> EnumerateMatMul(const MatMulSpec& s, const CpuTarget& target) {
+  std::vector<ScheduleConfig> base = MatMulRegisterBlocks(s, target);
+  std::vector<ScheduleConfig> out = base;
+  if (s.m <= 8) {
+    // Few rows (GEMV): column blocks give threads tasks; B streams once, no packing.
+    for (int64_t nc : {128, 256, 512}) {
+      if (nc >= s.n) continue;
+      for (ScheduleConfig c : base) {
+        c.Set("nc", nc);
+        out.push_back(c);
+      }
+    }
+  }
+  if (WantsPacking(s)) {
+    for (const ScheduleConfig& reg : base) {
+      int64_t mr = reg.Get("mr", 6), nr = reg.Get("nr", 2);
+      if (mr < 4 || mr * nr < 12) continue;  // too little reuse per packed panel
+      for (int64_t kc : Useful({128, 256, 512}, 1, s.k)) {
+        std::vector<int64_t> mcs = {0};
+        for (int64_t mc : Useful({128, 256}, 1, s.m)) {
+          if (mc > 32) mcs.push_back(mc);
+        }
+        for (int64_t mc : mcs) out.push_back(PackedVariant(s, reg, kc, mc, target));
+      }
+    }
+  }
+  return out;
+}
+
+// The point of `space` closest to `want` (knob by knob, largest value not above
+// the wanted one, else the smallest).
+ScheduleConfig Closest(const std::vector<ScheduleConfig>& space, const ScheduleConfig& want) {
+  if (space.empty()) return {};
+  ScheduleConfig best = space.front();
+  auto score = [&](const ScheduleConfig& c) {
+    // Lexicographic over knobs in `want` order of importance: fewer overshoots, then closeness.
+    int64_t over = 0, dist = 0;
+    for (const auto& [k, v] : want.knobs) {
+      int64_t x = c.Get(k, v);
+      if (x > v) over += 1;
+      dist += (x > v ? x - v : v - x) * 1000 / std::max<int64_t>(v, 1);
+    }
+    return std::make_pair(over, dist);
+  };
+  for (const ScheduleConfig& c : space) {
+    if (score(c) < score(best)) best = c;
+  }
+  return best;
+}
+
+ScheduleConfig DefaultMatMul(const MatMulSpec& s, const CpuTarget& target) {
+  ScheduleConfig want;
+  want.Set("mr", 6);
+  want.Set("nr", 2);
+  want.Set("ku", 4);
+  ScheduleConfig reg = Closest(MatMulRegisterBlocks(s, target), want);
+  ScheduleConfig blocked = reg;
+  if (WantsPacking(s)) {
+    blocked = PackedVariant(s, reg, std::min<int64_t>(256, Useful({128, 256}, 1, s.k).back()),
+                            s.m > 128 ? 128 : 0, target);
+  } else if (s.m <= 8 && s.n > 256) {
+    blocked.Set("nc", 256);
+  }
+  std::vector<ScheduleConfig> space = EnumerateMatMul(s, target);
+  return std::find(space.begin(), space.end(), blocked) != space.end() ? blocked : reg;
+}
+
+
+absl::Status ValidateMatMul(const Graph& workload, const MatMulSpec& spec, const ScheduleConfig& config,
+                            const CpuTarget& target) {
+  struct Range { const char* key; int64_t lo, hi; };
+  const std::vector<Range> ranges = {{"mr", 1, 8},
+                                     {"nr", 1, 4},
+                                     {"ku", 1, 8},
+                                     {"mc", 0, int64_t{1} << 30},
+                                     {"nc", 0, int64_t{1} << 30},
+                                     {"kc", 0, int64_t{1} << 20}};
+  for (const auto& [k, v] : config.knobs) {
+    auto it = std::find_if(ranges.begin(), ranges.end(), [&](const Range& r) { return k == r.key; });
+    if (it == ranges.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("schedule ", config.ToString(), ": knob ", k,
+                                                     " does not apply to node ", spec.anchor->name(), " (",
+                                                     OpSummary(workload), ")"));
+    }
+    bool ok = v >= it->lo && v <= it->hi;
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat("schedule ", config.ToString(), ": knob ", k, "=",
+                                                     v, " out of range for target ", target.Key()));
+    }
+  }
+  MatMulTiling t = TileMatMul(spec, config, target);
+  if (t.pack_floats * 4 > kMaxPackedBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "schedule ", config.ToString(), ": packed B block of kc=", t.kc, " x ", t.cols_per_task,
+        " columns needs ", t.pack_floats * 4, " bytes, more than ", kMaxPackedBytes, " (node ",
+        spec.anchor->name(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+MatMulTiling TileMatMul(const MatMulSpec& s, const ScheduleConfig& config, const CpuTarget& target) {
+  MatMulTiling t;
+  t.mr = config.Get("mr", 6);
+  t.nr = config.Get("nr", 2);
+  t.ku = config.Get("ku", 4);
+  t.nb = t.nr * target.FloatLanes();
+  int64_t mc = config.Get("mc", 0);
+  t.rows_per_task = mc > 0 ? CeilDiv(mc, t.mr) * t.mr : t.mr * std::max<int64_t>(1, 32 / t.mr);
+  int64_t n_padded = std::max<int64_t>(CeilDiv(s.n, t.nb) * t.nb, t.nb);
+  int64_t nc = config.Get("nc", 0);
+  t.cols_per_task = nc > 0 ? std::min(CeilDiv(nc, t.nb) * t.nb, n_padded) : n_padded;
+  t.kc = config.Get("kc", 0);
+  t.row_blocks = CeilDiv(s.m, t.rows_per_task);
+  t.col_blocks = std::max<int64_t>(1, CeilDiv(s.n, t.cols_per_task));
+  t.num_tasks = s.num_batches() * t.row_blocks * t.col_blocks;
+  t.pack_floats = t.kc * t.cols_per_task;
+  return t;
+}
+
 namespace {
 
 Expr I(int64_t v) { return IntImm(v); }
@@ -34,14 +492,6 @@ Expr ReplaceLoads(const Expr& e, const BufferNode* from, const Expr& with) {
   return copy;
 }
 
-absl::StatusOr<KernelSpec> MatMulSpecOf(const Graph& g) {
-  ASSIGN_OR_RETURN(KernelSpec spec, AnalyzeWorkload(g));
-  if (spec.kind != KernelSpec::Kind::kMatMul) {
-    return absl::UnimplementedError(absl::StrCat("workload ", g.name(), " has no MatMul or Gemm anchor"));
-  }
-  return spec;
-}
-
 // How a register tile starts and ends over one K block.
 enum class Init { kZero, kPartial, kFirstBlock };  // kFirstBlock: zero when kb == 0, else partial
 
@@ -55,23 +505,18 @@ struct KPart {
 
 class MatMulBuilder {
  public:
-  MatMulBuilder(const Graph& g, const KernelSpec& spec, const ScheduleConfig& config, const CpuTarget& target)
-      : g_(g), spec_(spec), s_(spec.matmul), t_(TileMatMul(spec.matmul, config, target)), ge_(g),
-        lanes_(target.FloatLanes()) {}
+  MatMulBuilder(const Graph& g, const MatMulSpec& spec, const ScheduleConfig& config, const CpuTarget& target)
+      : g_(g), s_(spec), t_(TileMatMul(spec, config, target)), ge_(g), lanes_(target.FloatLanes()) {}
 
   absl::StatusOr<LoopFunc> Build() {
-    const Node* anchor = nullptr;
-    for (const auto& n : g_.nodes()) {
-      if (n->name() == spec_.node_name) anchor = n.get();
-    }
-    if (anchor == nullptr) return absl::InternalError(absl::StrCat("anchor ", spec_.node_name, " not found"));
+    const Node* anchor = s_.anchor;
     view_ = MakeBuffer("mm_result", DimsOf(anchor->output(0)), BufferRole::kTemp);
     ge_.Bind(anchor->output(0), view_);
-    a_ = ge_.args()[spec_.operand_args[0]];
-    b_ = ge_.args()[spec_.operand_args[1]];
-    if (s_.has_c) c_ = ge_.args()[spec_.operand_args[2]];
+    a_ = ge_.args()[s_.a_arg];
+    b_ = ge_.args()[s_.b_arg];
+    if (s_.has_c) c_ = ge_.args()[s_.c_arg];
     for (size_t j = 0; j < g_.outputs().size(); ++j) outs_.push_back(ge_.output_buffer(static_cast<int>(j)));
-    if (t_.num_tasks <= 0) return absl::UnimplementedError(absl::StrCat("node ", spec_.node_name, ": empty matmul"));
+    if (t_.num_tasks <= 0) return absl::UnimplementedError(absl::StrCat("node ", anchor->name(), ": empty matmul"));
     nf_ = s_.n / t_.nb * t_.nb;
     if (t_.kc > 0) packed_ = MakeBuffer("packed_b", {t_.pack_floats}, BufferRole::kTemp);
 
@@ -258,7 +703,6 @@ class MatMulBuilder {
   }
 
   const Graph& g_;
-  const KernelSpec& spec_;
   const MatMulSpec& s_;
   const MatMulTiling t_;
   GraphExpr ge_;
@@ -274,15 +718,22 @@ class MatMulBuilder {
 WorkloadLowering MatMulLowering() {
   WorkloadLowering l;
   l.kind = "matmul";
-  l.match = [](const Graph& g) { return MatMulSpecOf(g).status(); };
-  l.enumerate = [](const Graph& g, const CpuTarget& target) { return EnumerateSchedules(g, target); };
-  l.default_schedule = [](const Graph& g, const CpuTarget& target) { return DefaultSchedule(g, target); };
-  l.validate = [](const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
-    return ValidateSchedule(g, c, target);
+  l.match = [](const Graph& g) { return AnalyzeMatMul(g).status(); };
+  l.enumerate = [](const Graph& g, const CpuTarget& target) {
+    absl::StatusOr<MatMulSpec> spec = AnalyzeMatMul(g);
+    return spec.ok() ? EnumerateMatMul(*spec, target) : std::vector<ScheduleConfig>{};
+  };
+  l.default_schedule = [](const Graph& g, const CpuTarget& target) {
+    absl::StatusOr<MatMulSpec> spec = AnalyzeMatMul(g);
+    return spec.ok() ? DefaultMatMul(*spec, target) : ScheduleConfig{};
+  };
+  l.validate = [](const Graph& g, const ScheduleConfig& c, const CpuTarget& target) -> absl::Status {
+    ASSIGN_OR_RETURN(MatMulSpec spec, AnalyzeMatMul(g));
+    return ValidateMatMul(g, spec, c, target);
   };
   l.lower = [](const Graph& g, const ScheduleConfig& c, const CpuTarget& target) -> absl::StatusOr<LoopFunc> {
-    ASSIGN_OR_RETURN(KernelSpec spec, MatMulSpecOf(g));
-    RETURN_IF_ERROR(ValidateSchedule(g, c, target));
+    ASSIGN_OR_RETURN(MatMulSpec spec, AnalyzeMatMul(g));
+    RETURN_IF_ERROR(ValidateMatMul(g, spec, c, target));
     MatMulBuilder b(g, spec, c, target);
     return b.Build();
   };

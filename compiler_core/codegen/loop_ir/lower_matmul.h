@@ -1,24 +1,19 @@
 // "matmul" workloads on loop IR: one MatMul/Gemm (batched, broadcast batch
 // dims, transA/transB, alpha/beta, C broadcast) followed by a fused
-// elementwise epilogue, over the matmul schedule space (knobs and tiling of
-// compiler_core/codegen/schedule_space.h). EmitKernel routes every MatMul/Gemm here.
-#pragma once
-
-#include <cstdint>
-#include <memory>
-#include <string>
-
-#include "absl/status/statusor.h"
-#include "compiler_core/codegen/loop_ir/loop_ir.h"
-#include "compiler_core/codegen/loop_ir/lower.h"
-#include "compiler_core/codegen/target.h"
-
-namespace kiln::loop_ir {
-
-// The space, default and validation are schedule_space's (EnumerateSchedules,
-// DefaultSchedule, ValidateSchedule; knobs mr, nr, ku, mc, nc, kc as
-// documented in compiler_core/codegen/schedule_space.h, cut up by TileMatMul), so a
-// tuning record means the same kernel shape on either path. The loop nest:
+// elementwise epilogue, f32. The lowering owns its schedule space:
+//
+//   knob  meaning                                                  default
+//   mr    rows of the register block                               ~6
+//   nr    vectors (of the target's f32 lanes) of the register block ~2
+//   ku    unroll of the reduction loop                             ~4
+//   mc    rows per task (rounded up to mr); 0 or missing: ~32       0
+//   nc    columns per task (rounded up to nr * lanes); 0 or
+//         missing: all of N                                        0
+//   kc    K block; 0 or missing: no K blocking, B read in place;   0
+//         else B is packed per task and K block into a buffer of
+//         kc x columns-per-task floats (at most kMaxPackedBytes)
+//
+// The loop nest (TileMatMul cuts the work up):
 //
 //   parallel for task in (batch x row block x column block):
 //     allocate packed_b[kc x cols]                    (kc > 0)
@@ -32,7 +27,61 @@ namespace kiln::loop_ir {
 //         last block: every output = epilogue(alpha * acc + beta * C)
 //   Row tails (M % mr) run 1-row tiles; the column tail (N % nb) runs a tile
 //   whose vectorized loop is N % nb lanes wide.
-WorkloadLowering MatMulLowering();
+#pragma once
 
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler_core/codegen/loop_ir/lower.h"
+#include "compiler_core/codegen/schedule_config.h"
+#include "compiler_core/codegen/target.h"
+#include "compiler_core/ir/graph.h"
+
+namespace kiln::loop_ir {
+
+// MatMul (numpy) and Gemm of a workload: Out[b, m, n] = alpha * sum_k A[b, m, k]
+// * B[b, k, n] + beta * C[m, n], with the element strides of A, B and C.
+struct MatMulSpec {
+  const Node* anchor = nullptr;
+  int a_arg = 0, b_arg = 1, c_arg = -1;  // workload inputs holding A, B (and C)
+  int64_t m = 1, n = 1, k = 1;
+  std::vector<int64_t> batch_dims;      // output batch dims (broadcast)
+  std::vector<int64_t> a_batch_strides; // per batch dim, 0 where broadcast
+  std::vector<int64_t> b_batch_strides;
+  int64_t a_stride_m = 0, a_stride_k = 1;  // element strides inside one batch
+  int64_t b_stride_k = 0, b_stride_n = 1;
+  bool has_c = false;
+  int64_t c_stride_m = 0, c_stride_n = 0;  // C broadcast to [M, N]
+  float alpha = 1.0f, beta = 1.0f;
+  std::vector<int64_t> out_dims;  // the anchor's output dims: batch_dims, then M, N
+  bool has_m_dim = true;          // false for a 1-D A (numpy MatMul drops M)
+  bool has_n_dim = true;          // false for a 1-D B (drops N)
+  int64_t num_batches() const;
+};
+
+// The anchor and shapes of a matmul workload. UNIMPLEMENTED when the workload
+// is not one (no anchor, two anchors, a node that is no elementwise epilogue),
+// INVALID_ARGUMENT when it is one but malformed (shapes that do not agree,
+// inputs that are not static f32, outputs not of the anchor's shape).
+absl::StatusOr<MatMulSpec> AnalyzeMatMul(const Graph& workload);
+
+// Largest buffer a matmul kernel packs B into.
+inline constexpr int64_t kMaxPackedBytes = 256 * 1024;
+
+// How a matmul kernel is cut up for one schedule: register block, tasks over
+// (batch, row block, column block), K blocking.
+struct MatMulTiling {
+  int64_t mr = 6, nr = 2, ku = 4;
+  int64_t nb = 0;             // nr * lanes: columns of a register panel
+  int64_t rows_per_task = 0;  // a multiple of mr
+  int64_t cols_per_task = 0;  // a multiple of nb
+  int64_t kc = 0;             // 0: no K blocking
+  int64_t row_blocks = 0, col_blocks = 1, num_tasks = 0;
+  int64_t pack_floats = 0;    // kc * min(cols_per_task, N rounded up to nb)
+};
+MatMulTiling TileMatMul(const MatMulSpec& spec, const ScheduleConfig& config, const CpuTarget& target);
+
+WorkloadLowering MatMulLowering();
 
 }  // namespace kiln::loop_ir

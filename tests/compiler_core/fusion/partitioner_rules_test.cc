@@ -1,12 +1,14 @@
 // The fusion rules on small graphs: loop fusion with fan-in and fan-out,
 // reduction fusion, anchor epilogues, data movement as index arithmetic,
-// recompute on fan-out, can_compile splitting, shared workload keys. Every
+// recompute on fan-out, splitting by the code generator's verdict, shared
+// workload keys. Every
 // partition is also evaluated group by group against the whole graph.
 #include <gtest/gtest.h>
 
 #include <random>
 #include <set>
 
+#include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/fusion/partitioner.h"
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/frontend/shape_inference.h"
@@ -53,8 +55,25 @@ std::vector<std::string> Kinds(const Partition& p) {
   return k;
 }
 
+// Under the code generator's constraint, whose lowering kinds name the groups.
+FusionOptions CodegenOptions() {
+  FusionOptions options;
+  options.classify = LoweringKind;
+  return options;
+}
+
+// The code generator's verdict, limited to groups of at most `n` nodes.
+FusionOptions AtMostNodes(size_t n) {
+  FusionOptions options;
+  options.classify = [n](const Graph& w) -> std::optional<std::string> {
+    if (w.nodes().size() > n) return std::nullopt;
+    return LoweringKind(w);
+  };
+  return options;
+}
+
 // Partitions, then checks the group-by-group evaluation against the graph's.
-Partition PartitionAndCheck(const Graph& g, const FusionOptions& options = {}) {
+Partition PartitionAndCheck(const Graph& g, const FusionOptions& options = CodegenOptions()) {
   auto p = PartitionGraph(g, options);
   EXPECT_TRUE(p.ok()) << p.status();
   std::mt19937 rng(1);
@@ -142,17 +161,23 @@ TEST(FusionRulesTest, TransposeIsIndexArithmeticOfItsMatMulAndRecomputedOnFanOut
   Value* w2 = b.Const("w2", {8, 4});
   Value* m2 = b.Op("MatMul", "m2", {xt, w2});  // and again
   auto g = b.Finish({m1, m2});
-  Partition p = PartitionAndCheck(*g);
+  // The fusion rule alone (no code generator verdict).
+  Partition p = PartitionAndCheck(*g, FusionOptions{});
   ASSERT_EQ(p.groups.size(), 2u) << p.ToText();
   for (const FusionGroup& grp : p.groups) {
-    EXPECT_EQ(grp.kind, "matmul");
+    ASSERT_NE(grp.anchor, nullptr);
+    EXPECT_EQ(grp.anchor->op_type(), "MatMul");
     EXPECT_EQ(grp.nodes.size(), 2u);
     ASSERT_EQ(grp.recomputed.size(), 1u);
     EXPECT_EQ(grp.recomputed[0]->name(), "xt");
   }
+  // The matmul lowering reads its operands as stored, so under its verdict
+  // the Transpose is a group of its own, written once.
+  p = PartitionAndCheck(*g);
+  EXPECT_EQ(Kinds(p), (std::vector<std::string>{"data_movement", "matmul", "matmul"})) << p.ToText();
 }
 
-TEST(FusionRulesTest, CanCompileSplitsGroupsDownToSingleNodes) {
+TEST(FusionRulesTest, CodegenVerdictSplitsGroupsDownToSingleNodes) {
   Builder b;
   Value* x = b.Input("x", {4, 8});
   Value* w = b.Const("w", {8, 8});
@@ -160,13 +185,9 @@ TEST(FusionRulesTest, CanCompileSplitsGroupsDownToSingleNodes) {
   Value* r = b.Op("Relu", "relu", {m});
   Value* s = b.Op("Sigmoid", "sig", {r});
   auto g = b.Finish({s});
-  FusionOptions only_single;
-  only_single.can_compile = [](const Graph& w) { return w.nodes().size() == 1; };
-  Partition p = PartitionAndCheck(*g, only_single);
+  Partition p = PartitionAndCheck(*g, AtMostNodes(1));
   EXPECT_EQ(Kinds(p), (std::vector<std::string>{"matmul", "elementwise", "elementwise"}));
-  FusionOptions up_to_two;
-  up_to_two.can_compile = [](const Graph& w) { return w.nodes().size() <= 2; };
-  p = PartitionAndCheck(*g, up_to_two);
+  p = PartitionAndCheck(*g, AtMostNodes(2));
   EXPECT_EQ(Kinds(p), (std::vector<std::string>{"matmul", "elementwise"}));
   EXPECT_EQ(p.groups[0].nodes.size(), 2u);
   p = PartitionAndCheck(*g);
@@ -195,7 +216,7 @@ TEST(FusionRulesTest, NoFusionOptionGivesOneGroupPerNode) {
   Value* x = b.Input("x", {4});
   Value* y = b.Op("Relu", "r", {b.Op("Exp", "e", {x})});
   auto g = b.Finish({y});
-  FusionOptions none;
+  FusionOptions none = CodegenOptions();
   none.fuse = false;
   EXPECT_EQ(PartitionAndCheck(*g, none).groups.size(), 2u);
 }

@@ -9,6 +9,7 @@
 #include "client/runtime/package_reader.h"
 #include "client/runtime/session.h"
 #include "client/runtime/thread_pool.h"
+#include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/fusion/partitioner.h"
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/frontend/onnx_importer.h"
@@ -16,6 +17,14 @@
 
 namespace kiln {
 namespace {
+
+// One group per node, as the code generator names them.
+absl::StatusOr<Partition> Unfused(const Graph& g) {
+  FusionOptions options;
+  options.fuse = false;
+  options.classify = LoweringKind;
+  return PartitionGraph(g, options);
+}
 
 struct Compiled {
   std::unique_ptr<Graph> graph;
@@ -29,7 +38,7 @@ Compiled CompileMlp() {
   options.input_shapes = model->shapes;
   auto g = ImportOnnxModel(model->onnx_bytes, options);
   EXPECT_TRUE(g.ok()) << g.status();
-  auto p = PartitionGraph(**g);
+  auto p = Unfused(**g);
   EXPECT_TRUE(p.ok()) << p.status();
   CpuTarget target = CpuTarget::Host();
   std::vector<Workload> workloads;
@@ -99,7 +108,7 @@ TEST(PackageWriterTest, PassThroughOutputsReadTheirBuffers) {
   g.AddOutput(*c);
   g.AddOutput(*x);
   g.AddOutput(*y);
-  auto p = PartitionGraph(g);
+  auto p = Unfused(g);
   ASSERT_TRUE(p.ok()) << p.status();
   CpuTarget target = CpuTarget::Host();
   std::vector<Workload> workloads;

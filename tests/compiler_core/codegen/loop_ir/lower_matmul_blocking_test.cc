@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/codegen/jit.h"
-#include "compiler_core/codegen/kernel_spec.h"
+#include "compiler_core/codegen/loop_ir/lower_matmul.h"
 #include "compiler_core/codegen/object_emitter.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/codegen/target.h"
@@ -160,9 +160,9 @@ TEST(MatMulBlocking, SpaceOnLargeShapesAndBufferBound) {
     ScheduleConfig d = DefaultSchedule(*g, target);
     EXPECT_NE(std::find(space.begin(), space.end(), d), space.end()) << d.ToString();
     // Column blocks give a GEMV at least two tasks; row and column blocks a big GEMM many.
-    auto spec = AnalyzeWorkload(*g);
+    auto spec = loop_ir::AnalyzeMatMul(*g);
     ASSERT_TRUE(spec.ok());
-    EXPECT_GE(TileMatMul(spec->matmul, d, target).num_tasks, 2) << d.ToString();
+    EXPECT_GE(loop_ir::TileMatMul(*spec, d, target).num_tasks, 2) << d.ToString();
   }
   // 1024 x 1024 floats of packed B is over the bound.
   absl::Status s = ValidateSchedule(*big, Config("kc=1024,mr=6,nr=2,ku=4,nc=1024"), target);

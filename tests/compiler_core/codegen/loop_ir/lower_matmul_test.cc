@@ -9,7 +9,7 @@
 
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/codegen/jit.h"
-#include "compiler_core/codegen/kernel_spec.h"
+#include "compiler_core/codegen/loop_ir/lower_matmul.h"
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
 #include "tests/compiler_core/codegen/loop_ir/lowering_testing.h"
 
@@ -93,7 +93,7 @@ TEST(MatMulLoweringTest, PrintsTiledPackedRegisterBlockedNest) {
   ASSERT_TRUE(f.ok()) << f.status();
   ASSERT_TRUE(Verify(*f).ok()) << Verify(*f);
   std::string text = Print(*f);
-  MatMulTiling t = TileMatMul(AnalyzeWorkload(*g)->matmul, c, target);
+  MatMulTiling t = TileMatMul(*AnalyzeMatMul(*g), c, target);
   for (const std::string& want : {
            absl::StrCat("parallel for (task, 0, ", t.num_tasks, ")"),
            absl::StrCat("allocate packed_b: f32[", t.pack_floats, "]"),
