@@ -18,10 +18,15 @@ namespace {
 std::map<std::string, OpDef, std::less<>> BuildTable() {
   std::vector<OpDef> defs;
   ops::RegisterElementwiseOps(&defs);
-  ops::RegisterLinalgOps(&defs);
-  ops::RegisterNnOps(&defs);
-  ops::RegisterReduceOps(&defs);
-  ops::RegisterTensorOps(&defs);
+  ops::RegisterDataMovementOps(&defs);
+  ops::RegisterIndexOps(&defs);
+  ops::RegisterMatMulOps(&defs);
+  ops::RegisterReductionOps(&defs);
+  ops::RegisterConvOps(&defs);
+  ops::RegisterPoolOps(&defs);
+  ops::RegisterResizeOps(&defs);
+  ops::RegisterTopKOps(&defs);
+  ops::RegisterShapeOps(&defs);
   std::map<std::string, OpDef, std::less<>> table;
   for (OpDef& d : defs) {
     std::string name = d.op_type;

@@ -216,7 +216,7 @@ const std::set<std::string>& CoveredOps() {
       "Floor", "Ceil", "Round", "Sign", "Clip", "Identity", "Dropout", "Cast", "Add", "Sub", "Mul", "Div",
       "Max", "Min", "Sum", "Mean", "Mod", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And",
       "Or", "Not", "Where", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2",
-      "ReduceSumSquare", "ArgMax", "ArgMin", "Softmax", "LogSoftmax", "Conv", "ConvTranspose", "MatMul",
+      "ReduceSumSquare", "ReduceL1", "ReduceLogSum", "ReduceLogSumExp", "Hardmax", "ArgMax", "ArgMin", "Softmax", "LogSoftmax", "Conv", "ConvTranspose", "MatMul",
       "Gemm", "BatchNormalization", "InstanceNormalization", "LayerNormalization", "MaxPool", "AveragePool",
       "GlobalAveragePool", "GlobalMaxPool", "Resize", "Upsample", "Pad", "Reshape", "Flatten", "Transpose",
       "Squeeze", "Unsqueeze", "Concat", "Split", "Slice", "Gather", "GatherElements", "Expand", "Tile",

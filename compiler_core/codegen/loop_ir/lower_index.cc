@@ -11,7 +11,7 @@
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
-#include "compiler_core/frontend/ops/tensor_movement_ops.h"
+#include "compiler_core/frontend/ops/index_ops.h"
 #include "base/status_macros.h"
 
 namespace kiln::loop_ir {

@@ -1,7 +1,8 @@
 // Elementwise operators with ONNX semantics over every dtype ONNX allows for
 // them: unary math and activations, numpy-broadcasting arithmetic, comparison
 // and logic, variadic Max/Min/Sum/Mean, Pow, Mod, Where, PRelu, Clip, Cast,
-// Identity and inference-mode Dropout.
+// inference-mode Dropout and BatchNormalization (per channel). Code generation
+// inlines them as expressions (codegen/loop_ir/lower_elementwise.cc).
 //
 // Kernels are templates over the element type (DispatchDType); float math is
 // done in double. f16 tensors are widened to f32, computed, and narrowed back.
@@ -891,19 +892,6 @@ OpDef CastLikeOp() {
   return def;
 }
 
-OpDef IdentityOp() {
-  OpDef def;
-  def.op_type = "Identity";
-  def.infer = [](const Node&, const InputTypes& in) -> absl::StatusOr<std::vector<TensorType>> {
-    return std::vector<TensorType>{MakeType(in[0]->dtype, in[0]->dims)};
-  };
-  def.eval = [](const Node&, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
-    out[0] = *in[0];
-    return absl::OkStatus();
-  };
-  return def;
-}
-
 // Dropout in inference: Y = X and the optional mask is all true. Training
 // (input training_mode true with a non-zero ratio) needs randomness and is
 // rejected. The ratio is an attribute before opset 12 and an input after.
@@ -955,6 +943,53 @@ OpDef DropoutOp() {
   return def;
 }
 
+// ---------------------------------------------------------------------------
+// BatchNormalization, inference mode: Y = (X - mean) / sqrt(var + eps) * scale + B
+// per channel (axis 1). training_mode=1 is rejected.
+
+OpDef BatchNormOp() {
+  OpDef def;
+  def.op_type = "BatchNormalization";
+  def.min_inputs = def.max_inputs = 5;
+  def.attrs = {{"epsilon", AttrKind::kFloat}, {"momentum", AttrKind::kFloat}, {"training_mode", AttrKind::kInt},
+               {"spatial", AttrKind::kInt}};
+  def.validate = [](const Node& node) -> absl::Status {
+    if (node.GetInt("training_mode", 0) != 0) {
+      return absl::InvalidArgumentError("training_mode=1 is not supported (inference only)");
+    }
+    if (node.GetInt("spatial", 1) != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("attribute 'spatial' must be 1, got ", node.GetInt("spatial", 1)));
+    }
+    return absl::OkStatus();
+  };
+  def.infer = [](const Node& node, const InputTypes& in) -> absl::StatusOr<std::vector<TensorType>> {
+    RETURN_IF_ERROR(RequireF32(node, in));
+    const TensorType& x = *in[0];
+    if (x.rank() < 2) return absl::InvalidArgumentError(absl::StrCat("input must have rank >= 2, got ", x.ToString()));
+    for (int i = 1; i < 5; ++i) RETURN_IF_ERROR(RequireVector(node, in, i, x));
+    return std::vector<TensorType>{x};
+  };
+  def.eval = [](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
+    const std::vector<int64_t>& d = in[0]->dims();
+    const int64_t n = d[0], c = d[1], plane = in[0]->num_elements() / std::max<int64_t>(n * c, 1);
+    const double eps = node.GetFloat("epsilon", 1e-5f);
+    const float* x = in[0]->data<float>();
+    const float *scale = in[1]->data<float>(), *bias = in[2]->data<float>();
+    const float *mean = in[3]->data<float>(), *var = in[4]->data<float>();
+    float* y = out[0].data<float>();
+    for (int64_t ci = 0; ci < c; ++ci) {
+      const double a = scale[ci] / std::sqrt(static_cast<double>(var[ci]) + eps);
+      const double b = bias[ci] - mean[ci] * a;
+      for (int64_t ni = 0; ni < n; ++ni) {
+        const int64_t off = (ni * c + ci) * plane;
+        for (int64_t i = 0; i < plane; ++i) y[off + i] = static_cast<float>(x[off + i] * a + b);
+      }
+    }
+    return absl::OkStatus();
+  };
+  return def;
+}
+
 }  // namespace
 
 void RegisterElementwiseOps(std::vector<OpDef>* defs) {
@@ -963,7 +998,7 @@ void RegisterElementwiseOps(std::vector<OpDef>* defs) {
   defs->push_back(ClipOp());
   defs->push_back(CastOp());
   defs->push_back(CastLikeOp());
-  defs->push_back(IdentityOp());
+  defs->push_back(BatchNormOp());
   defs->push_back(DropoutOp());
 }
 

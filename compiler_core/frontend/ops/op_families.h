@@ -1,5 +1,8 @@
 // Registration of the operator families that make up the operator table
-// (compiler_core/frontend/op_registry.cc). One file per family under compiler_core/ops/.
+// (compiler_core/frontend/op_registry.cc). One file per family under
+// compiler_core/frontend/ops/, cut along the same lines as the lowerings
+// (compiler_core/codegen/loop_ir/lower_<family>.cc): an operator's
+// definition and its code generation are found under the same name.
 #pragma once
 
 #include <vector>
@@ -8,10 +11,15 @@
 
 namespace kiln::ops {
 
-void RegisterElementwiseOps(std::vector<OpDef>* defs);  // arithmetic, activations, logic, Cast, ...
-void RegisterLinalgOps(std::vector<OpDef>* defs);       // MatMul, Gemm, Einsum
-void RegisterNnOps(std::vector<OpDef>* defs);           // Conv, pooling, normalisation, Softmax, Resize, ...
-void RegisterReduceOps(std::vector<OpDef>* defs);       // Reduce*, ArgMax/ArgMin, TopK, CumSum
-void RegisterTensorOps(std::vector<OpDef>* defs);       // data movement, shape ops, Constant, ...
+void RegisterElementwiseOps(std::vector<OpDef>* defs);   // arithmetic, activations, logic, Cast, BatchNormalization
+void RegisterDataMovementOps(std::vector<OpDef>* defs);  // Transpose, Reshape, Slice, Concat, Pad, Tile, Expand, ...
+void RegisterIndexOps(std::vector<OpDef>* defs);         // Gather*, DepthToSpace, SpaceToDepth, Split, Trilu, ArgMax, CumSum
+void RegisterMatMulOps(std::vector<OpDef>* defs);        // MatMul, Gemm, Einsum
+void RegisterReductionOps(std::vector<OpDef>* defs);     // Reduce*, Softmax family, LayerNorm, InstanceNorm, global pools
+void RegisterConvOps(std::vector<OpDef>* defs);          // Conv, ConvTranspose
+void RegisterPoolOps(std::vector<OpDef>* defs);          // MaxPool, AveragePool
+void RegisterResizeOps(std::vector<OpDef>* defs);        // Resize, Upsample
+void RegisterTopKOps(std::vector<OpDef>* defs);          // TopK
+void RegisterShapeOps(std::vector<OpDef>* defs);         // Constant, Shape, Size, ConstantOfShape, Range
 
 }  // namespace kiln::ops

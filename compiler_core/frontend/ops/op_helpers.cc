@@ -291,4 +291,44 @@ uint16_t FloatToHalf(float f) {
   return sign | static_cast<uint16_t>(h);
 }
 
+bool IsNumeric(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat64 || t == DType::kInt32 || t == DType::kInt64;
+}
+
+absl::Status RequireNumeric(const Node& node, const TensorType& t, int i) {
+  if (!IsNumeric(t.dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", InputName(node, i), "' has dtype ",
+                                                   DTypeName(t.dtype), "; expected f32, f64, i32 or i64"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequireBool01(const Node& node, const char* name, int64_t def) {
+  int64_t v = node.GetInt(name, def);
+  if (v != 0 && v != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute '", name, "' must be 0 or 1, got ", v));
+  }
+  return absl::OkStatus();
+}
+
+AxisSplit SplitAt(const std::vector<int64_t>& dims, int64_t axis) {
+  AxisSplit s;
+  for (int64_t i = 0; i < static_cast<int64_t>(dims.size()); ++i) {
+    if (i < axis) s.outer *= dims[i];
+    else if (i == axis) s.n = dims[i];
+    else s.inner *= dims[i];
+  }
+  return s;
+}
+
+absl::Status RequireVector(const Node& node, const InputTypes& in, int i, const TensorType& x) {
+  const TensorType* t = in[i];
+  if (t == nullptr) return absl::OkStatus();
+  if (t->rank() != 1 || !SameDim(t->dims[0], x.dims[1])) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", InputName(node, i), "' ", t->ToString(),
+                                                   " must be [C] for input ", x.ToString()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace kiln::ops

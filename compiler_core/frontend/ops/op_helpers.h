@@ -15,6 +15,8 @@
 
 namespace kiln::ops {
 
+using TypesOr = absl::StatusOr<std::vector<TensorType>>;
+
 TensorType MakeType(DType dtype, std::vector<Dim> dims);
 // The name of input i, or "<omitted>".
 std::string InputName(const Node& node, int i);
@@ -119,5 +121,18 @@ void MapElements(const Tensor& in, Tensor& out, const void* fill, F&& src) {
 float HalfToFloat(uint16_t h);
 // Narrowing with round-to-nearest-even; overflow gives infinity, NaN stays NaN.
 uint16_t FloatToHalf(float f);
+
+// f32, f64, i32 or i64 (the reductions' and index operators' types).
+bool IsNumeric(DType t);
+absl::Status RequireNumeric(const Node& node, const TensorType& t, int i);
+// Int attribute `name` (default `def`) is 0 or 1.
+absl::Status RequireBool01(const Node& node, const char* name, int64_t def);
+// Outer x axis x inner decomposition of `dims` around `axis`.
+struct AxisSplit {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+AxisSplit SplitAt(const std::vector<int64_t>& dims, int64_t axis);
+// Input i, if present, is [C] for x's channel axis 1 (normalisation parameters).
+absl::Status RequireVector(const Node& node, const InputTypes& in, int i, const TensorType& x);
 
 }  // namespace kiln::ops

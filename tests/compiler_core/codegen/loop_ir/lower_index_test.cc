@@ -16,7 +16,7 @@
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/loop_ir/loop_ir.h"
 #include "compiler_core/codegen/loop_ir/lower_index.h"
-#include "compiler_core/frontend/ops/tensor_movement_ops.h"
+#include "compiler_core/frontend/ops/index_ops.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/frontend/shape_inference.h"
 #include "compiler_core/codegen/target.h"

@@ -1,19 +1,25 @@
-// Linear algebra: MatMul (numpy semantics), Gemm, Einsum and Trilu.
+// Matrix products (codegen/loop_ir/lower_matmul.cc): MatMul (numpy batching
+// and broadcasting), Gemm (transA/transB, alpha, beta, C), and Einsum (the
+// reference interpreter only, so far).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
+#include <numeric>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 #include "compiler_core/frontend/ops/op_families.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
 #include "compiler_core/frontend/shape_inference.h"
-#include "base/status_macros.h"
+#include "absl/strings/str_split.h"
 
 namespace kiln::ops {
 namespace {
+
 
 // ---------------------------------------------------------------------------
 // MatMul: numpy matmul. A 1-D first operand is [1,K] with the 1 removed from the
@@ -82,6 +88,7 @@ OpDef MatMulOp() {
   };
   return def;
 }
+
 
 // ---------------------------------------------------------------------------
 // Gemm: Y = alpha * A' * B' + beta * C, A' = transA ? A^T : A (2-D), C optional
@@ -173,6 +180,7 @@ OpDef GemmOp() {
   return def;
 }
 
+
 // ---------------------------------------------------------------------------
 // Einsum over explicit labels (a-z, A-Z) with at most one "..." per term
 // (broadcast across operands, right-aligned). Without "->" the output is the
@@ -183,13 +191,16 @@ OpDef GemmOp() {
 // Labels are ints: 0-51 for letters, 52+ for ellipsis dims (outermost first).
 constexpr int kEllipsisLabel = 52;
 
+
 struct EinsumSpec {
   std::vector<std::vector<int>> terms;  // labels per operand, one per dim
   std::vector<int> out;                 // output labels in order
   std::map<int, Dim> extents;           // extent of every label
 };
 
+
 int LabelOf(char c) { return c >= 'a' && c <= 'z' ? c - 'a' : c - 'A' + 26; }
+
 
 // Parses one term into letters and the position of "..." (-1 if none).
 absl::StatusOr<std::pair<std::vector<int>, int>> ParseTerm(const std::string& t) {
@@ -211,6 +222,7 @@ absl::StatusOr<std::pair<std::vector<int>, int>> ParseTerm(const std::string& t)
   }
   return std::make_pair(letters, ellipsis);
 }
+
 
 absl::StatusOr<EinsumSpec> ParseEinsum(const Node& node, const InputTypes& in) {
   std::string eq;
@@ -305,6 +317,7 @@ absl::StatusOr<EinsumSpec> ParseEinsum(const Node& node, const InputTypes& in) {
   return spec;
 }
 
+
 template <typename T>
 void EinsumKernel(const EinsumSpec& spec, const InputTensors& in, Tensor& y) {
   // Loop labels: output labels first (in output order), then the summed ones.
@@ -355,6 +368,7 @@ void EinsumKernel(const EinsumSpec& spec, const InputTensors& in, Tensor& y) {
   }
 }
 
+
 OpDef EinsumOp() {
   OpDef def;
   def.op_type = "Einsum";
@@ -398,64 +412,12 @@ OpDef EinsumOp() {
   return def;
 }
 
-// ---------------------------------------------------------------------------
-// Trilu: keeps the upper (upper=1: j - i >= k) or lower (j - i <= k) triangle
-// of the last two axes, zeroing the rest; k from the optional scalar input.
-
-OpDef TriluOp() {
-  OpDef def;
-  def.op_type = "Trilu";
-  def.min_inputs = 1;
-  def.max_inputs = 2;
-  def.attrs = {{"upper", AttrKind::kInt}};
-  def.validate = [](const Node& node) -> absl::Status {
-    int64_t u = node.GetInt("upper", 1);
-    if (u != 0 && u != 1) return absl::InvalidArgumentError(absl::StrCat("attribute 'upper' must be 0 or 1, got ", u));
-    return absl::OkStatus();
-  };
-  def.infer = [](const Node& node, const InputTypes& in) -> absl::StatusOr<std::vector<TensorType>> {
-    if (in[0]->rank() < 2) {
-      return absl::InvalidArgumentError(absl::StrCat("input must have rank >= 2, got ", in[0]->ToString()));
-    }
-    if (DTypeSize(in[0]->dtype) == 0) return absl::InvalidArgumentError("input has an unsupported dtype");
-    if (const TensorType* k = in.size() > 1 ? in[1] : nullptr) {
-      if (k->dtype != DType::kInt64 || NumElements(k->StaticDims()) != 1 || !k->IsStatic()) {
-        return absl::InvalidArgumentError(absl::StrCat("input 'k' must be an i64 scalar, got ", k->ToString()));
-      }
-    }
-    return std::vector<TensorType>{*in[0]};
-  };
-  def.eval = [](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
-    const int64_t k = in.size() > 1 && in[1] ? in[1]->data<int64_t>()[0] : 0;
-    const bool upper = node.GetInt("upper", 1) != 0;
-    const std::vector<int64_t>& d = in[0]->dims();
-    const int64_t rows = d[d.size() - 2], cols = d[d.size() - 1];
-    const int64_t mats = rows * cols == 0 ? 0 : in[0]->num_elements() / (rows * cols);
-    const int64_t es = DTypeSize(in[0]->dtype());
-    const char* x = static_cast<const char*>(in[0]->raw());
-    char* y = static_cast<char*>(out[0].raw());
-    for (int64_t m = 0; m < mats; ++m) {
-      for (int64_t i = 0; i < rows; ++i) {
-        // Kept columns [lo, hi).
-        int64_t lo = upper ? std::clamp<int64_t>(i + k, 0, cols) : 0;
-        int64_t hi = upper ? cols : std::clamp<int64_t>(i + k + 1, 0, cols);
-        if (hi <= lo) continue;
-        const int64_t off = ((m * rows + i) * cols + lo) * es;
-        std::memcpy(y + off, x + off, (hi - lo) * es);
-      }
-    }
-    return absl::OkStatus();
-  };
-  return def;
-}
-
 }  // namespace
 
-void RegisterLinalgOps(std::vector<OpDef>* defs) {
+void RegisterMatMulOps(std::vector<OpDef>* defs) {
   defs->push_back(MatMulOp());
   defs->push_back(GemmOp());
   defs->push_back(EinsumOp());
-  defs->push_back(TriluOp());
 }
 
 }  // namespace kiln::ops

@@ -1,11 +1,5 @@
-// Data movement operators of the tensor family (Pad, Transpose, Concat, Split,
-// Slice, Gather, GatherElements, Tile, DepthToSpace, SpaceToDepth); registered
-// by RegisterTensorOps (tensor_ops.cc).
+// The index family's facts other layers read: Split's canonical form.
 #pragma once
-
-#include <vector>
-
-#include "compiler_core/frontend/op_registry.h"
 
 namespace kiln::ops {
 
@@ -14,7 +8,5 @@ namespace kiln::ops {
 // int attributes, and the optional split sizes input as usual.
 inline constexpr char kSplitOutputIndexAttr[] = "_kiln_output_index";
 inline constexpr char kSplitNumOutputsAttr[] = "_kiln_num_outputs";
-
-void RegisterTensorMovementOps(std::vector<OpDef>* defs);
 
 }  // namespace kiln::ops

@@ -1,20 +1,25 @@
-// Resize (opset 10 form Resize(X, scales) and opset 11+ form Resize(X, roi,
-// scales, sizes)) and Upsample (opset 7 scales attribute, opset 9 scales input).
-// Modes nearest, linear and cubic, every coordinate_transformation_mode; scales,
-// sizes and roi must be constants. The kernel resizes one axis at a time, last
-// axis first, as the ONNX reference does.
+// Resize and Upsample (codegen/loop_ir/lower_resize.cc): every mode and
+// coordinate transformation, sharing their taps with the lowering through
+// resize_plan.h.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "compiler_core/frontend/ops/op_families.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
-#include "compiler_core/frontend/ops/resize_plan.h"
 #include "compiler_core/frontend/shape_inference.h"
-#include "base/status_macros.h"
+#include "compiler_core/frontend/ops/resize_plan.h"
 
 namespace kiln::ops {
 namespace {
+
 
 absl::Status CheckChoice(const std::string& attr, const std::string& v, std::initializer_list<const char*> ok) {
   for (const char* o : ok) {
@@ -22,6 +27,7 @@ absl::Status CheckChoice(const std::string& attr, const std::string& v, std::ini
   }
   return absl::InvalidArgumentError(absl::StrCat("attribute '", attr, "' has unsupported value '", v, "'"));
 }
+
 
 absl::Status EvalResize(const Node& node, const InputTensors& in, std::vector<Tensor>& out, bool is_upsample) {
   const TensorType xt = TensorType::Static(in[0]->dtype(), in[0]->dims());
@@ -58,6 +64,7 @@ absl::Status EvalResize(const Node& node, const InputTensors& in, std::vector<Te
   return absl::OkStatus();
 }
 
+
 absl::StatusOr<std::vector<TensorType>> InferResize(const Node& node, const InputTypes& in, bool is_upsample) {
   const TensorType& x = *in[0];
   if (x.dtype != DType::kFloat32) {
@@ -69,6 +76,7 @@ absl::StatusOr<std::vector<TensorType>> InferResize(const Node& node, const Inpu
   for (size_t i = 0; i < x.dims.size(); ++i) dims.push_back(p.out[i] < 0 ? x.dims[i] : Dim::Static(p.out[i]));
   return std::vector<TensorType>{MakeType(DType::kFloat32, std::move(dims))};
 }
+
 
 OpDef ResizeOp() {
   OpDef def;
@@ -102,6 +110,7 @@ OpDef ResizeOp() {
   return def;
 }
 
+
 OpDef UpsampleOp() {
   OpDef def;
   def.op_type = "Upsample";
@@ -120,7 +129,7 @@ OpDef UpsampleOp() {
 
 }  // namespace
 
-void RegisterNnResizeOps(std::vector<OpDef>* defs) {
+void RegisterResizeOps(std::vector<OpDef>* defs) {
   defs->push_back(ResizeOp());
   defs->push_back(UpsampleOp());
 }

@@ -1,30 +1,39 @@
-// Data movement operators: Pad, Transpose, Concat, Split, Slice, Gather,
-// GatherElements, Tile, DepthToSpace, SpaceToDepth. Kernels move bytes, so they
-// cover every dtype; operands that decide shapes (pads, starts, repeats, ...)
-// must be constants once shapes are bound (ConstantInts).
-#include "compiler_core/frontend/ops/tensor_movement_ops.h"
-
+// Data-movement operators: every output element is some input element (or a
+// pad value), so code generation turns them into index arithmetic
+// (codegen/loop_ir/lower_data_movement.cc): Transpose, Reshape, Flatten,
+// Squeeze, Unsqueeze, Identity, Slice, Concat, Pad, Tile and Expand.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <numeric>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "compiler_core/frontend/ops/op_families.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
 #include "compiler_core/frontend/shape_inference.h"
-#include "base/status_macros.h"
 
 namespace kiln::ops {
 namespace {
 
-using TypesOr = absl::StatusOr<std::vector<TensorType>>;
+
+// Copies the input's bytes into the output (same element count): every view op.
+absl::Status CopyBytes(const Node&, const InputTensors& in, std::vector<Tensor>& out) {
+  std::memcpy(out[0].raw(), in[0]->raw(), static_cast<size_t>(out[0].size_bytes()));
+  return absl::OkStatus();
+}
+
 
 // ---------------------------------------------------------------- Pad
 
 struct PadPlan {
   std::vector<int64_t> begin, end;  // per axis of the input
 };
+
 
 absl::StatusOr<PadPlan> GetPadPlan(const Node& node, int64_t rank) {
   ASSIGN_OR_RETURN(std::vector<int64_t> pads, ConstantInts(node, 1, "pads"));
@@ -54,12 +63,14 @@ absl::StatusOr<PadPlan> GetPadPlan(const Node& node, int64_t rank) {
   return plan;
 }
 
+
 int64_t Reflect(int64_t i, int64_t d) {
   if (d == 1) return 0;
   const int64_t p = 2 * (d - 1);
   i = ((i % p) + p) % p;
   return i < d ? i : p - i;
 }
+
 
 OpDef PadOp() {
   OpDef def;
@@ -138,6 +149,7 @@ OpDef PadOp() {
   return def;
 }
 
+
 // ---------------------------------------------------------------- Transpose
 
 absl::StatusOr<std::vector<int64_t>> Perm(const Node& node, int64_t rank) {
@@ -154,6 +166,7 @@ absl::StatusOr<std::vector<int64_t>> Perm(const Node& node, int64_t rank) {
   }
   return perm;
 }
+
 
 OpDef TransposeOp() {
   OpDef def;
@@ -177,6 +190,7 @@ OpDef TransposeOp() {
   };
   return def;
 }
+
 
 // ---------------------------------------------------------------- Concat
 
@@ -243,78 +257,13 @@ OpDef ConcatOp() {
   return def;
 }
 
-// ---------------------------------------------------------------- Split
-
-// Sizes of all pieces along the axis of extent `dim`.
-absl::StatusOr<std::vector<int64_t>> SplitSizes(const Node& node, int64_t dim) {
-  const int64_t n = node.GetInt(kSplitNumOutputsAttr, 1);
-  if (node.input(1) != nullptr) {
-    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConstantInts(node, 1, "split"));
-    int64_t sum = 0;
-    for (int64_t s : sizes) {
-      if (s < 0) return absl::InvalidArgumentError(absl::StrCat("split has negative size ", s));
-      sum += s;
-    }
-    if (static_cast<int64_t>(sizes.size()) != n || sum != dim) {
-      return absl::InvalidArgumentError(absl::StrCat("split [", absl::StrJoin(sizes, ","), "] does not cut extent ",
-                                                     dim, " into ", n, " pieces"));
-    }
-    return sizes;
-  }
-  const int64_t chunk = (dim + n - 1) / n;
-  if (chunk * (n - 1) > dim) {
-    return absl::InvalidArgumentError(absl::StrCat("extent ", dim, " cannot be split into ", n, " pieces"));
-  }
-  std::vector<int64_t> sizes(n, chunk);
-  sizes.back() = dim - chunk * (n - 1);
-  return sizes;
-}
-
-OpDef SplitOp() {
-  OpDef def;
-  def.op_type = "Split";
-  def.min_inputs = 1;
-  def.max_inputs = 2;
-  def.attrs = {{"axis", AttrKind::kInt}, {kSplitOutputIndexAttr, AttrKind::kInt},
-               {kSplitNumOutputsAttr, AttrKind::kInt}};
-  def.validate = [](const Node& node) -> absl::Status {
-    const int64_t n = node.GetInt(kSplitNumOutputsAttr, 0);
-    const int64_t k = node.GetInt(kSplitOutputIndexAttr, -1);
-    if (n < 1 || k < 0 || k >= n) {
-      return absl::InvalidArgumentError(absl::StrCat("output index ", k, " of ", n, " is invalid"));
-    }
-    return absl::OkStatus();
-  };
-  def.infer = [](const Node& node, const InputTypes& in) -> TypesOr {
-    ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node.GetInt("axis", 0), in[0]->rank(), "axis"));
-    const Dim& d = in[0]->dims[axis];
-    if (!d.is_static()) return SymbolicError(node, 0, static_cast<int>(axis), d, "is split");
-    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, SplitSizes(node, d.value));
-    std::vector<Dim> out = in[0]->dims;
-    out[axis] = Dim::Static(sizes[node.GetInt(kSplitOutputIndexAttr, 0)]);
-    return std::vector<TensorType>{MakeType(in[0]->dtype, std::move(out))};
-  };
-  def.eval = [](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
-    const int64_t axis = node.GetInt("axis", 0) < 0 ? node.GetInt("axis", 0) + in[0]->rank() : node.GetInt("axis", 0);
-    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, SplitSizes(node, in[0]->dims()[axis]));
-    int64_t offset = 0;
-    for (int64_t k = 0; k < node.GetInt(kSplitOutputIndexAttr, 0); ++k) offset += sizes[k];
-    std::vector<int64_t> is = RowMajorStrides(in[0]->dims());
-    MapElements(*in[0], out[0], nullptr, [&](const std::vector<int64_t>& c) {
-      int64_t s = 0;
-      for (size_t k = 0; k < c.size(); ++k) s += (c[k] + (static_cast<int64_t>(k) == axis ? offset : 0)) * is[k];
-      return s;
-    });
-    return absl::OkStatus();
-  };
-  return def;
-}
 
 // ---------------------------------------------------------------- Slice
 
 struct SlicePlan {
   std::vector<int64_t> start, step, count;  // per input axis
 };
+
 
 // ONNX Slice semantics: negative indices count from the end, then clamp.
 absl::StatusOr<SlicePlan> GetSlicePlan(const Node& node, const std::vector<Dim>& dims, int64_t rank) {
@@ -371,6 +320,7 @@ absl::StatusOr<SlicePlan> GetSlicePlan(const Node& node, const std::vector<Dim>&
   return plan;
 }
 
+
 OpDef SliceOp() {
   OpDef def;
   def.op_type = "Slice";
@@ -398,111 +348,6 @@ OpDef SliceOp() {
   return def;
 }
 
-// ---------------------------------------------------------------- Gather
-
-absl::Status CheckIndices(const Node& node, const TensorType& t, int input) {
-  if (t.dtype != DType::kInt64 && t.dtype != DType::kInt32) {
-    return absl::InvalidArgumentError(absl::StrCat("indices '", InputName(node, input), "' must be i64 or i32, got ",
-                                                   DTypeName(t.dtype)));
-  }
-  return absl::OkStatus();
-}
-
-// Index k of `indices` normalised against extent `n`, or an error.
-absl::StatusOr<int64_t> IndexAt(const Tensor& indices, int64_t k, int64_t n) {
-  int64_t i = ElementAsInt(indices, k);
-  if (i < -n || i >= n) {
-    return absl::InvalidArgumentError(absl::StrCat("index ", i, " is out of range for extent ", n));
-  }
-  return i < 0 ? i + n : i;
-}
-
-OpDef GatherOp() {
-  OpDef def;
-  def.op_type = "Gather";
-  def.min_inputs = def.max_inputs = 2;
-  def.attrs = {{"axis", AttrKind::kInt}};
-  def.infer = [](const Node& node, const InputTypes& in) -> TypesOr {
-    RETURN_IF_ERROR(CheckIndices(node, *in[1], 1));
-    if (in[0]->rank() < 1) return absl::InvalidArgumentError("data must have rank >= 1");
-    ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node.GetInt("axis", 0), in[0]->rank(), "axis"));
-    std::vector<Dim> out(in[0]->dims.begin(), in[0]->dims.begin() + axis);
-    out.insert(out.end(), in[1]->dims.begin(), in[1]->dims.end());
-    out.insert(out.end(), in[0]->dims.begin() + axis + 1, in[0]->dims.end());
-    return std::vector<TensorType>{MakeType(in[0]->dtype, std::move(out))};
-  };
-  def.eval = [](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
-    const Tensor& x = *in[0];
-    const Tensor& idx = *in[1];
-    ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node.GetInt("axis", 0), x.rank(), "axis"));
-    int64_t outer = 1, inner = 1;
-    for (int64_t k = 0; k < axis; ++k) outer *= x.dims()[k];
-    for (int64_t k = axis + 1; k < x.rank(); ++k) inner *= x.dims()[k];
-    const int64_t n = x.dims()[axis];
-    const int64_t es = DTypeSize(x.dtype());
-    const int64_t m = idx.num_elements();
-    const char* src = static_cast<const char*>(x.raw());
-    char* dst = static_cast<char*>(out[0].raw());
-    for (int64_t j = 0; j < m; ++j) {
-      ASSIGN_OR_RETURN(int64_t i, IndexAt(idx, j, n));
-      for (int64_t o = 0; o < outer; ++o) {
-        std::memcpy(dst + ((o * m + j) * inner) * es, src + ((o * n + i) * inner) * es, inner * es);
-      }
-    }
-    return absl::OkStatus();
-  };
-  return def;
-}
-
-OpDef GatherElementsOp() {
-  OpDef def;
-  def.op_type = "GatherElements";
-  def.min_inputs = def.max_inputs = 2;
-  def.attrs = {{"axis", AttrKind::kInt}};
-  def.infer = [](const Node& node, const InputTypes& in) -> TypesOr {
-    RETURN_IF_ERROR(CheckIndices(node, *in[1], 1));
-    if (in[0]->rank() != in[1]->rank() || in[0]->rank() < 1) {
-      return absl::InvalidArgumentError(absl::StrCat("data ", in[0]->ToString(), " and indices ",
-                                                     in[1]->ToString(), " must have the same rank >= 1"));
-    }
-    RETURN_IF_ERROR(NormalizeAxis(node.GetInt("axis", 0), in[0]->rank(), "axis").status());
-    return std::vector<TensorType>{MakeType(in[0]->dtype, in[1]->dims)};
-  };
-  def.eval = [](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
-    const Tensor& x = *in[0];
-    const Tensor& idx = *in[1];
-    ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(node.GetInt("axis", 0), x.rank(), "axis"));
-    for (int64_t k = 0; k < x.rank(); ++k) {
-      if (k != axis && idx.dims()[k] > x.dims()[k]) {
-        return absl::InvalidArgumentError(absl::StrCat("indices extent ", idx.dims()[k], " on axis ", k,
-                                                       " exceeds the data's ", x.dims()[k]));
-      }
-    }
-    std::vector<int64_t> is = RowMajorStrides(x.dims());
-    absl::Status status;
-    int64_t linear = 0;
-    MapElements(x, out[0], nullptr, [&](const std::vector<int64_t>& c) -> int64_t {
-      int64_t s = 0;
-      for (size_t k = 0; k < c.size(); ++k) {
-        int64_t ck = c[k];
-        if (static_cast<int64_t>(k) == axis) {
-          auto i = IndexAt(idx, linear, x.dims()[axis]);
-          if (!i.ok()) {
-            status.Update(i.status());
-            ck = 0;
-          } else {
-            ck = *i;
-          }
-        }
-        s += ck * is[k];
-      }
-      ++linear;
-      return s;
-    });
-    return status;
-  };
-  return def;
-}
 
 // ---------------------------------------------------------------- Tile
 
@@ -537,74 +382,188 @@ OpDef TileOp() {
   return def;
 }
 
-// ---------------------------------------------------------------- DepthToSpace / SpaceToDepth
 
-absl::StatusOr<int64_t> BlockSize(const Node& node) {
-  if (!node.has_attr("blocksize")) return absl::InvalidArgumentError("attribute 'blocksize' is required");
-  int64_t b = node.GetInt("blocksize", 0);
-  if (b < 1) return absl::InvalidArgumentError(absl::StrCat("blocksize ", b, " must be >= 1"));
-  return b;
+OpDef ReshapeOp() {
+  OpDef def;
+  def.op_type = "Reshape";
+  def.min_inputs = def.max_inputs = 2;
+  def.attrs = {{"allowzero", AttrKind::kInt}};
+  def.infer = [](const Node& node, const InputTypes& in) -> TypesOr {
+    ASSIGN_OR_RETURN(std::vector<int64_t> shape, ConstantInts(node, 1, "shape"));
+    const bool allowzero = node.GetInt("allowzero", 0) != 0;
+    const std::vector<Dim>& x = in[0]->dims;
+    std::vector<Dim> out(shape.size());
+    int infer_axis = -1;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      int64_t s = shape[i];
+      if (s == -1) {
+        if (infer_axis >= 0) return absl::InvalidArgumentError("shape has more than one -1");
+        infer_axis = static_cast<int>(i);
+      } else if (s == 0 && !allowzero) {
+        if (i >= x.size()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("shape[", i, "] is 0 (copy) but the input has rank ", x.size()));
+        }
+        out[i] = x[i];
+      } else if (s < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("shape[", i, "] is ", s));
+      } else {
+        out[i] = Dim::Static(s);
+      }
+    }
+    if (allowzero && infer_axis >= 0 &&
+        std::find(shape.begin(), shape.end(), 0) != shape.end()) {
+      return absl::InvalidArgumentError("shape has both 0 and -1 with allowzero=1");
+    }
+    bool in_static = in[0]->IsStatic();
+    if (infer_axis >= 0 || in_static) {
+      ASSIGN_OR_RETURN(std::vector<int64_t> xd, StaticDimsOf(node, 0, *in[0], "the reshape needs its size"));
+      const int64_t total = NumElements(xd);
+      int64_t known = 1;
+      for (size_t i = 0; i < out.size(); ++i) {
+        if (static_cast<int>(i) == infer_axis) continue;
+        if (!out[i].is_static()) return SymbolicError(node, 0, static_cast<int>(i), out[i], "is copied");
+        known *= out[i].value;
+      }
+      if (infer_axis >= 0) {
+        if (known == 0 || total % known != 0) {
+          return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", in[0]->ToString(), " to [",
+                                                         absl::StrJoin(shape, ","), "]"));
+        }
+        out[infer_axis] = Dim::Static(total / known);
+      } else if (known != total) {
+        return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", in[0]->ToString(), " (", total,
+                                                       " elements) to [", absl::StrJoin(shape, ","), "]"));
+      }
+    }
+    return std::vector<TensorType>{MakeType(in[0]->dtype, std::move(out))};
+  };
+  def.eval = CopyBytes;
+  return def;
 }
 
-OpDef DepthToSpaceOp() {
+
+OpDef FlattenOp() {
   OpDef def;
-  def.op_type = "DepthToSpace";
-  def.attrs = {{"blocksize", AttrKind::kInt}, {"mode", AttrKind::kString}};
-  def.validate = [](const Node& node) -> absl::Status {
-    RETURN_IF_ERROR(BlockSize(node).status());
-    std::string mode = node.GetString("mode", "DCR");
-    if (mode != "DCR" && mode != "CRD") return absl::InvalidArgumentError(absl::StrCat("unsupported mode '", mode, "'"));
-    return absl::OkStatus();
-  };
+  def.op_type = "Flatten";
+  def.attrs = {{"axis", AttrKind::kInt}};
   def.infer = [](const Node& node, const InputTypes& in) -> TypesOr {
-    if (in[0]->rank() != 4) return absl::InvalidArgumentError(absl::StrCat("input must be 4-D, got ", in[0]->ToString()));
-    ASSIGN_OR_RETURN(int64_t b, BlockSize(node));
-    ASSIGN_OR_RETURN(std::vector<int64_t> d, StaticDimsOf(node, 0, *in[0], "is rearranged"));
-    if (d[1] % (b * b) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("channels ", d[1], " are not divisible by blocksize^2 ", b * b));
+    const int64_t r = in[0]->rank();
+    int64_t axis = node.GetInt("axis", 1);
+    if (axis < -r || axis > r) {
+      return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " is out of range for rank ", r));
     }
-    return std::vector<TensorType>{TensorType::Static(in[0]->dtype, {d[0], d[1] / (b * b), d[2] * b, d[3] * b})};
+    if (axis < 0) axis += r;
+    ASSIGN_OR_RETURN(std::vector<int64_t> d, StaticDimsOf(node, 0, *in[0], "is flattened"));
+    int64_t a = 1, b = 1;
+    for (int64_t i = 0; i < r; ++i) (i < axis ? a : b) *= d[i];
+    return std::vector<TensorType>{TensorType::Static(in[0]->dtype, {a, b})};
   };
-  def.eval = [](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
-    ASSIGN_OR_RETURN(int64_t b, BlockSize(node));
-    const bool dcr = node.GetString("mode", "DCR") == "DCR";
-    const std::vector<int64_t>& xd = in[0]->dims();
-    const int64_t oc = xd[1] / (b * b);
-    std::vector<int64_t> is = RowMajorStrides(xd);
+  def.eval = CopyBytes;
+  return def;
+}
+
+
+OpDef SqueezeOp() {
+  OpDef def;
+  def.op_type = "Squeeze";
+  def.min_inputs = 1;
+  def.max_inputs = 2;
+  def.infer = [](const Node& node, const InputTypes& in) -> TypesOr {
+    const std::vector<Dim>& x = in[0]->dims;
+    const int64_t r = in[0]->rank();
+    std::vector<bool> drop(r, false);
+    if (in.size() > 1 && in[1] != nullptr) {
+      ASSIGN_OR_RETURN(std::vector<int64_t> axes, ConstantInts(node, 1, "axes"));
+      for (int64_t a : axes) {
+        ASSIGN_OR_RETURN(int64_t ax, NormalizeAxis(a, r, "axis"));
+        if (!x[ax].is_static()) return SymbolicError(node, 0, static_cast<int>(ax), x[ax], "is squeezed");
+        if (x[ax].value != 1) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("cannot squeeze axis ", ax, " of ", in[0]->ToString(), ": extent is not 1"));
+        }
+        drop[ax] = true;
+      }
+    } else {
+      for (int64_t i = 0; i < r; ++i) {
+        if (!x[i].is_static()) {
+          return SymbolicError(node, 0, static_cast<int>(i), x[i], "may be squeezed (no axes given)");
+        }
+        drop[i] = x[i].value == 1;
+      }
+    }
+    std::vector<Dim> out;
+    for (int64_t i = 0; i < r; ++i) {
+      if (!drop[i]) out.push_back(x[i]);
+    }
+    return std::vector<TensorType>{MakeType(in[0]->dtype, std::move(out))};
+  };
+  def.eval = CopyBytes;
+  return def;
+}
+
+
+OpDef UnsqueezeOp() {
+  OpDef def;
+  def.op_type = "Unsqueeze";
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [](const Node& node, const InputTypes& in) -> TypesOr {
+    ASSIGN_OR_RETURN(std::vector<int64_t> axes, ConstantInts(node, 1, "axes"));
+    const int64_t r = in[0]->rank() + static_cast<int64_t>(axes.size());
+    std::vector<bool> inserted(r, false);
+    for (int64_t a : axes) {
+      ASSIGN_OR_RETURN(int64_t ax, NormalizeAxis(a, r, "axis"));
+      if (inserted[ax]) return absl::InvalidArgumentError(absl::StrCat("axis ", a, " is repeated"));
+      inserted[ax] = true;
+    }
+    std::vector<Dim> out;
+    size_t k = 0;
+    for (int64_t i = 0; i < r; ++i) out.push_back(inserted[i] ? Dim::Static(1) : in[0]->dims[k++]);
+    return std::vector<TensorType>{MakeType(in[0]->dtype, std::move(out))};
+  };
+  def.eval = CopyBytes;
+  return def;
+}
+
+
+OpDef ExpandOp() {
+  OpDef def;
+  def.op_type = "Expand";
+  def.min_inputs = def.max_inputs = 2;
+  def.infer = [](const Node& node, const InputTypes& in) -> TypesOr {
+    ASSIGN_OR_RETURN(std::vector<int64_t> shape, ConstantInts(node, 1, "shape"));
+    std::vector<Dim> sd;
+    for (int64_t s : shape) {
+      if (s < 0) return absl::InvalidArgumentError(absl::StrCat("shape has negative extent ", s));
+      sd.push_back(Dim::Static(s));
+    }
+    std::string mismatch = absl::StrCat("cannot expand ", in[0]->ToString(), " to [",
+                                        absl::StrJoin(shape, ","), "]");
+    ASSIGN_OR_RETURN(std::vector<Dim> out, BroadcastDims(node, 0, in[0]->dims, 1, sd, mismatch));
+    return std::vector<TensorType>{MakeType(in[0]->dtype, std::move(out))};
+  };
+  def.eval = [](const Node&, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
+    const std::vector<int64_t>& od = out[0].dims();
+    std::vector<int64_t> strides = BroadcastStrides(in[0]->dims(), od.size());
     MapElements(*in[0], out[0], nullptr, [&](const std::vector<int64_t>& c) {
-      int64_t bh = c[2] % b, bw = c[3] % b;
-      int64_t ic = dcr ? (bh * b + bw) * oc + c[1] : c[1] * b * b + bh * b + bw;
-      return c[0] * is[0] + ic * is[1] + (c[2] / b) * is[2] + (c[3] / b) * is[3];
+      int64_t s = 0;
+      for (size_t k = 0; k < c.size(); ++k) s += c[k] * strides[k];
+      return s;
     });
     return absl::OkStatus();
   };
   return def;
 }
 
-OpDef SpaceToDepthOp() {
+
+OpDef IdentityOp() {
   OpDef def;
-  def.op_type = "SpaceToDepth";
-  def.attrs = {{"blocksize", AttrKind::kInt}};
-  def.validate = [](const Node& node) { return BlockSize(node).status(); };
-  def.infer = [](const Node& node, const InputTypes& in) -> TypesOr {
-    if (in[0]->rank() != 4) return absl::InvalidArgumentError(absl::StrCat("input must be 4-D, got ", in[0]->ToString()));
-    ASSIGN_OR_RETURN(int64_t b, BlockSize(node));
-    ASSIGN_OR_RETURN(std::vector<int64_t> d, StaticDimsOf(node, 0, *in[0], "is rearranged"));
-    if (d[2] % b != 0 || d[3] % b != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("spatial extents ", d[2], "x", d[3],
-                                                     " are not divisible by blocksize ", b));
-    }
-    return std::vector<TensorType>{TensorType::Static(in[0]->dtype, {d[0], d[1] * b * b, d[2] / b, d[3] / b})};
+  def.op_type = "Identity";
+  def.infer = [](const Node&, const InputTypes& in) -> absl::StatusOr<std::vector<TensorType>> {
+    return std::vector<TensorType>{MakeType(in[0]->dtype, in[0]->dims)};
   };
-  def.eval = [](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
-    ASSIGN_OR_RETURN(int64_t b, BlockSize(node));
-    const std::vector<int64_t>& xd = in[0]->dims();
-    std::vector<int64_t> is = RowMajorStrides(xd);
-    MapElements(*in[0], out[0], nullptr, [&](const std::vector<int64_t>& c) {
-      int64_t block = c[1] / xd[1], ch = c[1] % xd[1];
-      int64_t bh = block / b, bw = block % b;
-      return c[0] * is[0] + ch * is[1] + (c[2] * b + bh) * is[2] + (c[3] * b + bw) * is[3];
-    });
+  def.eval = [](const Node&, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
+    out[0] = *in[0];
     return absl::OkStatus();
   };
   return def;
@@ -612,17 +571,18 @@ OpDef SpaceToDepthOp() {
 
 }  // namespace
 
-void RegisterTensorMovementOps(std::vector<OpDef>* defs) {
-  defs->push_back(PadOp());
+void RegisterDataMovementOps(std::vector<OpDef>* defs) {
   defs->push_back(TransposeOp());
-  defs->push_back(ConcatOp());
-  defs->push_back(SplitOp());
+  defs->push_back(ReshapeOp());
+  defs->push_back(FlattenOp());
+  defs->push_back(SqueezeOp());
+  defs->push_back(UnsqueezeOp());
+  defs->push_back(IdentityOp());
   defs->push_back(SliceOp());
-  defs->push_back(GatherOp());
-  defs->push_back(GatherElementsOp());
+  defs->push_back(ConcatOp());
+  defs->push_back(PadOp());
   defs->push_back(TileOp());
-  defs->push_back(DepthToSpaceOp());
-  defs->push_back(SpaceToDepthOp());
+  defs->push_back(ExpandOp());
 }
 
 }  // namespace kiln::ops
