@@ -52,13 +52,35 @@ const char* AttrKindName(AttrKind k) {
   return "?";
 }
 
+const char* OpClassName(OpClass c) {
+  switch (c) {
+    case OpClass::kOpaque: return "opaque";
+    case OpClass::kElementwise: return "elementwise";
+    case OpClass::kDataMovement: return "data_movement";
+    case OpClass::kReduction: return "reduction";
+    case OpClass::kAnchor: return "anchor";
+    case OpClass::kShape: return "shape";
+  }
+  return "opaque";
+}
+
 bool IsDefaultDomain(std::string_view domain) { return domain.empty() || domain == "ai.onnx"; }
 
-const OpDef* FindOpDef(std::string_view domain, std::string_view op_type) {
+const std::map<std::string, OpDef, std::less<>>& Table() {
   static const auto* table = new std::map<std::string, OpDef, std::less<>>(BuildTable());
+  return *table;
+}
+
+const OpDef* FindOpDef(std::string_view domain, std::string_view op_type) {
   if (!IsDefaultDomain(domain)) return nullptr;
-  auto it = table->find(op_type);
-  return it == table->end() ? nullptr : &it->second;
+  auto it = Table().find(op_type);
+  return it == Table().end() ? nullptr : &it->second;
+}
+
+std::vector<const OpDef*> AllOpDefs() {
+  std::vector<const OpDef*> defs;
+  for (const auto& [name, def] : Table()) defs.push_back(&def);
+  return defs;
 }
 
 std::string NodeContext(const Node& node) {

@@ -1,7 +1,9 @@
 // The operator table: one entry per supported ONNX operator, giving its arity,
-// attribute kinds and defaults/validation, shape function and reference kernel.
-// Shape inference and the interpreter are generic loops over this table; adding
-// an operator means adding one entry in op_registry.cc.
+// attribute kinds and defaults/validation, shape function, reference kernel and
+// traits. Shape inference and the interpreter are generic loops over this
+// table; fusion, its cost model and code generation read the traits. Adding an
+// operator means adding one entry in its family's file under ops/ (see
+// docs/adding-an-operator.md).
 #pragma once
 
 #include <functional>
@@ -30,6 +32,31 @@ struct AttrSpec {
 using InputTypes = std::vector<const TensorType*>;
 using InputTensors = std::vector<const Tensor*>;
 
+// What an operator is to fusion and code generation.
+enum class OpClass {
+  kOpaque,        // no fusion rule takes it: a group of its own (TopK, CumSum, Trilu, Einsum, ...)
+  kElementwise,   // output element i from element i (broadcast) of every input: fused into
+                  // loops, anchor epilogues and prologues, inlined as an expression
+  kDataMovement,  // every output element is some input element (Transpose, Slice, Concat,
+                  // Gather, Resize, ...): fused as index arithmetic
+  kReduction,     // a loop over reduced axes (Reduce*, Softmax, the norms, pools): fuses
+                  // elementwise producers and consumers
+  kAnchor,        // compute-heavy (Conv, ConvTranspose, MatMul, Gemm): takes an epilogue
+  kShape,         // depends only on shapes and constants (Shape, Range, ...): folded before
+                  // code generation
+};
+const char* OpClassName(OpClass c);
+
+struct OpTraits {
+  OpClass op_class = OpClass::kOpaque;
+  // A new view of the same contiguous bytes (Reshape, Flatten, Squeeze,
+  // Unsqueeze, Identity): free after anything, also after an anchor.
+  bool layout_only = false;
+  // Reads from input 0 only the elements it writes (Gather's table, Slice's
+  // source): the cost model counts output bytes for it.
+  bool reads_output_sized_input0 = false;
+};
+
 struct OpDef {
   std::string op_type;
   int min_inputs = 1;
@@ -48,11 +75,14 @@ struct OpDef {
   std::function<absl::StatusOr<std::vector<TensorType>>(const Node&, const InputTypes&)> infer;
   // Fills `outputs`, which the caller allocated with the inferred static types.
   std::function<absl::Status(const Node&, const InputTensors&, std::vector<Tensor>&)> eval;
+  OpTraits traits;
 };
 
 // The entry for (domain, op_type), or nullptr. "" and "ai.onnx" are the default domain.
 const OpDef* FindOpDef(std::string_view domain, std::string_view op_type);
 bool IsDefaultDomain(std::string_view domain);
+// Every entry, ordered by op_type.
+std::vector<const OpDef*> AllOpDefs();
 
 // Checks arity, omitted required inputs, attribute names/kinds and op-specific
 // attribute validation. Errors carry no node prefix.

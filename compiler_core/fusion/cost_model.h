@@ -1,5 +1,5 @@
-// The fusion cost model: how the partitioner classifies operators, and the
-// memory traffic (bytes read + written) of a node or a group on which its
+// The fusion cost model: how the partitioner sees operators (from their OpDef
+// traits), and the memory traffic (bytes read + written) of a node or a group on which its
 // decisions rest — fuse or materialise, recompute or write once, how large a
 // group may grow. docs/fusion.md explains the rules and the numbers.
 #pragma once
@@ -7,25 +7,20 @@
 #include <cstdint>
 #include <vector>
 
+#include "compiler_core/frontend/op_registry.h"
 #include "compiler_core/ir/graph.h"
 
 namespace kiln {
 
-// What an operator is to the partitioner.
-enum class FusionClass {
-  kElementwise,   // one output element from the same-index (broadcast) input elements
-  kDataMovement,  // Transpose, Reshape, Slice, Concat, Pad, Resize, Gather, ...: index arithmetic
-  kReduction,     // Reduce*, Softmax, LayerNormalization, pooling: a loop over a reduced axis
-  kConvAnchor,    // Conv, ConvTranspose: compute-heavy, takes an epilogue
-  kMatMulAnchor,  // MatMul, Gemm: compute-heavy, takes an epilogue
-  kOpaque,        // anything else: a group of its own
-};
+// What `node` is to the partitioner: its operator's class (OpDef traits),
+// except that an operator of another domain, a shape operator, and a
+// non-anchor node with extra outputs (Dropout's mask, MaxPool's indices,
+// LayerNormalization's mean) are opaque: only an anchor keeps its class
+// whatever its outputs.
+OpClass ClassifyForFusion(const Node& node);
 
-FusionClass ClassifyForFusion(const Node& node);
-const char* FusionClassName(FusionClass c);
-
-// Reshape, Flatten, Squeeze, Unsqueeze, Identity: a new view of the same
-// contiguous bytes, free anywhere (also after an anchor or a reduction).
+// A new view of the same contiguous bytes (the layout_only trait): free
+// anywhere, also after an anchor or a reduction.
 bool IsLayoutFree(const Node& node);
 
 // Knobs of the cost model. Defaults are what docs/fusion.md describes.

@@ -151,33 +151,33 @@ class Partitioner {
   // rule lets it join.
   std::optional<int64_t> JoinedIter(const Group& g, int ni) const {
     const Node& n = *nodes_[ni];
-    FusionClass c = class_[ni];
+    OpClass c = class_[ni];
     int64_t out = MaxOutputElements(n);
     if (g.sealed || out <= 0 || g.iter <= 0) return std::nullopt;
     const int64_t small = options_.cost.small_tensor_elements;
     if (IsLayoutFree(n)) return std::max(g.iter, out);  // a view: free after anything
     if (g.anchor >= 0) {  // epilogue: one element per anchor output element
-      if (c == FusionClass::kElementwise && g.num_reductions == 0 && out == g.iter) return g.iter;
+      if (c == OpClass::kElementwise && g.num_reductions == 0 && out == g.iter) return g.iter;
       return std::nullopt;
     }
     if (g.num_reductions > 0) {  // consumers of the reduction, or a sibling reduction
-      if (c == FusionClass::kElementwise && out <= g.iter) return g.iter;
-      if (c == FusionClass::kReduction && NumElementsOf(n.input(0)) == g.iter) return g.iter;
+      if (c == OpClass::kElementwise && out <= g.iter) return g.iter;
+      if (c == OpClass::kReduction && NumElementsOf(n.input(0)) == g.iter) return g.iter;
       return std::nullopt;
     }
     // An elementwise / data-movement loop nest.
     bool all_data_movement = true;
-    for (int m : g.nodes) all_data_movement &= class_[m] == FusionClass::kDataMovement;
+    for (int m : g.nodes) all_data_movement &= class_[m] == OpClass::kDataMovement;
     switch (c) {
-      case FusionClass::kElementwise:
+      case OpClass::kElementwise:
         if (out <= g.iter) return g.iter;
         if (g.iter <= small) return out;  // broadcast of a small chain: recompute it
         return std::nullopt;
-      case FusionClass::kDataMovement:
+      case OpClass::kDataMovement:
         if (out <= g.iter) return g.iter;
         if (g.iter <= small || all_data_movement) return out;  // index arithmetic only
         return std::nullopt;
-      case FusionClass::kReduction: {
+      case OpClass::kReduction: {
         int64_t in = NumElementsOf(n.input(0));
         if (in > 0 && (in <= g.iter || g.iter <= small)) return std::max(in, g.iter);
         return std::nullopt;
@@ -190,15 +190,15 @@ class Partitioner {
   int NewGroup(int ni) {
     Group g;
     g.nodes = {ni};
-    FusionClass c = class_[ni];
-    if (c == FusionClass::kConvAnchor || c == FusionClass::kMatMulAnchor) g.anchor = ni;
-    if (c == FusionClass::kReduction) {
+    OpClass c = class_[ni];
+    if (c == OpClass::kAnchor) g.anchor = ni;
+    if (c == OpClass::kReduction) {
       g.num_reductions = 1;
       g.iter = NumElementsOf(nodes_[ni]->input(0));
     } else {
       g.iter = MaxOutputElements(*nodes_[ni]);
     }
-    g.sealed = !options_.fuse || c == FusionClass::kOpaque || g.iter <= 0;
+    g.sealed = !options_.fuse || c == OpClass::kOpaque || g.iter <= 0;
     groups_.push_back(std::move(g));
     int id = static_cast<int>(groups_.size()) - 1;
     groups_of_[ni] = {id};
@@ -208,9 +208,8 @@ class Partitioner {
   // Phase A: node `ni` joins the producer group that moves the most bytes
   // into it and accepts it, or starts a group.
   void PlaceNode(int ni) {
-    FusionClass c = class_[ni];
-    if (!options_.fuse || c == FusionClass::kOpaque || c == FusionClass::kConvAnchor ||
-        c == FusionClass::kMatMulAnchor) {
+    OpClass c = class_[ni];
+    if (!options_.fuse || c == OpClass::kOpaque || c == OpClass::kAnchor) {
       NewGroup(ni);
       return;
     }
@@ -236,7 +235,7 @@ class Partitioner {
       Group& group = groups_[g];
       group.nodes = std::move(grown);
       group.iter = *iter;
-      if (c == FusionClass::kReduction) ++group.num_reductions;
+      if (c == OpClass::kReduction) ++group.num_reductions;
       groups_of_[ni] = {g};
       return;
     }
@@ -250,7 +249,7 @@ class Partitioner {
     Group& p = groups_[pg];
     if (!p.alive || p.sealed || p.anchor >= 0 || p.num_reductions > 0) return;
     bool all_data_movement = true;
-    for (int m : p.nodes) all_data_movement &= class_[m] == FusionClass::kDataMovement;
+    for (int m : p.nodes) all_data_movement &= class_[m] == OpClass::kDataMovement;
     std::set<int> consumers;
     std::map<int, double> read_by;  // consumer group -> bytes of p's results it reads
     std::unordered_set<int> members(p.nodes.begin(), p.nodes.end());
@@ -391,7 +390,7 @@ class Partitioner {
   const FusionOptions& options_;
   std::vector<const Node*> nodes_;
   std::unordered_map<const Node*, int> index_;
-  std::vector<FusionClass> class_;
+  std::vector<OpClass> class_;
   std::vector<std::vector<int>> groups_of_;  // node -> the groups computing it
   std::vector<Group> groups_;
   std::unordered_set<const Value*> graph_outputs_;

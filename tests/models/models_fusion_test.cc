@@ -47,9 +47,9 @@ void CheckModel(const std::string& file) {
 
   int anchors = 0, reductions = 0;
   for (const auto& n : optimised->nodes()) {
-    FusionClass c = ClassifyForFusion(*n);
-    anchors += c == FusionClass::kConvAnchor || c == FusionClass::kMatMulAnchor;
-    reductions += c == FusionClass::kReduction;
+    OpClass c = ClassifyForFusion(*n);
+    anchors += c == OpClass::kAnchor;
+    reductions += c == OpClass::kReduction;
   }
   std::set<std::string> keys;
   for (const FusionGroup& g : partition->groups) {

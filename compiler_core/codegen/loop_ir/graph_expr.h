@@ -1,7 +1,9 @@
 // Loop-IR expressions for the values of a workload graph: elementwise and
-// data-movement nodes are inlined (data movement becomes index arithmetic),
-// graph inputs are loads, and values bound to a buffer (materialized results
-// such as reductions) are loads from it. Shared by the lowerings of every kind.
+// data-movement nodes are inlined through their family's rules
+// (lower_elementwise.h, lower_data_movement.h: data movement becomes index
+// arithmetic), graph inputs are loads, and values bound to a buffer
+// (materialized results such as reductions) are loads from it. Shared by the
+// lowerings of every kind.
 #pragma once
 
 #include <functional>
@@ -10,12 +12,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "compiler_core/ir/graph.h"
 #include "compiler_core/codegen/loop_ir/loop_ir.h"
+#include "compiler_core/ir/graph.h"
 
 namespace kiln::loop_ir {
 
-// True for operators GraphExpr inlines.
+// True for operators GraphExpr inlines: those with an elementwise rule
+// (lower_elementwise.h) or a data-movement rule (lower_data_movement.h).
 bool IsInlinableElementwise(const std::string& op_type);
 bool IsInlinableDataMovement(const std::string& op_type);
 
@@ -34,8 +37,12 @@ class GraphExpr {
   // type ComputeTypeOf(v's dtype) (Cast to the buffer's dtype to store it).
   // UNIMPLEMENTED for a producer that is neither inlinable nor bound.
   absl::StatusOr<Expr> At(const Value* v, const std::vector<Expr>& index);
+  // `x` read by numpy broadcasting at `out_index`, an index into a value of
+  // rank out_index.size() >= x's rank.
+  absl::StatusOr<Expr> AtBroadcast(const Value* x, const std::vector<Expr>& out_index);
 
-  // OK when every attribute/constant operand of `node` is understood.
+  // OK when `node` inlines: an inlinable operator whose attributes and
+  // constant operands its rule understands.
   static absl::Status CheckNode(const Node& node);
 
  private:
@@ -46,6 +53,9 @@ class GraphExpr {
   std::map<const Value*, Buffer> input_buf_;
 };
 
+// UNIMPLEMENTED "node N (Op): why": a node a lowering cannot take.
+absl::Status NodeError(const Node& n, const std::string& why);
+
 // Static dims of a value (its type must be static).
 std::vector<int64_t> DimsOf(const Value* v);
 
@@ -55,9 +65,8 @@ std::vector<int64_t> DimsOf(const Value* v);
 ScalarType ScalarTypeOf(DType t);
 ScalarType ComputeTypeOf(DType t);
 
-}  // namespace kiln::loop_ir
-
-namespace kiln::loop_ir {
+// The scalar constant `t` holds at element 0, in its compute type.
+Expr ScalarConstant(const Tensor& t);
 
 // Loops over every index of `dims` (loop vars prefix0, prefix1, ...; size-1
 // dims get index 0 and no loop) around body(index).

@@ -2,10 +2,14 @@
 #include "compiler_core/codegen/loop_ir/lower.h"
 
 #include "compiler_core/codegen/loop_ir/lower_conv.h"
+#include "compiler_core/codegen/loop_ir/lower_data_movement.h"
+#include "compiler_core/codegen/loop_ir/lower_elementwise.h"
 #include "compiler_core/codegen/loop_ir/lower_index.h"
 #include "compiler_core/codegen/loop_ir/lower_matmul.h"
 #include "compiler_core/codegen/loop_ir/lower_pool.h"
+#include "compiler_core/codegen/loop_ir/lower_reduction.h"
 #include "compiler_core/codegen/loop_ir/lower_resize.h"
+#include "compiler_core/codegen/loop_ir/lower_topk.h"
 
 namespace kiln::loop_ir {
 

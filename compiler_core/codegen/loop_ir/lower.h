@@ -34,18 +34,8 @@ struct WorkloadLowering {
   std::function<absl::StatusOr<LoopFunc>(const Graph&, const ScheduleConfig&, const CpuTarget&)> lower;
 };
 
-// Reduce*, Softmax, LogSoftmax, LayerNormalization, GlobalAverage/MaxPool with
-// fused elementwise and data-movement producers/consumers (lower_reduction.cc).
-WorkloadLowering ReductionLowering();
-// DAGs of elementwise operators of any Kiln dtype, with broadcasting
-// (lower_data_movement.cc).
-WorkloadLowering ElementwiseLowering();
-// Such DAGs mixed with Transpose, Reshape, Flatten, (Un)Squeeze, Identity,
-// Slice, Concat, Pad (constant), Expand as index arithmetic
-// (lower_data_movement.cc).
-WorkloadLowering DataMovementLowering();
-
-// Every lowering, in the order they are tried.
+// Every lowering (each declared in its lower_<family>.h), in the order they
+// are tried.
 const std::vector<WorkloadLowering>& AllLowerings();
 
 // The first lowering that matches `workload`, or nullptr with the refusal in

@@ -18,10 +18,6 @@ constexpr int64_t kMaxPackFloats = 128 * 1024;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-absl::Status NodeError(const Node& n, const std::string& why) {
-  return absl::UnimplementedError(absl::StrCat("node ", n.name(), " (", n.op_type(), "): ", why));
-}
-
 int InputIndex(const Graph& g, const Value* v) {
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     if (g.inputs()[i] == v) return static_cast<int>(i);

@@ -17,10 +17,6 @@
 namespace kiln::loop_ir {
 namespace {
 
-absl::Status NodeError(const Node& n, const std::string& why) {
-  return absl::UnimplementedError(absl::StrCat("node ", n.name(), " (", n.op_type(), "): ", why));
-}
-
 bool IsExprOp(const std::string& op) {
   return op == "Gather" || op == "GatherElements" || op == "DepthToSpace" || op == "SpaceToDepth" ||
          op == "Trilu" || op == "Split";

@@ -1,6 +1,5 @@
-// "resize" and "topk" workloads on loop IR: Resize/Upsample (nearest, linear,
-// cubic; every coordinate_transformation_mode) with an optional elementwise
-// epilogue, and TopK (values and i64 indices).
+// "resize" workloads on loop IR: Resize/Upsample (nearest, linear, cubic;
+// every coordinate_transformation_mode) with an optional elementwise epilogue.
 #pragma once
 
 #include "compiler_core/codegen/loop_ir/lower.h"
@@ -16,10 +15,5 @@ namespace kiln::loop_ir {
 // is resized). Knobs: vw (lanes along the last output axis), tasks (parallel
 // split of the outermost axis).
 WorkloadLowering ResizeLowering();
-
-// One TopK (f32 values, constant K) whose input is a graph input. Per row a
-// k-sized sorted temp is kept by insertion (equal values keep the lower index
-// first, as ONNX does). Knob: tasks (parallel split of the rows).
-WorkloadLowering TopKLowering();
 
 }  // namespace kiln::loop_ir

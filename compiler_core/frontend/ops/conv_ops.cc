@@ -326,8 +326,8 @@ OpDef ConvTransposeOp() {
 }  // namespace
 
 void RegisterConvOps(std::vector<OpDef>* defs) {
-  defs->push_back(ConvOp());
-  defs->push_back(ConvTransposeOp());
+  defs->push_back(WithClass(OpClass::kAnchor, ConvOp()));
+  defs->push_back(WithClass(OpClass::kAnchor, ConvTransposeOp()));
 }
 
 }  // namespace kiln::ops

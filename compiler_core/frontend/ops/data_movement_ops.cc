@@ -572,17 +572,18 @@ OpDef IdentityOp() {
 }  // namespace
 
 void RegisterDataMovementOps(std::vector<OpDef>* defs) {
-  defs->push_back(TransposeOp());
-  defs->push_back(ReshapeOp());
-  defs->push_back(FlattenOp());
-  defs->push_back(SqueezeOp());
-  defs->push_back(UnsqueezeOp());
-  defs->push_back(IdentityOp());
-  defs->push_back(SliceOp());
-  defs->push_back(ConcatOp());
-  defs->push_back(PadOp());
-  defs->push_back(TileOp());
-  defs->push_back(ExpandOp());
+  // Views of the same contiguous bytes: free after anything.
+  defs->push_back(LayoutOnly(ReshapeOp()));
+  defs->push_back(LayoutOnly(FlattenOp()));
+  defs->push_back(LayoutOnly(SqueezeOp()));
+  defs->push_back(LayoutOnly(UnsqueezeOp()));
+  defs->push_back(LayoutOnly(IdentityOp()));
+  defs->push_back(WithClass(OpClass::kDataMovement, TransposeOp()));
+  defs->push_back(ReadsOutputSizedInput0(WithClass(OpClass::kDataMovement, SliceOp())));
+  defs->push_back(WithClass(OpClass::kDataMovement, ConcatOp()));
+  defs->push_back(WithClass(OpClass::kDataMovement, PadOp()));
+  defs->push_back(WithClass(OpClass::kDataMovement, TileOp()));
+  defs->push_back(WithClass(OpClass::kDataMovement, ExpandOp()));
 }
 
 }  // namespace kiln::ops

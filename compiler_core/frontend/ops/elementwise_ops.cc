@@ -993,13 +993,15 @@ OpDef BatchNormOp() {
 }  // namespace
 
 void RegisterElementwiseOps(std::vector<OpDef>* defs) {
-  RegisterUnary(defs);
-  RegisterBinary(defs);
-  defs->push_back(ClipOp());
-  defs->push_back(CastOp());
-  defs->push_back(CastLikeOp());
-  defs->push_back(BatchNormOp());
-  defs->push_back(DropoutOp());
+  std::vector<OpDef> family;
+  RegisterUnary(&family);
+  RegisterBinary(&family);
+  family.push_back(ClipOp());
+  family.push_back(CastOp());
+  family.push_back(CastLikeOp());
+  family.push_back(BatchNormOp());
+  family.push_back(DropoutOp());
+  for (OpDef& def : family) defs->push_back(WithClass(OpClass::kElementwise, std::move(def)));
 }
 
 }  // namespace kiln::ops

@@ -448,15 +448,15 @@ OpDef CumSumOp() {
 }  // namespace
 
 void RegisterIndexOps(std::vector<OpDef>* defs) {
-  defs->push_back(GatherOp());
-  defs->push_back(GatherElementsOp());
-  defs->push_back(DepthToSpaceOp());
-  defs->push_back(SpaceToDepthOp());
-  defs->push_back(SplitOp());
-  defs->push_back(TriluOp());
-  defs->push_back(ArgOp("ArgMax", true));
-  defs->push_back(ArgOp("ArgMin", false));
-  defs->push_back(CumSumOp());
+  defs->push_back(ReadsOutputSizedInput0(WithClass(OpClass::kDataMovement, GatherOp())));
+  defs->push_back(ReadsOutputSizedInput0(WithClass(OpClass::kDataMovement, GatherElementsOp())));
+  defs->push_back(WithClass(OpClass::kDataMovement, DepthToSpaceOp()));
+  defs->push_back(WithClass(OpClass::kDataMovement, SpaceToDepthOp()));
+  defs->push_back(WithClass(OpClass::kDataMovement, SplitOp()));
+  defs->push_back(WithClass(OpClass::kOpaque, TriluOp()));
+  defs->push_back(WithClass(OpClass::kReduction, ArgOp("ArgMax", true)));
+  defs->push_back(WithClass(OpClass::kReduction, ArgOp("ArgMin", false)));
+  defs->push_back(WithClass(OpClass::kOpaque, CumSumOp()));
 }
 
 }  // namespace kiln::ops

@@ -415,9 +415,9 @@ OpDef EinsumOp() {
 }  // namespace
 
 void RegisterMatMulOps(std::vector<OpDef>* defs) {
-  defs->push_back(MatMulOp());
-  defs->push_back(GemmOp());
-  defs->push_back(EinsumOp());
+  defs->push_back(WithClass(OpClass::kAnchor, MatMulOp()));
+  defs->push_back(WithClass(OpClass::kAnchor, GemmOp()));
+  defs->push_back(WithClass(OpClass::kOpaque, EinsumOp()));
 }
 
 }  // namespace kiln::ops

@@ -22,4 +22,20 @@ void RegisterResizeOps(std::vector<OpDef>* defs);        // Resize, Upsample
 void RegisterTopKOps(std::vector<OpDef>* defs);          // TopK
 void RegisterShapeOps(std::vector<OpDef>* defs);         // Constant, Shape, Size, ConstantOfShape, Range
 
+// `def` with its traits set: the family files register every operator with
+// its class (and the few per-operator flags) through these.
+inline OpDef WithClass(OpClass op_class, OpDef def) {
+  def.traits.op_class = op_class;
+  return def;
+}
+inline OpDef LayoutOnly(OpDef def) {
+  def.traits.op_class = OpClass::kDataMovement;
+  def.traits.layout_only = true;
+  return def;
+}
+inline OpDef ReadsOutputSizedInput0(OpDef def) {
+  def.traits.reads_output_sized_input0 = true;
+  return def;
+}
+
 }  // namespace kiln::ops

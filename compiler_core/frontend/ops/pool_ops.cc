@@ -144,8 +144,8 @@ OpDef PoolOp(bool is_max) {
 }  // namespace
 
 void RegisterPoolOps(std::vector<OpDef>* defs) {
-  defs->push_back(PoolOp(true));
-  defs->push_back(PoolOp(false));
+  defs->push_back(WithClass(OpClass::kReduction, PoolOp(true)));
+  defs->push_back(WithClass(OpClass::kReduction, PoolOp(false)));
 }
 
 }  // namespace kiln::ops

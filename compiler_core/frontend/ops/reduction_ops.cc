@@ -423,23 +423,23 @@ OpDef GlobalPoolOp(bool is_max) {
 }  // namespace
 
 void RegisterReductionOps(std::vector<OpDef>* defs) {
-  defs->push_back(ReduceOp("ReduceSum", ReduceKind::kSum));
-  defs->push_back(ReduceOp("ReduceMean", ReduceKind::kMean));
-  defs->push_back(ReduceOp("ReduceMax", ReduceKind::kMax));
-  defs->push_back(ReduceOp("ReduceMin", ReduceKind::kMin));
-  defs->push_back(ReduceOp("ReduceProd", ReduceKind::kProd));
-  defs->push_back(ReduceOp("ReduceL1", ReduceKind::kL1));
-  defs->push_back(ReduceOp("ReduceL2", ReduceKind::kL2));
-  defs->push_back(ReduceOp("ReduceSumSquare", ReduceKind::kSumSquare));
-  defs->push_back(ReduceOp("ReduceLogSum", ReduceKind::kLogSum));
-  defs->push_back(ReduceOp("ReduceLogSumExp", ReduceKind::kLogSumExp));
-  defs->push_back(SoftmaxOp("Softmax", SoftmaxKind::kSoftmax));
-  defs->push_back(SoftmaxOp("LogSoftmax", SoftmaxKind::kLogSoftmax));
-  defs->push_back(SoftmaxOp("Hardmax", SoftmaxKind::kHardmax));
-  defs->push_back(LayerNormOp());
-  defs->push_back(InstanceNormOp());
-  defs->push_back(GlobalPoolOp(true));
-  defs->push_back(GlobalPoolOp(false));
+  defs->push_back(WithClass(OpClass::kReduction, ReduceOp("ReduceSum", ReduceKind::kSum)));
+  defs->push_back(WithClass(OpClass::kReduction, ReduceOp("ReduceMean", ReduceKind::kMean)));
+  defs->push_back(WithClass(OpClass::kReduction, ReduceOp("ReduceMax", ReduceKind::kMax)));
+  defs->push_back(WithClass(OpClass::kReduction, ReduceOp("ReduceMin", ReduceKind::kMin)));
+  defs->push_back(WithClass(OpClass::kReduction, ReduceOp("ReduceProd", ReduceKind::kProd)));
+  defs->push_back(WithClass(OpClass::kReduction, ReduceOp("ReduceL1", ReduceKind::kL1)));
+  defs->push_back(WithClass(OpClass::kReduction, ReduceOp("ReduceL2", ReduceKind::kL2)));
+  defs->push_back(WithClass(OpClass::kReduction, ReduceOp("ReduceSumSquare", ReduceKind::kSumSquare)));
+  defs->push_back(WithClass(OpClass::kReduction, ReduceOp("ReduceLogSum", ReduceKind::kLogSum)));
+  defs->push_back(WithClass(OpClass::kReduction, ReduceOp("ReduceLogSumExp", ReduceKind::kLogSumExp)));
+  defs->push_back(WithClass(OpClass::kReduction, SoftmaxOp("Softmax", SoftmaxKind::kSoftmax)));
+  defs->push_back(WithClass(OpClass::kReduction, SoftmaxOp("LogSoftmax", SoftmaxKind::kLogSoftmax)));
+  defs->push_back(WithClass(OpClass::kOpaque, SoftmaxOp("Hardmax", SoftmaxKind::kHardmax)));
+  defs->push_back(WithClass(OpClass::kReduction, LayerNormOp()));
+  defs->push_back(WithClass(OpClass::kReduction, InstanceNormOp()));
+  defs->push_back(WithClass(OpClass::kReduction, GlobalPoolOp(true)));
+  defs->push_back(WithClass(OpClass::kReduction, GlobalPoolOp(false)));
 }
 
 }  // namespace kiln::ops

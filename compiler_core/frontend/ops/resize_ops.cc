@@ -130,8 +130,8 @@ OpDef UpsampleOp() {
 }  // namespace
 
 void RegisterResizeOps(std::vector<OpDef>* defs) {
-  defs->push_back(ResizeOp());
-  defs->push_back(UpsampleOp());
+  defs->push_back(WithClass(OpClass::kDataMovement, ResizeOp()));
+  defs->push_back(WithClass(OpClass::kDataMovement, UpsampleOp()));
 }
 
 }  // namespace kiln::ops

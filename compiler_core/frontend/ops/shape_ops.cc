@@ -174,11 +174,11 @@ OpDef RangeOp() {
 }  // namespace
 
 void RegisterShapeOps(std::vector<OpDef>* defs) {
-  defs->push_back(ConstantOp());
-  defs->push_back(ShapeOp());
-  defs->push_back(SizeOp());
-  defs->push_back(ConstantOfShapeOp());
-  defs->push_back(RangeOp());
+  defs->push_back(WithClass(OpClass::kShape, ConstantOp()));
+  defs->push_back(WithClass(OpClass::kShape, ShapeOp()));
+  defs->push_back(WithClass(OpClass::kShape, SizeOp()));
+  defs->push_back(WithClass(OpClass::kShape, ConstantOfShapeOp()));
+  defs->push_back(WithClass(OpClass::kShape, RangeOp()));
 }
 
 }  // namespace kiln::ops

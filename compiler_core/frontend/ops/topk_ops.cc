@@ -95,7 +95,7 @@ OpDef TopKOp() {
 }  // namespace
 
 void RegisterTopKOps(std::vector<OpDef>* defs) {
-  defs->push_back(TopKOp());
+  defs->push_back(WithClass(OpClass::kOpaque, TopKOp()));
 }
 
 }  // namespace kiln::ops
