@@ -3,6 +3,8 @@
 // stores pick contiguous (masked) vector accesses for unit strides and
 // gathers/scatters for the rest.
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
+#include "compiler_core/codegen/loop_ir/printer.h"
+#include "compiler_core/codegen/loop_ir/verifier.h"
 
 #include <cctype>
 #include <cmath>

@@ -1,5 +1,5 @@
-// Loop IR: node constructors with integer constant folding, the printer, the
-// verifier and substitution.
+// Loop IR: node constructors with integer constant folding, scalar types,
+// and the kernel's task count.
 #include "compiler_core/codegen/loop_ir/loop_ir.h"
 
 #include <cmath>
@@ -24,6 +24,14 @@ Expr MakeExpr(ExprKind kind, ScalarType type, std::vector<Expr> args) {
   return n;
 }
 
+Stmt MakeStmt(StmtKind kind) {
+  auto n = std::make_shared<StmtNode>();
+  n->kind = kind;
+  return n;
+}
+
+}  // namespace
+
 bool IsArith(ExprKind k) {
   return k == ExprKind::kAdd || k == ExprKind::kSub || k == ExprKind::kMul || k == ExprKind::kDiv ||
          k == ExprKind::kMod || k == ExprKind::kMin || k == ExprKind::kMax;
@@ -35,7 +43,6 @@ bool IsCompare(ExprKind k) {
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a / b; }
 
-// Builds a binary node, folding integer constants and identities.
 Expr Binary(ExprKind kind, Expr a, Expr b) {
   int64_t x = 0, y = 0;
   bool ca = AsConst(a, &x), cb = AsConst(b, &y);
@@ -63,315 +70,6 @@ Expr Binary(ExprKind kind, Expr a, Expr b) {
                                                                                     : a->type;
   return MakeExpr(kind, t, {std::move(a), std::move(b)});
 }
-
-const char* BinarySymbol(ExprKind k) {
-  switch (k) {
-    case ExprKind::kAdd: return "+";
-    case ExprKind::kSub: return "-";
-    case ExprKind::kMul: return "*";
-    case ExprKind::kDiv: return "/";
-    case ExprKind::kMod: return "%";
-    case ExprKind::kLt: return "<";
-    case ExprKind::kLe: return "<=";
-    case ExprKind::kGt: return ">";
-    case ExprKind::kGe: return ">=";
-    case ExprKind::kEq: return "==";
-    case ExprKind::kNe: return "!=";
-    case ExprKind::kAnd: return "&&";
-    case ExprKind::kOr: return "||";
-    default: return nullptr;
-  }
-}
-
-std::string FloatText(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.9g", v);
-  std::string s = buf;
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s + "f";
-}
-
-std::string ShapeText(const Buffer& b) {
-  return absl::StrCat(ScalarTypeName(b->dtype), "[", absl::StrJoin(b->shape, ","), "]");
-}
-
-Stmt MakeStmt(StmtKind kind) {
-  auto n = std::make_shared<StmtNode>();
-  n->kind = kind;
-  return n;
-}
-
-// ---- verifier -----------------------------------------------------------------
-
-struct Interval {
-  bool known = false;
-  int64_t lo = 0, hi = 0;
-};
-
-class Verifier {
- public:
-  explicit Verifier(const LoopFunc& f) : f_(f) {}
-
-  absl::Status Run() {
-    if (f_.body == nullptr) return Error("kernel has no body");
-    std::set<std::string> names;
-    for (size_t i = 0; i < f_.args.size(); ++i) {
-      const Buffer& b = f_.args[i];
-      if (b == nullptr) return Error(absl::StrCat("argument ", i, " is null"));
-      if (b->role == BufferRole::kTemp) return Error(absl::StrCat("argument ", b->name, " is a temp buffer"));
-      if (b->arg != static_cast<int>(i)) {
-        return Error(absl::StrCat("argument ", b->name, " has arg index ", b->arg, ", expected ", i));
-      }
-      if (!names.insert(b->name).second) return Error(absl::StrCat("buffer ", b->name, " is declared twice"));
-      buffers_.insert(b.get());
-    }
-    return VisitStmt(f_.body, /*top=*/true);
-  }
-
- private:
-  absl::Status Error(const std::string& what) const {
-    return absl::InvalidArgumentError(absl::StrCat("loop ir of kernel ", f_.name, ": ", what));
-  }
-
-  absl::StatusOr<ScalarType> VisitExpr(const Expr& e) {
-    if (e == nullptr) return Error("null expression");
-    std::vector<ScalarType> at;
-    for (const Expr& a : e->args) {
-      auto t = VisitExpr(a);
-      if (!t.ok()) return t.status();
-      at.push_back(*t);
-    }
-    auto need = [&](size_t n) -> absl::Status {
-      if (e->args.size() != n) return Error(absl::StrCat("expression ", Print(e), " has ", e->args.size(), " operands"));
-      return absl::OkStatus();
-    };
-    switch (e->kind) {
-      case ExprKind::kIntImm:
-        if (IsFloat(e->type)) return Error(absl::StrCat("integer constant ", Print(e), " has a float type"));
-        return e->type;
-      case ExprKind::kFloatImm:
-        if (!IsFloat(e->type)) return Error(absl::StrCat("float constant ", Print(e), " has a non-float type"));
-        return e->type;
-      case ExprKind::kVar: {
-        auto it = vars_.find(e->name);
-        if (it == vars_.end()) return Error(absl::StrCat("variable ", e->name, " is used before it is defined"));
-        if (it->second != e->type) {
-          return Error(absl::StrCat("variable ", e->name, " is used as ", ScalarTypeName(e->type), " but is ",
-                                    ScalarTypeName(it->second)));
-        }
-        return e->type;
-      }
-      case ExprKind::kNot:
-        if (auto s = need(1); !s.ok()) return s;
-        if (at[0] != ScalarType::kBool) return Error(absl::StrCat("operand of ", Print(e), " is not bool"));
-        return ScalarType::kBool;
-      case ExprKind::kSelect:
-        if (auto s = need(3); !s.ok()) return s;
-        if (at[0] != ScalarType::kBool || at[1] != at[2]) {
-          return Error(absl::StrCat("operand types of ", Print(e), " do not agree"));
-        }
-        return at[1];
-      case ExprKind::kLoad: {
-        if (auto s = need(1); !s.ok()) return s;
-        if (at[0] != ScalarType::kI64) return Error(absl::StrCat("index of ", Print(e), " is not i64"));
-        RETURN_IF_ERROR(CheckAccess(e->buffer, e->args[0], Print(e)));
-        return e->buffer->dtype;
-      }
-      case ExprKind::kCast:
-        if (auto s = need(1); !s.ok()) return s;
-        return e->type;
-      case ExprKind::kCall:
-        if (!IsKnownCall(e->name, static_cast<int>(e->args.size()))) {
-          return Error(absl::StrCat("unknown call ", e->name, "/", e->args.size()));
-        }
-        if (e->name == "ipow") {
-          if (at[0] != e->type || !IsInteger(e->type) || at[1] != ScalarType::kI64) {
-            return Error(absl::StrCat("operands of ", Print(e), " are not (integer base, i64 exponent)"));
-          }
-          return e->type;
-        }
-        for (ScalarType t : at) {
-          if (t != e->type || (t != ScalarType::kF32 && t != ScalarType::kF64)) {
-            return Error(absl::StrCat("operand of ", Print(e), " is not ", ScalarTypeName(e->type),
-                                      " (calls take f32 or f64)"));
-          }
-        }
-        return e->type;
-      default:
-        break;
-    }
-    if (auto s = need(2); !s.ok()) return s;
-    if (at[0] != at[1]) return Error(absl::StrCat("operand types of ", Print(e), " do not agree"));
-    if (e->kind == ExprKind::kAnd || e->kind == ExprKind::kOr) {
-      if (at[0] != ScalarType::kBool) return Error(absl::StrCat("operands of ", Print(e), " are not bool"));
-      return ScalarType::kBool;
-    }
-    if (at[0] == ScalarType::kBool && e->kind != ExprKind::kEq && e->kind != ExprKind::kNe) {
-      return Error(absl::StrCat("operands of ", Print(e), " are bool"));
-    }
-    return IsCompare(e->kind) ? ScalarType::kBool : at[0];
-  }
-
-
-  absl::Status CheckAccess(const Buffer& b, const Expr& index, const std::string& what) {
-    if (b == nullptr) return Error(absl::StrCat("access without a buffer: ", what));
-    if (buffers_.count(b.get()) == 0) {
-      return Error(absl::StrCat("buffer ", b->name, " is not an argument or an enclosing allocation in ", what));
-    }
-    if (guarded_ > 0) return absl::OkStatus();
-    Interval r = Range(index);
-    if (r.known && (r.lo < 0 || r.hi >= b->num_elements())) {
-      return Error(absl::StrCat("index of ", what, " ranges over [", r.lo, ", ", r.hi, "] outside ", b->name,
-                                " (", b->num_elements(), " elements)"));
-    }
-    return absl::OkStatus();
-  }
-
-  Interval Range(const Expr& e) {
-    Interval r;
-    switch (e->kind) {
-      case ExprKind::kIntImm: return {true, e->int_value, e->int_value};
-      case ExprKind::kVar: {
-        auto it = ranges_.find(e->name);
-        return it == ranges_.end() ? r : it->second;
-      }
-      case ExprKind::kMin: case ExprKind::kMax: case ExprKind::kAdd: case ExprKind::kSub:
-      case ExprKind::kMul: case ExprKind::kDiv: case ExprKind::kMod: {
-        Interval a = Range(e->args[0]), b = Range(e->args[1]);
-        if (e->kind == ExprKind::kMod && b.known && b.lo == b.hi && b.lo > 0 && a.known && a.lo >= 0) {
-          return {true, 0, std::min(a.hi, b.lo - 1)};
-        }
-        if (!a.known || !b.known) return r;
-        switch (e->kind) {
-          case ExprKind::kAdd: return {true, a.lo + b.lo, a.hi + b.hi};
-          case ExprKind::kSub: return {true, a.lo - b.hi, a.hi - b.lo};
-          case ExprKind::kMin: return {true, std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
-          case ExprKind::kMax: return {true, std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
-          case ExprKind::kMul: {
-            int64_t c[4] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
-            return {true, *std::min_element(c, c + 4), *std::max_element(c, c + 4)};
-          }
-          case ExprKind::kDiv:
-            if (b.lo == b.hi && b.lo > 0 && a.lo >= 0) return {true, a.lo / b.lo, a.hi / b.lo};
-            return r;
-          default: return r;
-        }
-      }
-      case ExprKind::kSelect: {
-        Interval a = Range(e->args[1]), b = Range(e->args[2]);
-        if (!a.known || !b.known) return r;
-        return {true, std::min(a.lo, b.lo), std::max(a.hi, b.hi)};
-      }
-      default: return r;
-    }
-  }
-
-  absl::Status Define(const std::string& var, ScalarType t, Interval range) {
-    if (var.empty()) return Error("a loop or let without a variable name");
-    if (vars_.count(var) > 0) return Error(absl::StrCat("variable ", var, " is redefined in its own scope"));
-    vars_[var] = t;
-    ranges_[var] = range;
-    return absl::OkStatus();
-  }
-  void Undefine(const std::string& var) {
-    vars_.erase(var);
-    ranges_.erase(var);
-  }
-
-  absl::Status VisitStmt(const Stmt& s, bool top) {
-    if (s == nullptr) return Error("null statement");
-    switch (s->kind) {
-      case StmtKind::kFor: {
-        if (s->body.size() != 1) return Error(absl::StrCat("loop ", s->var, " has no body"));
-        auto et = VisitExpr(s->extent);
-        if (!et.ok()) return et.status();
-        if (*et != ScalarType::kI64) return Error(absl::StrCat("extent of loop ", s->var, " is not i64"));
-        int64_t ext = 0;
-        bool is_const = AsConst(s->extent, &ext);
-        if (is_const && ext <= 0) return Error(absl::StrCat("loop ", s->var, " has extent ", ext));
-        if (s->for_kind != ForKind::kSerial && !is_const) {
-          return Error(absl::StrCat(ForKindName(s->for_kind), " loop ", s->var, " needs a constant extent"));
-        }
-        if (s->for_kind == ForKind::kParallel && !top) {
-          return Error(absl::StrCat("parallel loop ", s->var, " is not the outermost statement"));
-        }
-        if (s->for_kind == ForKind::kVectorized) {
-          if (in_vector_) return Error(absl::StrCat("vectorized loop ", s->var, " inside another vectorized loop"));
-          if (ext > 64) return Error(absl::StrCat("vectorized loop ", s->var, " is wider than 64 lanes"));
-        }
-        Interval r = Range(s->extent);
-        Interval vr = r.known ? Interval{true, 0, r.hi - 1} : Interval{};
-        RETURN_IF_ERROR(Define(s->var, ScalarType::kI64, vr));
-        bool was_vector = in_vector_;
-        if (s->for_kind == ForKind::kVectorized) in_vector_ = true;
-        absl::Status st = VisitStmt(s->body[0], false);
-        in_vector_ = was_vector;
-        Undefine(s->var);
-        return st;
-      }
-      case StmtKind::kStore: {
-        auto vt = VisitExpr(s->value);
-        if (!vt.ok()) return vt.status();
-        auto it = VisitExpr(s->index);
-        if (!it.ok()) return it.status();
-        std::string what = absl::StrCat("store ", s->buffer ? s->buffer->name : "?", "[", Print(s->index), "]");
-        if (*it != ScalarType::kI64) return Error(absl::StrCat("index of ", what, " is not i64"));
-        RETURN_IF_ERROR(CheckAccess(s->buffer, s->index, what));
-        if (s->buffer->role == BufferRole::kInput) return Error(absl::StrCat(what, " writes an input"));
-        if (*vt != s->buffer->dtype) return Error(absl::StrCat(what, " stores a ", ScalarTypeName(*vt)));
-        return absl::OkStatus();
-      }
-      case StmtKind::kLet: {
-        auto vt = VisitExpr(s->value);
-        if (!vt.ok()) return vt.status();
-        if (s->body.size() != 1) return Error(absl::StrCat("let ", s->var, " has no body"));
-        RETURN_IF_ERROR(Define(s->var, *vt, *vt == ScalarType::kI64 ? Range(s->value) : Interval{}));
-        absl::Status st = VisitStmt(s->body[0], false);
-        Undefine(s->var);
-        return st;
-      }
-      case StmtKind::kAllocate: {
-        if (s->buffer == nullptr || s->buffer->role != BufferRole::kTemp) {
-          return Error("allocate of a buffer that is not a temp");
-        }
-        if (s->body.size() != 1) return Error(absl::StrCat("allocate ", s->buffer->name, " has no body"));
-        if (s->buffer->num_elements() <= 0) return Error(absl::StrCat("allocate ", s->buffer->name, " is empty"));
-        buffers_.insert(s->buffer.get());
-        absl::Status st = VisitStmt(s->body[0], false);
-        buffers_.erase(s->buffer.get());
-        return st;
-      }
-      case StmtKind::kBlock:
-        for (const Stmt& c : s->body) RETURN_IF_ERROR(VisitStmt(c, false));
-        return absl::OkStatus();
-      case StmtKind::kIf: {
-        auto ct = VisitExpr(s->value);
-        if (!ct.ok()) return ct.status();
-        if (*ct != ScalarType::kBool) return Error(absl::StrCat("condition ", Print(s->value), " is not bool"));
-        if (s->body.empty() || s->body.size() > 2) return Error("if without a then-branch");
-        ++guarded_;
-        absl::Status st = absl::OkStatus();
-        for (const Stmt& c : s->body) {
-          if (c != nullptr && st.ok()) st = VisitStmt(c, false);
-        }
-        --guarded_;
-        return st;
-      }
-    }
-    return Error("unknown statement kind");
-  }
-
-  const LoopFunc& f_;
-  std::map<std::string, ScalarType> vars_;
-  std::map<std::string, Interval> ranges_;
-  std::set<const BufferNode*> buffers_;
-  bool in_vector_ = false;
-  int guarded_ = 0;
-};
-
-}  // namespace
 
 const char* ScalarTypeName(ScalarType t) {
   switch (t) {
@@ -618,91 +316,6 @@ Stmt IfThen(Expr cond, Stmt then_case, Stmt else_case) {
   return n;
 }
 
-std::string Print(const Expr& e) {
-  if (e == nullptr) return "<null>";
-  switch (e->kind) {
-    case ExprKind::kIntImm:
-      if (e->type == ScalarType::kI64) return absl::StrCat(e->int_value);
-      if (e->type == ScalarType::kBool) return e->int_value != 0 ? "true" : "false";
-      if (e->type == ScalarType::kU64) return absl::StrCat(static_cast<uint64_t>(e->int_value), "u64");
-      return absl::StrCat(e->int_value, ScalarTypeName(e->type));
-    case ExprKind::kFloatImm:
-      if (e->type == ScalarType::kF64) {
-        std::string t = FloatText(e->float_value);
-        if (std::isfinite(e->float_value)) {
-          char buf[64];
-          std::snprintf(buf, sizeof(buf), "%.17g", e->float_value);
-          t = buf;
-          if (t.find_first_of(".e") == std::string::npos) t += ".0";
-        }
-        return t;
-      }
-      if (e->type == ScalarType::kF16) return absl::StrCat("f16(", FloatText(e->float_value), ")");
-      return FloatText(e->float_value);
-    case ExprKind::kVar: return e->type == ScalarType::kI64 ? e->name : absl::StrCat(e->name);
-    case ExprKind::kMin: return absl::StrCat("min(", Print(e->args[0]), ", ", Print(e->args[1]), ")");
-    case ExprKind::kMax: return absl::StrCat("max(", Print(e->args[0]), ", ", Print(e->args[1]), ")");
-    case ExprKind::kNot: return absl::StrCat("!", Print(e->args[0]));
-    case ExprKind::kSelect:
-      return absl::StrCat("select(", Print(e->args[0]), ", ", Print(e->args[1]), ", ", Print(e->args[2]), ")");
-    case ExprKind::kLoad: return absl::StrCat(e->buffer ? e->buffer->name : "?", "[", Print(e->args[0]), "]");
-    case ExprKind::kCast: return absl::StrCat(ScalarTypeName(e->type), "(", Print(e->args[0]), ")");
-    case ExprKind::kCall: {
-      std::vector<std::string> a;
-      for (const Expr& x : e->args) a.push_back(Print(x));
-      return absl::StrCat(e->name, "(", absl::StrJoin(a, ", "), ")");
-    }
-    default:
-      break;
-  }
-  const char* sym = BinarySymbol(e->kind);
-  return absl::StrCat("(", Print(e->args[0]), " ", sym ? sym : "?", " ", Print(e->args[1]), ")");
-}
-
-std::string Print(const Stmt& s, int indent) {
-  std::string pad(indent * 2, ' ');
-  if (s == nullptr) return pad + "<null>\n";
-  switch (s->kind) {
-    case StmtKind::kFor: {
-      std::string kind = s->for_kind == ForKind::kSerial ? "" : absl::StrCat(ForKindName(s->for_kind), " ");
-      return absl::StrCat(pad, kind, "for (", s->var, ", 0, ", Print(s->extent), ") {\n",
-                          Print(s->body[0], indent + 1), pad, "}\n");
-    }
-    case StmtKind::kStore:
-      return absl::StrCat(pad, s->buffer ? s->buffer->name : "?", "[", Print(s->index), "] = ", Print(s->value),
-                          "\n");
-    case StmtKind::kLet:
-      return absl::StrCat(pad, "let ", s->var, " = ", Print(s->value), " {\n", Print(s->body[0], indent + 1), pad,
-                          "}\n");
-    case StmtKind::kAllocate:
-      return absl::StrCat(pad, "allocate ", s->buffer->name, ": ", ShapeText(s->buffer), " {\n",
-                          Print(s->body[0], indent + 1), pad, "}\n");
-    case StmtKind::kBlock: {
-      std::string out;
-      for (const Stmt& c : s->body) out += Print(c, indent);
-      return out;
-    }
-    case StmtKind::kIf: {
-      std::string out = absl::StrCat(pad, "if (", Print(s->value), ") {\n", Print(s->body[0], indent + 1));
-      if (s->body.size() > 1 && s->body[1] != nullptr) {
-        absl::StrAppend(&out, pad, "} else {\n", Print(s->body[1], indent + 1));
-      }
-      return absl::StrCat(out, pad, "}\n");
-    }
-  }
-  return pad + "?\n";
-}
-
-std::string Print(const LoopFunc& f) {
-  std::vector<std::string> args;
-  for (const Buffer& b : f.args) {
-    args.push_back(absl::StrCat(b->name, ": ", ShapeText(b), b->role == BufferRole::kOutput ? " output" : " input"));
-  }
-  return absl::StrCat("kernel ", f.name, "(", absl::StrJoin(args, ", "), ") {\n", Print(f.body, 1), "}\n");
-}
-
-absl::Status Verify(const LoopFunc& f) { return Verifier(f).Run(); }
-
 int64_t NumTasks(const LoopFunc& f) {
   int64_t e = 1;
   if (f.body != nullptr && f.body->kind == StmtKind::kFor && f.body->for_kind == ForKind::kParallel &&
@@ -710,39 +323,6 @@ int64_t NumTasks(const LoopFunc& f) {
     return e;
   }
   return 1;
-}
-
-Expr Substitute(const Expr& e, const std::string& name, const Expr& value) {
-  if (e == nullptr) return e;
-  if (e->kind == ExprKind::kVar) return e->name == name ? value : e;
-  if (e->args.empty()) return e;
-  std::vector<Expr> args;
-  bool changed = false;
-  for (const Expr& a : e->args) {
-    args.push_back(Substitute(a, name, value));
-    changed = changed || args.back() != a;
-  }
-  if (!changed) return e;
-  if (IsArith(e->kind) || IsCompare(e->kind) || e->kind == ExprKind::kAnd || e->kind == ExprKind::kOr) {
-    return Binary(e->kind, args[0], args[1]);
-  }
-  auto n = std::make_shared<ExprNode>(*e);
-  n->args = std::move(args);
-  return n;
-}
-
-Stmt Substitute(const Stmt& s, const std::string& name, const Expr& value) {
-  if (s == nullptr) return s;
-  auto n = std::make_shared<StmtNode>(*s);
-  if (n->extent) n->extent = Substitute(n->extent, name, value);
-  if (n->value) n->value = Substitute(n->value, name, value);
-  if (n->index) n->index = Substitute(n->index, name, value);
-  // A loop or let that rebinds `name` shadows it in its body.
-  bool shadows = (s->kind == StmtKind::kFor || s->kind == StmtKind::kLet) && s->var == name;
-  if (!shadows) {
-    for (Stmt& c : n->body) c = Substitute(c, name, value);
-  }
-  return n;
 }
 
 }  // namespace kiln::loop_ir

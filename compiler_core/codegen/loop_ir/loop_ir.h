@@ -128,6 +128,13 @@ Expr Load(Buffer buffer, const std::vector<Expr>& index);
 // Row-major flat index of `index` in `shape`.
 Expr FlatIndex(const std::vector<int64_t>& shape, const std::vector<Expr>& index);
 
+// Arithmetic (+ - * / % min max) and comparison kinds.
+bool IsArith(ExprKind k);
+bool IsCompare(ExprKind k);
+// A binary node of `kind` (arithmetic, comparison, &&, ||), folding integer
+// constants and identities.
+Expr Binary(ExprKind kind, Expr a, Expr b);
+
 // Constant folding of integer arithmetic (x + 0, x * 1, 2 * 3, ...).
 Expr Simplify(const Expr& e);
 // Integer value of a constant expression, if it is one.
@@ -171,25 +178,7 @@ struct LoopFunc {
   Stmt body;
 };
 
-// Textual dumps (deterministic; the test format).
-std::string Print(const Expr& e);
-std::string Print(const Stmt& s, int indent = 0);
-std::string Print(const LoopFunc& f);
-
-// Checks: every variable is defined before use (loop vars, lets) and not
-// redefined in its own scope; expression types agree; loads/stores name a
-// buffer that is an argument or an enclosing Allocate; constant indices (and
-// indices whose range interval analysis bounds) are in bounds; loop extents
-// are positive, static for vectorized/unrolled/parallel loops; at most one
-// parallel loop, outermost; no vectorized loop inside another. INVALID_ARGUMENT
-// naming the offending statement.
-absl::Status Verify(const LoopFunc& f);
-
 // Number of tasks of the kernel: the outermost parallel loop's extent, else 1.
 int64_t NumTasks(const LoopFunc& f);
-
-// Replaces every free use of variable `name` by `value`.
-Expr Substitute(const Expr& e, const std::string& name, const Expr& value);
-Stmt Substitute(const Stmt& s, const std::string& name, const Expr& value);
 
 }  // namespace kiln::loop_ir

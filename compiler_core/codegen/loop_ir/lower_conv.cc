@@ -2,6 +2,7 @@
 // epilogue lowered to packed, register-blocked loop nests (see lower_conv.h
 // for the knobs and task shapes).
 #include "compiler_core/codegen/loop_ir/lower_conv.h"
+#include "compiler_core/codegen/loop_ir/substitute.h"
 
 #include <algorithm>
 

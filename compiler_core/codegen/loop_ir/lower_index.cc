@@ -3,6 +3,7 @@
 // CumSum, ArgMax and ArgMin as a serial loop along their axis per output
 // position (see lower_index.h).
 #include "compiler_core/codegen/loop_ir/lower_index.h"
+#include "compiler_core/codegen/loop_ir/printer.h"
 
 #include <algorithm>
 #include <map>

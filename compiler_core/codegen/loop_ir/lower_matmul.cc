@@ -2,6 +2,8 @@
 // schedule space, and the lowering to a tiled, packed, register-blocked loop
 // nest (see lower_matmul.h).
 #include "compiler_core/codegen/loop_ir/lower_matmul.h"
+#include "compiler_core/codegen/loop_ir/verifier.h"
+#include "compiler_core/codegen/loop_ir/substitute.h"
 
 #include <algorithm>
 #include <map>

@@ -1,5 +1,6 @@
 // The "reduction" lowering (see lower_reduction.h).
 #include "compiler_core/codegen/loop_ir/lower_reduction.h"
+#include "compiler_core/codegen/loop_ir/substitute.h"
 
 #include <algorithm>
 #include <cmath>

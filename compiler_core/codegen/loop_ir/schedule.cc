@@ -1,5 +1,7 @@
 // Schedule primitives: tree rewrites of the loops named by the caller.
 #include "compiler_core/codegen/loop_ir/schedule.h"
+#include "compiler_core/codegen/loop_ir/printer.h"
+#include "compiler_core/codegen/loop_ir/substitute.h"
 
 #include <algorithm>
 #include <functional>

@@ -1,6 +1,8 @@
 // Loop IR: printer and verifier golden text, and each schedule primitive's
 // effect on a dumped loop nest.
 #include "compiler_core/codegen/loop_ir/loop_ir.h"
+#include "compiler_core/codegen/loop_ir/printer.h"
+#include "compiler_core/codegen/loop_ir/verifier.h"
 
 #include "compiler_core/codegen/loop_ir/schedule.h"
 #include "gtest/gtest.h"

@@ -13,6 +13,8 @@
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/loop_ir/loop_ir.h"
+#include "compiler_core/codegen/loop_ir/printer.h"
+#include "compiler_core/codegen/loop_ir/verifier.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
 #include "compiler_core/codegen/loop_ir/lower_conv.h"
 #include "compiler_core/codegen/schedule_space.h"

@@ -15,6 +15,7 @@
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
+#include "compiler_core/codegen/loop_ir/printer.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/frontend/shape_inference.h"

@@ -15,6 +15,8 @@
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/loop_ir/loop_ir.h"
+#include "compiler_core/codegen/loop_ir/printer.h"
+#include "compiler_core/codegen/loop_ir/verifier.h"
 #include "compiler_core/codegen/loop_ir/lower_index.h"
 #include "compiler_core/frontend/ops/index_ops.h"
 #include "compiler_core/codegen/schedule_space.h"

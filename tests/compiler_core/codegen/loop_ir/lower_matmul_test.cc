@@ -2,6 +2,8 @@
 // (golden substrings, Verify) and random points of the direct emitter's space
 // on odd shapes, compiled and compared with the reference interpreter.
 #include "compiler_core/codegen/loop_ir/lower_matmul.h"
+#include "compiler_core/codegen/loop_ir/printer.h"
+#include "compiler_core/codegen/loop_ir/verifier.h"
 
 #include <gtest/gtest.h>
 

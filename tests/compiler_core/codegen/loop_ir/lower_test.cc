@@ -9,6 +9,7 @@
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
+#include "compiler_core/codegen/loop_ir/printer.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "gtest/gtest.h"
