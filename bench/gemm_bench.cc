@@ -33,6 +33,7 @@
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/codegen/target.h"
+#include "bench/timing.h"
 
 #ifdef KILN_HAVE_OPENMP
 #include <omp.h>
@@ -42,31 +43,14 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
 
+
 namespace {
 
 using kiln::DType;
 using kiln::Graph;
 using kiln::TensorType;
 
-// Median of `repeats` timed calls after one warm-up, in seconds; each timed
-// call repeats `fn` until it has run for at least 20 ms.
-double MedianSeconds(const std::function<void()>& fn, int repeats) {
-  fn();
-  std::vector<double> samples;
-  for (int r = 0; r < repeats; ++r) {
-    int iters = 0;
-    auto start = std::chrono::steady_clock::now();
-    double elapsed = 0;
-    do {
-      fn();
-      ++iters;
-      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    } while (elapsed < 0.02);
-    samples.push_back(elapsed / iters);
-  }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
-}
+using kiln::bench::MedianSeconds;
 
 // MatMul [m,k] x [k,n]; with `bias_relu`, Relu(MatMul + bias[n]) as one
 // fused workload (inputs A, B, bias).

@@ -46,10 +46,12 @@
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/codegen/target.h"
+#include "bench/timing.h"
 
 #ifdef KILN_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
+
 
 namespace {
 
@@ -65,33 +67,9 @@ constexpr size_t kMaxSearched = 24;
 // the cores, so single-thread numbers stay comparable between runs.
 bool g_cpu_time = false;
 
-double Now() {
-  if (g_cpu_time) {
-    timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-  }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Median of `repeats` samples after two warm-ups, in seconds; each sample
-// repeats `fn` until it has run for at least `min_s`.
+// Median seconds per call (bench/timing.h), two warm-ups, in CPU time with --cpu-time.
 double MedianSeconds(const std::function<void()>& fn, int repeats, double min_s = 0.02) {
-  fn();
-  fn();
-  std::vector<double> samples;
-  for (int r = 0; r < repeats; ++r) {
-    int iters = 0;
-    double start = Now(), elapsed = 0;
-    do {
-      fn();
-      ++iters;
-      elapsed = Now() - start;
-    } while (elapsed < min_s);
-    samples.push_back(elapsed / iters);
-  }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
+  return kiln::bench::MedianSeconds(fn, repeats, {.warmups = 2, .min_seconds = min_s, .cpu_time = g_cpu_time});
 }
 
 std::vector<float> Random(int64_t n, uint32_t seed, float lo = -1, float hi = 1) {

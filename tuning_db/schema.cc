@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "tuning_db/record_row.h"
 #include "tuning_db/tuning_db.h"
 
 namespace kiln::tuningdb {
@@ -30,28 +31,12 @@ absl::Status BackfillRecordKeys(SqliteConnection& conn) {
   std::vector<std::pair<int64_t, std::string>> keys;
   {
     ASSIGN_OR_RETURN(SqliteStatement s,
-                     conn.Prepare("SELECT id, workload_key, target_key, space_version, "
-                                  "compiler_version, config, median_ms, p10_ms, p90_ms, repeats, "
-                                  "error, error_message, worker_id, created_unix_ms FROM records "
-                                  "ORDER BY id"));
+                     conn.Prepare(absl::StrCat("SELECT id, ", kRecordColumns, " FROM records ORDER BY id")));
     std::unordered_set<std::string> seen;
     while (true) {
       ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) break;
-      Record r;
-      r.workload_key = s.ColumnText(1);
-      r.target_key = s.ColumnText(2);
-      r.space_version = static_cast<int>(s.ColumnInt(3));
-      r.compiler_version = s.ColumnText(4);
-      r.config = s.ColumnText(5);
-      r.median_ms = s.ColumnDouble(6);
-      r.p10_ms = s.ColumnDouble(7);
-      r.p90_ms = s.ColumnDouble(8);
-      r.repeats = static_cast<int>(s.ColumnInt(9));
-      r.error = static_cast<RecordError>(s.ColumnInt(10));
-      r.error_message = s.ColumnText(11);
-      r.worker_id = s.ColumnText(12);
-      r.created_unix_ms = s.ColumnInt(13);
+      const Record r = ReadRecord(s, /*first=*/1);
       std::string key = RecordKey(r);
       // An exact duplicate already in a v1 file keeps its row under a distinct key.
       if (!seen.insert(key).second) key = absl::StrCat(key, "#", s.ColumnInt(0));

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "tuning_db/record_row.h"
 #include "tuning_db/schema.h"
 #include "base/digest.h"
 
@@ -51,28 +52,6 @@ absl::Status ValidateRecord(const Record& r, size_t index) {
   }
   if (r.repeats < 0) return bad(absl::StrCat("negative repeats ", r.repeats));
   return absl::OkStatus();
-}
-
-constexpr char kRecordColumns[] =
-    "workload_key, target_key, space_version, compiler_version, config, median_ms, p10_ms, "
-    "p90_ms, repeats, error, error_message, worker_id, created_unix_ms";
-
-Record ReadRecord(const SqliteStatement& s) {
-  Record r;
-  r.workload_key = s.ColumnText(0);
-  r.target_key = s.ColumnText(1);
-  r.space_version = static_cast<int>(s.ColumnInt(2));
-  r.compiler_version = s.ColumnText(3);
-  r.config = s.ColumnText(4);
-  r.median_ms = s.ColumnDouble(5);
-  r.p10_ms = s.ColumnDouble(6);
-  r.p90_ms = s.ColumnDouble(7);
-  r.repeats = static_cast<int>(s.ColumnInt(8));
-  r.error = static_cast<RecordError>(s.ColumnInt(9));
-  r.error_message = s.ColumnText(10);
-  r.worker_id = s.ColumnText(11);
-  r.created_unix_ms = s.ColumnInt(12);
-  return r;
 }
 
 // Bumps the artifact's recency: the next use_seq is one more than any so far,

@@ -108,6 +108,17 @@ class Linker {
   std::string SectionName(uint32_t index) const;
   absl::Status ParseSymbols();
   absl::Status ScanRelocations();
+  // Entry k of RELA section `h`, with its symbol index and type.
+  struct Relocation {
+    Elf64_Rela rela;
+    uint64_t sym;
+    uint32_t type;
+  };
+  Relocation RelocationAt(const Elf64_Shdr& h, uint64_t k) const {
+    Elf64_Rela r{};
+    ReadAt(h.sh_offset + k * sizeof(Elf64_Rela), &r);
+    return {r, ELF64_R_SYM(r.r_info), static_cast<uint32_t>(ELF64_R_TYPE(r.r_info))};
+  }
   absl::Status ApplyRelocations(uint8_t* base);
 
   std::string_view elf_;
@@ -288,12 +299,8 @@ absl::Status Linker::ScanRelocations() {
     if (h.sh_entsize != sizeof(Elf64_Rela) || h.sh_size % sizeof(Elf64_Rela) != 0) {
       return Error(absl::StrCat(SectionName(i), ": bad relocation entry size"));
     }
-    uint64_t n = h.sh_size / sizeof(Elf64_Rela);
-    for (uint64_t k = 0; k < n; ++k) {
-      Elf64_Rela r;
-      ReadAt(h.sh_offset + k * sizeof(Elf64_Rela), &r);
-      uint64_t sym = ELF64_R_SYM(r.r_info);
-      uint32_t type = ELF64_R_TYPE(r.r_info);
+    for (uint64_t k = 0; k < h.sh_size / sizeof(Elf64_Rela); ++k) {
+      const auto [r, sym, type] = RelocationAt(h, k);
       if (type == R_X86_64_NONE) continue;
       if (sym >= symbols_.size()) {
         return Error(absl::StrCat(SectionName(i), ": relocation ", k, " symbol index ", sym, " out of range"));
@@ -398,12 +405,8 @@ absl::Status Linker::ApplyRelocations(uint8_t* base) {
     if (target.hdr.sh_type == SHT_NOBITS) {
       return Error(absl::StrCat(SectionName(i), ": relocations against a NOBITS section"));
     }
-    uint64_t n = h.sh_size / sizeof(Elf64_Rela);
-    for (uint64_t k = 0; k < n; ++k) {
-      Elf64_Rela r;
-      ReadAt(h.sh_offset + k * sizeof(Elf64_Rela), &r);
-      uint64_t sym = ELF64_R_SYM(r.r_info);
-      uint32_t type = ELF64_R_TYPE(r.r_info);
+    for (uint64_t k = 0; k < h.sh_size / sizeof(Elf64_Rela); ++k) {
+      const auto [r, sym, type] = RelocationAt(h, k);
       if (type == R_X86_64_NONE) continue;
       const SymbolInfo& s = symbols_[sym];
       if (sym != 0 && !s.defined) {

@@ -152,10 +152,7 @@ absl::StatusOr<bool> AlgebraicSimplification::Run(Graph& graph) {
     for (const auto& m : graph.nodes()) now.insert(m.get());
     for (auto it = live.begin(); it != live.end();) it = now.count(*it) ? std::next(it) : live.erase(it);
   }
-  if (changed) {
-    RestoreTopologicalOrder(graph);
-    graph.RemoveDeadValues();
-  }
+  if (changed) FinishRewrites(graph);
   return changed;
 }
 

@@ -238,10 +238,7 @@ absl::StatusOr<bool> BatchNormFolding::Run(Graph& graph) {
       if (!now.count(m)) removed.insert(m);
     }
   }
-  if (changed) {
-    RestoreTopologicalOrder(graph);
-    graph.RemoveDeadValues();
-  }
+  if (changed) FinishRewrites(graph);
   return changed;
 }
 

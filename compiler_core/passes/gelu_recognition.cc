@@ -122,21 +122,14 @@ absl::StatusOr<bool> GeluRecognition::Run(Graph& graph) {
     if (root == nullptr) continue;
     const TensorType& t = x->type();
     if (!(t == root->output(0)->type()) || (t.dtype != DType::kFloat32 && t.dtype != DType::kFloat64)) continue;
-    std::vector<Node*> interior;
-    for (Node* n : nodes) {
-      if (n != root) interior.push_back(n);
-    }
-    if (!IsPrivateToPattern(graph, interior, nodes)) continue;
+    if (!IsPrivateToPattern(graph, nodes, root)) continue;
     removed.insert(nodes.begin(), nodes.end());
     RETURN_IF_ERROR(ReplacePatternWithNode(graph, nodes, root, "Gelu", {x},
                                            {{"approximate", std::string(erf ? "none" : "tanh")}})
                         .status());
     changed = true;
   }
-  if (changed) {
-    RestoreTopologicalOrder(graph);
-    graph.RemoveDeadValues();
-  }
+  if (changed) FinishRewrites(graph);
   return changed;
 }
 

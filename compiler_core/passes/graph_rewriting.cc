@@ -74,10 +74,10 @@ Value* OtherOperand(const Node* binary, const Value* a) {
   return nullptr;
 }
 
-bool IsPrivateToPattern(const Graph& graph, const std::vector<Node*>& interior,
-                        const std::vector<Node*>& pattern) {
+bool IsPrivateToPattern(const Graph& graph, const std::vector<Node*>& pattern, const Node* root) {
   std::unordered_set<const Node*> in_pattern(pattern.begin(), pattern.end());
-  for (const Node* n : interior) {
+  for (const Node* n : pattern) {
+    if (n == root) continue;
     for (const Value* o : n->outputs()) {
       if (IsGraphOutput(graph, o)) return false;
       for (const Node* u : o->users()) {
@@ -183,6 +183,11 @@ void RestoreTopologicalOrder(Graph& graph) {
   size_t first = 0;
   while (first < sorted.size() && sorted[first] == current[first]) ++first;
   for (size_t i = first; i < sorted.size(); ++i) Recreate(graph, sorted[i], sorted[i]->outputs());
+}
+
+void FinishRewrites(Graph& graph) {
+  RestoreTopologicalOrder(graph);
+  graph.RemoveDeadValues();
 }
 
 }  // namespace kiln

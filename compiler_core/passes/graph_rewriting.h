@@ -42,11 +42,10 @@ Node* SoleUser(const Graph& graph, const Value* v);
 // ops), returns `other`; nullptr when `a` is not one of its two inputs.
 Value* OtherOperand(const Node* binary, const Value* a);
 
-// True when every output of every node in `interior` is read only by nodes in
-// `pattern` and is not a graph output: the subgraph can be replaced without
-// changing anything else.
-bool IsPrivateToPattern(const Graph& graph, const std::vector<Node*>& interior,
-                        const std::vector<Node*>& pattern);
+// True when every output of every node of `pattern` but `root` is read only by
+// nodes of `pattern` and is not a graph output: the subgraph computing root's
+// result can be replaced without changing anything else.
+bool IsPrivateToPattern(const Graph& graph, const std::vector<Node*>& pattern, const Node* root);
 
 // Removes `nodes` (in any order; their outputs must be read by nobody outside
 // them, except `keep` which may still be read and becomes producer-less).
@@ -75,5 +74,9 @@ Value* AddFreshConstant(Graph& graph, const std::string& hint, Tensor t);
 // (AddNode appends). Node pointers of moved nodes change. A no-op when the
 // order already holds.
 void RestoreTopologicalOrder(Graph& graph);
+
+// What a pass that rewrote the graph does before it returns: restores the
+// topological order and drops values nothing reads any more.
+void FinishRewrites(Graph& graph);
 
 }  // namespace kiln

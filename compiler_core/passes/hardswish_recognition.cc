@@ -83,15 +83,11 @@ absl::StatusOr<bool> HardSwishRecognition::Run(Graph& graph) {
     if (x == nullptr) continue;
     const TensorType& t = x->type();
     if (!(t == root->output(0)->type()) || (t.dtype != DType::kFloat32 && t.dtype != DType::kFloat64)) continue;
-    std::vector<Node*> interior(nodes.begin(), nodes.end() - 1);  // root is last
-    if (!IsPrivateToPattern(graph, interior, nodes)) continue;
+    if (!IsPrivateToPattern(graph, nodes, root)) continue;
     RETURN_IF_ERROR(ReplacePatternWithNode(graph, nodes, root, "HardSwish", {x}).status());
     changed = true;
   }
-  if (changed) {
-    RestoreTopologicalOrder(graph);
-    graph.RemoveDeadValues();
-  }
+  if (changed) FinishRewrites(graph);
   return changed;
 }
 

@@ -97,11 +97,7 @@ std::optional<Match> MatchLayerNorm(const Graph& graph, Node* mean) {
   for (const Value* p : {m.gamma, m.beta}) {
     if (p && std::find(m.nodes.begin(), m.nodes.end(), p->producer()) != m.nodes.end()) return std::nullopt;
   }
-  std::vector<Node*> interior;
-  for (Node* n : m.nodes) {
-    if (n != m.root) interior.push_back(n);
-  }
-  if (!IsPrivateToPattern(graph, interior, m.nodes)) return std::nullopt;
+  if (!IsPrivateToPattern(graph, m.nodes, m.root)) return std::nullopt;
   return m;
 }
 
@@ -136,10 +132,7 @@ absl::StatusOr<bool> LayerNormRecognition::Run(Graph& graph) {
                         .status());
     changed = true;
   }
-  if (changed) {
-    RestoreTopologicalOrder(graph);
-    graph.RemoveDeadValues();
-  }
+  if (changed) FinishRewrites(graph);
   return changed;
 }
 

@@ -41,18 +41,11 @@ absl::StatusOr<bool> SoftmaxRecognition::Run(Graph& graph) {
     }
     const TensorType& t = x->type();
     if (!t.known || t.dtype != DType::kFloat32 || !(div->output(0)->type() == t)) continue;
-    std::vector<Node*> interior;
-    for (Node* n : nodes) {
-      if (n != div) interior.push_back(n);
-    }
-    if (!IsPrivateToPattern(graph, interior, nodes)) continue;
+    if (!IsPrivateToPattern(graph, nodes, div)) continue;
     RETURN_IF_ERROR(ReplacePatternWithNode(graph, nodes, div, "Softmax", {x}, {{"axis", (*axes)[0]}}).status());
     changed = true;
   }
-  if (changed) {
-    RestoreTopologicalOrder(graph);
-    graph.RemoveDeadValues();
-  }
+  if (changed) FinishRewrites(graph);
   return changed;
 }
 

@@ -21,21 +21,6 @@ namespace {
 
 using client::KilnClient;
 
-kiln::v1::CompileRequest MlpRequest(int trials) {
-  auto model = client::MakeExampleModel("mlp");
-  EXPECT_TRUE(model.ok());
-  kiln::v1::CompileRequest r;
-  r.set_onnx_model(model->onnx_bytes);
-  r.set_target("cpu");
-  r.set_trials_per_group(trials);
-  r.set_model_name("mlp");
-  auto* b = r.add_shapes();
-  b->set_input("x");
-  b->add_dims(8);
-  b->add_dims(64);
-  return r;
-}
-
 absl::StatusOr<kiln::v1::CompileResult> Compile(KilnClient& c, const kiln::v1::CompileRequest& r,
                                                 int* progress_events = nullptr) {
   return c.Compile(r, [&](const kiln::v1::Progress&) {
@@ -57,7 +42,7 @@ testing::TestFarm* CompileServiceTest::farm_ = nullptr;
 TEST_F(CompileServiceTest, CompilesRunsAndRemembers) {
   KilnClient client(farm_->address());
   int events = 0;
-  auto first = Compile(client, MlpRequest(3), &events);
+  auto first = Compile(client, testing::MlpRequest(3), &events);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_GT(events, 3);
   // MatMul+Add+Relu and Gemm+Sigmoid+Sub+Mul+Mul (Div by a constant became Mul).
@@ -94,7 +79,7 @@ TEST_F(CompileServiceTest, CompilesRunsAndRemembers) {
   }
 
   // Second compile: every group from the database, nothing measured, same bytes.
-  auto second = Compile(client, MlpRequest(3));
+  auto second = Compile(client, testing::MlpRequest(3));
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(second->trials_measured(), 0);
   EXPECT_EQ(second->package_digest(), first->package_digest());
@@ -104,7 +89,7 @@ TEST_F(CompileServiceTest, CompilesRunsAndRemembers) {
   kiln::v1::LookupRequest lookup;
   lookup.set_onnx_model(model->onnx_bytes);
   lookup.set_target("cpu");
-  *lookup.mutable_shapes() = MlpRequest(0).shapes();
+  *lookup.mutable_shapes() = testing::MlpRequest(0).shapes();
   auto found = client.Lookup(lookup);
   ASSERT_TRUE(found.ok()) << found.status();
   EXPECT_TRUE(found->found());
@@ -171,13 +156,13 @@ TEST_F(CompileServiceTest, BadInputIsInvalidArgumentAndTheServerKeepsServing) {
     EXPECT_NE(result.status().message().find(bad.must_mention), std::string::npos)
         << bad.name << ": " << result.status();
   }
-  auto ok = Compile(client, MlpRequest(0));
+  auto ok = Compile(client, testing::MlpRequest(0));
   EXPECT_TRUE(ok.ok()) << ok.status();
 }
 
 TEST_F(CompileServiceTest, UnknownTargetIsInvalidArgument) {
   KilnClient client(farm_->address());
-  auto r = MlpRequest(0);
+  auto r = testing::MlpRequest(0);
   r.set_target("tpu:v9");
   auto result = Compile(client, r);
   ASSERT_FALSE(result.ok());

@@ -18,6 +18,7 @@
 #include "server/farm_target.h"
 #include "server/embedded_farm.h"
 #include "server/tuner.h"
+#include "tests/server/test_farm.h"
 #include "tuning_db/tuning_db.h"
 
 namespace kiln {
@@ -56,21 +57,6 @@ class ResumeTest : public ::testing::Test {
   std::filesystem::path dir_;
   std::unique_ptr<server::EmbeddedFarm> farm_;
 };
-
-kiln::v1::CompileRequest MlpRequest(int trials) {
-  auto model = client::MakeExampleModel("mlp");
-  EXPECT_TRUE(model.ok());
-  kiln::v1::CompileRequest r;
-  r.set_onnx_model(model->onnx_bytes);
-  r.set_target("cpu");
-  r.set_trials_per_group(trials);
-  r.set_model_name("mlp");
-  auto* b = r.add_shapes();
-  b->set_input("x");
-  b->add_dims(8);
-  b->add_dims(64);
-  return r;
-}
 
 // The first workload of the example MLP.
 absl::StatusOr<Workload> FirstWorkload(std::unique_ptr<Graph>* graph) {
@@ -179,7 +165,7 @@ TEST_F(ResumeTest, ConcurrentCompilesShareOneJobPerWorkload) {
   for (int i = 0; i < 2; ++i) {
     compiles.emplace_back([&, i] {
       client::KilnClient c(farm->address());
-      results[i] = c.Compile(MlpRequest(kTrials), [](const kiln::v1::Progress&) {});
+      results[i] = c.Compile(testing::MlpRequest(kTrials), [](const kiln::v1::Progress&) {});
     });
   }
   for (auto& t : compiles) t.join();

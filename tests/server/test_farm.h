@@ -11,6 +11,8 @@
 #include <memory>
 #include <string>
 
+#include "client/example_models.h"
+#include "kiln/v1/compile.pb.h"
 #include "server/embedded_farm.h"
 
 namespace kiln::testing {
@@ -46,5 +48,21 @@ class TestFarm {
   std::filesystem::path dir_;
   std::unique_ptr<server::EmbeddedFarm> farm_;
 };
+
+// A compile request for the example MLP (x bound to [8, 64]) with `trials` per group.
+inline kiln::v1::CompileRequest MlpRequest(int trials) {
+  auto model = client::MakeExampleModel("mlp");
+  EXPECT_TRUE(model.ok());
+  kiln::v1::CompileRequest r;
+  r.set_onnx_model(model->onnx_bytes);
+  r.set_target("cpu");
+  r.set_trials_per_group(trials);
+  r.set_model_name("mlp");
+  auto* b = r.add_shapes();
+  b->set_input("x");
+  b->add_dims(8);
+  b->add_dims(64);
+  return r;
+}
 
 }  // namespace kiln::testing

@@ -106,4 +106,18 @@ absl::Status ValidateKnobs(const Graph& g, const ScheduleConfig& c, const CpuTar
   return absl::OkStatus();
 }
 
+AnchorOutputs PlanAnchorOutputs(const Graph& g, const Value* anchor_value, int skip) {
+  const int num_out = static_cast<int>(g.outputs().size());
+  AnchorOutputs a;
+  a.raw = -1;
+  for (int j = num_out - 1; j >= 0; --j) {
+    if (j != skip && (a.raw < 0 || g.outputs()[j] == anchor_value)) a.raw = j;
+  }
+  for (int j = 0; j < num_out; ++j) {
+    if (j != a.raw && j != skip) a.order.push_back(j);
+  }
+  if (g.outputs()[a.raw] != anchor_value) a.order.push_back(a.raw);
+  return a;
+}
+
 }  // namespace kiln::loop_ir

@@ -55,4 +55,15 @@ ScheduleConfig BestBy(const std::vector<ScheduleConfig>& space, Score score) {
 absl::Status ValidateKnobs(const Graph& g, const ScheduleConfig& c, const CpuTarget& target,
                            const std::vector<std::string>& known);
 
+// Where an anchor (conv, conv-transpose, pool, resize) stores its raw result,
+// and in which order its epilogue then writes the workload's outputs: the raw
+// result goes to the output that is the anchor's value, else to the last
+// output (scratch that the epilogue overwrites last). Output `skip` (MaxPool's
+// Indices) is written by the anchor itself.
+struct AnchorOutputs {
+  int raw = 0;             // the output the raw result is stored to
+  std::vector<int> order;  // the outputs computed from it, in order
+};
+AnchorOutputs PlanAnchorOutputs(const Graph& g, const Value* anchor_value, int skip = -1);
+
 }  // namespace kiln::loop_ir

@@ -267,18 +267,10 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   Buffer x = args[f.x_arg], w = args[f.w_arg];
   Buffer bias = f.b_arg >= 0 ? args[f.b_arg] : nullptr;
   const Value* conv_out = f.conv->output(0);
-  int num_out = static_cast<int>(g.outputs().size());
-  int first = num_out - 1;
-  for (int j = 0; j < num_out; ++j) {
-    if (g.outputs()[j] == conv_out) first = j;
-  }
-  Buffer raw = ge.output_buffer(first);
+  const AnchorOutputs outs = PlanAnchorOutputs(g, conv_out);
+  const std::vector<int>& order = outs.order;
+  Buffer raw = ge.output_buffer(outs.raw);
   ge.Bind(conv_out, raw);
-  std::vector<int> order;
-  for (int j = 0; j < num_out; ++j) {
-    if (j != first) order.push_back(j);
-  }
-  if (g.outputs()[first] != conv_out) order.push_back(first);
 
   Expr n = Var("n_"), grp = Var("g_"), pc = Var("pc_"), kbo = Var("kbo_");
   // One register block: pixels p0 + u*vw + v (u < nu) of channels kbo*kb + kk.
@@ -351,14 +343,8 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   Buffer x = args[f.x_arg], w = args[f.w_arg];
   Buffer bias = f.b_arg >= 0 ? args[f.b_arg] : nullptr;
   const Value* conv_out = f.conv->output(0);
-  // The output the raw convolution is stored to first: the conv value itself
-  // when it is an output, else the last output (computed last, in place).
-  int num_out = static_cast<int>(g.outputs().size());
-  int first = num_out - 1;
-  for (int j = 0; j < num_out; ++j) {
-    if (g.outputs()[j] == conv_out) first = j;
-  }
-  Buffer raw = ge.output_buffer(first);
+  const AnchorOutputs outs = PlanAnchorOutputs(g, conv_out);
+  Buffer raw = ge.output_buffer(outs.raw);
   ge.Bind(conv_out, raw);
 
   Expr n = Var("n_"), grp = Var("g_"), hb = Var("hb_"), odv = s.three_d ? Var("od_") : I(0);
@@ -422,12 +408,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
                                         : std::vector<Expr>{n, k, oh, ow};
     Expr oi = FlatIndex(DimsOf(conv_out), idx);
     std::vector<Stmt> st = {Store(raw, oi, Load(acc, ai))};
-    std::vector<int> order;
-    for (int j = 0; j < num_out; ++j) {
-      if (j != first) order.push_back(j);
-    }
-    if (g.outputs()[first] != conv_out) order.push_back(first);
-    for (int j : order) {
+    for (int j : outs.order) {
       ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], idx));
       st.push_back(Store(ge.output_buffer(j), oi, e));
     }
@@ -681,18 +662,10 @@ absl::StatusOr<LoopFunc> LowerTranspose(const Graph& g, const ScheduleConfig& co
   Buffer x = args[f.x_arg], w = args[f.w_arg];
   Buffer bias = f.b_arg >= 0 ? args[f.b_arg] : nullptr;
   const Value* ct_out = f.node->output(0);
-  int num_out = static_cast<int>(g.outputs().size());
-  int first = num_out - 1;
-  for (int j = 0; j < num_out; ++j) {
-    if (g.outputs()[j] == ct_out) first = j;
-  }
-  Buffer raw = ge.output_buffer(first);
+  const AnchorOutputs outs = PlanAnchorOutputs(g, ct_out);
+  const std::vector<int>& order = outs.order;
+  Buffer raw = ge.output_buffer(outs.raw);
   ge.Bind(ct_out, raw);
-  std::vector<int> order;
-  for (int j = 0; j < num_out; ++j) {
-    if (j != first) order.push_back(j);
-  }
-  if (g.outputs()[first] != ct_out) order.push_back(first);
 
   Expr n = Var("n_"), grp = Var("g_"), db = Var("db_"), hb = Var("hb_");
   // ---- pack: xp[cl][z][r][j] = x[n, g*cg + cl, db + base_d + z, hb*rows/sh + base_h + r, j - left] or 0

@@ -180,12 +180,8 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     args[o->arg] = ib;
   }
   const Value* pool_out = f.pool->output(0);
-  int num_out = static_cast<int>(g.outputs().size());
-  int first = -1;
-  for (int j = num_out - 1; j >= 0; --j) {
-    if (j != f.indices_out && (first < 0 || g.outputs()[j] == pool_out)) first = j;
-  }
-  Buffer raw = ge.output_buffer(first);
+  const AnchorOutputs outs = PlanAnchorOutputs(g, pool_out, f.indices_out);
+  Buffer raw = ge.output_buffer(outs.raw);
   ge.Bind(pool_out, raw);
 
   Expr p = Var("p_"), hb = Var("hb_"), odv = s.three_d ? Var("od_") : I(0);
@@ -272,12 +268,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     Expr oi = Add(Mul(Add(Mul(oplane, I(s.oh)), oh), I(s.ow)), ow);
     std::vector<Stmt> st = {Store(raw, oi, result)};
     if (ib) st.push_back(Store(ib, oi, Load(acc_i, v)));
-    std::vector<int> order;
-    for (int j = 0; j < num_out; ++j) {
-      if (j != first && j != f.indices_out) order.push_back(j);
-    }
-    if (g.outputs()[first] != pool_out) order.push_back(first);
-    for (int j : order) {
+    for (int j : outs.order) {
       ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], idx));
       st.push_back(Store(ge.output_buffer(j), oi, e));
     }

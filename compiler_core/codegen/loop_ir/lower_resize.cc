@@ -189,12 +189,8 @@ absl::StatusOr<LoopFunc> LowerResize(const Graph& g, const ScheduleConfig& confi
   const int64_t vw = config.Get("vw", 1), tasks = config.Get("tasks", 1);
   GraphExpr ge(g);
   const Value* resized = f.resize->output(0);
-  const int num_out = static_cast<int>(g.outputs().size());
-  int first = num_out - 1;
-  for (int j = 0; j < num_out; ++j) {
-    if (g.outputs()[j] == resized) first = j;
-  }
-  Buffer raw = ge.output_buffer(first);
+  const AnchorOutputs outs = PlanAnchorOutputs(g, resized);
+  Buffer raw = ge.output_buffer(outs.raw);
   if (NumElements(f.out_dims) == 0) return LoopFunc{"resize", ge.args(), Block({})};
 
   // Table buffers and their fills.
@@ -263,12 +259,7 @@ absl::StatusOr<LoopFunc> LowerResize(const Graph& g, const ScheduleConfig& confi
     }
     std::vector<Stmt> st = {Store(raw, idx, sum)};
     ge.Bind(resized, raw);
-    std::vector<int> order;
-    for (int j = 0; j < num_out; ++j) {
-      if (j != first) order.push_back(j);
-    }
-    if (g.outputs()[first] != resized) order.push_back(first);
-    for (int j : order) {
+    for (int j : outs.order) {
       absl::StatusOr<Expr> e = ge.At(g.outputs()[j], idx);
       if (!e.ok()) {
         err = e.status();

@@ -295,6 +295,23 @@ void ForEachBroadcast(const std::vector<int64_t>& out_dims, const std::vector<co
   }
 }
 
+// body(tag, i, offsets) for every element i of `y` (ForEachBroadcast over
+// `operands`), tag being a value of the C++ type of `dtype`.
+template <typename Body>
+absl::Status ForEachTypedElement(DType dtype, const Tensor& y, const std::vector<const Tensor*>& operands,
+                                 Body body) {
+  return DispatchDType(dtype, [&](auto tag) -> absl::Status {
+    ForEachBroadcast(y.dims(), operands, [&](int64_t i, const int64_t* off) { body(tag, i, off); });
+    return absl::OkStatus();
+  });
+}
+
+// The broadcast of every input's shape, as a tensor of `dtype`.
+absl::StatusOr<std::vector<TensorType>> BroadcastResult(const Node& node, const InputTypes& in, DType dtype) {
+  ASSIGN_OR_RETURN(std::vector<Dim> dims, BroadcastInputs(node, in));
+  return std::vector<TensorType>{MakeType(dtype, std::move(dims))};
+}
+
 std::vector<const Tensor*> Present(const InputTensors& in) {
   std::vector<const Tensor*> out;
   for (const Tensor* t : in) {
@@ -570,8 +587,7 @@ OpDef Binary(std::string op_type, DTypeSet types, bool bool_out, F f, bool int_d
   def.infer = [types, bool_out](const Node& node,
                                 const InputTypes& in) -> absl::StatusOr<std::vector<TensorType>> {
     RETURN_IF_ERROR(CheckAllSameDType(node, in, types));
-    ASSIGN_OR_RETURN(std::vector<Dim> dims, BroadcastInputs(node, in));
-    return std::vector<TensorType>{MakeType(bool_out ? DType::kBool : in[0]->dtype, std::move(dims))};
+    return BroadcastResult(node, in, bool_out ? DType::kBool : in[0]->dtype);
   };
   def.eval = WidenF16([f, bool_out, int_divisor](const Node& node, const InputTensors& in,
                                                  std::vector<Tensor>& out) -> absl::Status {
@@ -579,17 +595,14 @@ OpDef Binary(std::string op_type, DTypeSet types, bool bool_out, F f, bool int_d
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
     Tensor& y = out[0];
-    return DispatchDType(a.dtype(), [&](auto tag) -> absl::Status {
+    return ForEachTypedElement(a.dtype(), y, {&a, &b}, [&](auto tag, int64_t i, const int64_t* off) {
       using T = decltype(tag);
-      ForEachBroadcast(y.dims(), {&a, &b}, [&](int64_t i, const int64_t* off) {
-        auto r = f(Load<T>(a, off[0]), Load<T>(b, off[1]));
-        if (bool_out) {
-          Store<bool>(y, i, static_cast<bool>(r));
-        } else {
-          Store<T>(y, i, static_cast<T>(r));
-        }
-      });
-      return absl::OkStatus();
+      auto r = f(Load<T>(a, off[0]), Load<T>(b, off[1]));
+      if (bool_out) {
+        Store<bool>(y, i, static_cast<bool>(r));
+      } else {
+        Store<T>(y, i, static_cast<T>(r));
+      }
     });
   });
   return def;
@@ -605,30 +618,26 @@ OpDef Variadic(std::string op_type, DTypeSet types, Fold fold) {
   def.max_inputs = INT_MAX;
   def.infer = [types](const Node& node, const InputTypes& in) -> absl::StatusOr<std::vector<TensorType>> {
     RETURN_IF_ERROR(CheckAllSameDType(node, in, types));
-    ASSIGN_OR_RETURN(std::vector<Dim> dims, BroadcastInputs(node, in));
-    return std::vector<TensorType>{MakeType(in[0]->dtype, std::move(dims))};
+    return BroadcastResult(node, in, in[0]->dtype);
   };
   def.eval = WidenF16([fold](const Node&, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
     const std::vector<const Tensor*> ops = Present(in);
     Tensor& y = out[0];
-    return DispatchDType(y.dtype(), [&](auto tag) -> absl::Status {
+    return ForEachTypedElement(y.dtype(), y, ops, [&](auto tag, int64_t i, const int64_t* off) {
       using T = decltype(tag);
-      ForEachBroadcast(y.dims(), ops, [&](int64_t i, const int64_t* off) {
-        if (fold == Fold::kSum || fold == Fold::kMean) {
-          double acc = 0;
-          for (size_t k = 0; k < ops.size(); ++k) acc += static_cast<double>(Load<T>(*ops[k], off[k]));
-          if (fold == Fold::kMean) acc /= static_cast<double>(ops.size());
-          Store<T>(y, i, Convert<T>(acc));
-          return;
-        }
-        T acc = Load<T>(*ops[0], off[0]);
-        for (size_t k = 1; k < ops.size(); ++k) {
-          T v = Load<T>(*ops[k], off[k]);
-          acc = fold == Fold::kMax ? MaxOf(acc, v) : MinOf(acc, v);
-        }
-        Store<T>(y, i, acc);
-      });
-      return absl::OkStatus();
+      if (fold == Fold::kSum || fold == Fold::kMean) {
+        double acc = 0;
+        for (size_t k = 0; k < ops.size(); ++k) acc += static_cast<double>(Load<T>(*ops[k], off[k]));
+        if (fold == Fold::kMean) acc /= static_cast<double>(ops.size());
+        Store<T>(y, i, Convert<T>(acc));
+        return;
+      }
+      T acc = Load<T>(*ops[0], off[0]);
+      for (size_t k = 1; k < ops.size(); ++k) {
+        T v = Load<T>(*ops[k], off[k]);
+        acc = fold == Fold::kMax ? MaxOf(acc, v) : MinOf(acc, v);
+      }
+      Store<T>(y, i, acc);
     });
   });
   return def;
@@ -642,8 +651,7 @@ OpDef PowOp() {
     RETURN_IF_ERROR(CheckDType(node, in, 0, {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kInt32,
                                              DType::kInt64}));
     RETURN_IF_ERROR(CheckDType(node, in, 1, kNumericTypes));
-    ASSIGN_OR_RETURN(std::vector<Dim> dims, BroadcastInputs(node, in));
-    return std::vector<TensorType>{MakeType(in[0]->dtype, std::move(dims))};
+    return BroadcastResult(node, in, in[0]->dtype);
   };
   def.eval = WidenF16([](const Node&, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
     const Tensor& a = *in[0];
@@ -681,8 +689,7 @@ OpDef ModOp() {
       return absl::InvalidArgumentError(
           absl::StrCat("attribute 'fmod' must be 1 for floating-point inputs (", DTypeName(in[0]->dtype), ")"));
     }
-    ASSIGN_OR_RETURN(std::vector<Dim> dims, BroadcastInputs(node, in));
-    return std::vector<TensorType>{MakeType(in[0]->dtype, std::move(dims))};
+    return BroadcastResult(node, in, in[0]->dtype);
   };
   def.eval = WidenF16([](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
     if (out[0].num_elements() > 0) RETURN_IF_ERROR(CheckIntDivisor(node, *in[1]));
@@ -690,12 +697,9 @@ OpDef ModOp() {
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
     Tensor& y = out[0];
-    return DispatchDType(a.dtype(), [&](auto tag) -> absl::Status {
+    return ForEachTypedElement(a.dtype(), y, {&a, &b}, [&](auto tag, int64_t i, const int64_t* off) {
       using T = decltype(tag);
-      ForEachBroadcast(y.dims(), {&a, &b}, [&](int64_t i, const int64_t* off) {
-        Store<T>(y, i, ModOf(Load<T>(a, off[0]), Load<T>(b, off[1]), fmod));
-      });
-      return absl::OkStatus();
+      Store<T>(y, i, ModOf(Load<T>(a, off[0]), Load<T>(b, off[1]), fmod));
     });
   });
   return def;
@@ -709,20 +713,16 @@ OpDef WhereOp() {
     RETURN_IF_ERROR(CheckDType(node, in, 0, kBoolTypes));
     RETURN_IF_ERROR(CheckDType(node, in, 1, kAllTypes));
     RETURN_IF_ERROR(CheckSameDType(node, in, 1, 2));
-    ASSIGN_OR_RETURN(std::vector<Dim> dims, BroadcastInputs(node, in));
-    return std::vector<TensorType>{MakeType(in[1]->dtype, std::move(dims))};
+    return BroadcastResult(node, in, in[1]->dtype);
   };
   def.eval = WidenF16([](const Node&, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
     const Tensor& c = *in[0];
     const Tensor& x = *in[1];
     const Tensor& z = *in[2];
     Tensor& y = out[0];
-    return DispatchDType(x.dtype(), [&](auto tag) -> absl::Status {
+    return ForEachTypedElement(x.dtype(), y, {&c, &x, &z}, [&](auto tag, int64_t i, const int64_t* off) {
       using T = decltype(tag);
-      ForEachBroadcast(y.dims(), {&c, &x, &z}, [&](int64_t i, const int64_t* off) {
-        Store<T>(y, i, Load<bool>(c, off[0]) ? Load<T>(x, off[1]) : Load<T>(z, off[2]));
-      });
-      return absl::OkStatus();
+      Store<T>(y, i, Load<bool>(c, off[0]) ? Load<T>(x, off[1]) : Load<T>(z, off[2]));
     });
   });
   return def;
@@ -749,13 +749,10 @@ OpDef PReluOp() {
     const Tensor& x = *in[0];
     const Tensor& s = *in[1];
     Tensor& y = out[0];
-    return DispatchDType(x.dtype(), [&](auto tag) -> absl::Status {
+    return ForEachTypedElement(x.dtype(), y, {&x, &s}, [&](auto tag, int64_t i, const int64_t* off) {
       using T = decltype(tag);
-      ForEachBroadcast(y.dims(), {&x, &s}, [&](int64_t i, const int64_t* off) {
-        T v = Load<T>(x, off[0]);
-        Store<T>(y, i, v < T(0) ? WrapMul(v, Load<T>(s, off[1])) : v);
-      });
-      return absl::OkStatus();
+      T v = Load<T>(x, off[0]);
+      Store<T>(y, i, v < T(0) ? WrapMul(v, Load<T>(s, off[1])) : v);
     });
   });
   return def;

@@ -1,6 +1,7 @@
 // Helpers for the codegen tests: workload graphs built with the Graph API,
-// deterministic random inputs, plain-loop references and a kernel runner that
-// splits the tasks into uneven ranges.
+// deterministic random inputs, a kernel runner that splits the tasks into
+// uneven ranges, and the one compile-run-compare harness against the
+// reference interpreter.
 #pragma once
 
 #include <elf.h>
@@ -16,7 +17,10 @@
 #include <vector>
 
 #include "compiler_core/ir/graph.h"
+#include "absl/strings/str_cat.h"
 #include "compiler_core/codegen/jit.h"
+#include "compiler_core/codegen/schedule_space.h"
+#include "compiler_core/frontend/interpreter.h"
 #include "gtest/gtest.h"
 
 namespace kiln::codegen_testing {
@@ -72,9 +76,104 @@ inline std::vector<float> RunKernel(const JitKernel& k, std::vector<std::vector<
   return out;
 }
 
-// Names of the undefined symbols of an ELF64 little-endian relocatable.
-inline std::vector<std::string> UndefinedSymbols(const std::string& elf) {
-  std::vector<std::string> out;
+// Uniform f32 inputs for every input of `g`: input i from seed + i, in
+// [lo, hi] (input 0 in [first_lo, first_hi] when those are given).
+inline std::map<std::string, Tensor> RandomFeeds(const Graph& g, uint32_t seed, float lo, float hi,
+                                                 float first_lo = NAN, float first_hi = NAN) {
+  std::map<std::string, Tensor> feeds;
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const Value* v = g.inputs()[i];
+    const bool first = i == 0 && !std::isnan(first_lo);
+    std::vector<int64_t> dims = v->type().StaticDims();
+    feeds.emplace(v->name(), Tensor::FromVector(DType::kFloat32, dims,
+                                                RandomData(Product(dims), seed + static_cast<uint32_t>(i),
+                                                           first ? first_lo : lo, first ? first_hi : hi)));
+  }
+  return feeds;
+}
+
+// How a float output element is judged: |got - want| <= atol + rtol * |want|,
+// and NaN exactly where NaN is wanted. Other dtypes must match exactly.
+struct Tolerance {
+  double atol = 1e-5, rtol = 1e-4;
+};
+
+// JIT-compiles `g` at each of `configs` (each valid for the target), runs it on
+// `feeds` with every output prefilled (NaN for floats, 0x7f bytes otherwise)
+// and its tasks in three uneven ranges, and compares every output with the
+// reference interpreter's. Returns the largest task count among the kernels.
+inline int64_t CheckConfigsAgainstInterpreter(const Graph& g, const std::map<std::string, Tensor>& feeds,
+                                              const std::vector<ScheduleConfig>& configs, const CpuTarget& target,
+                                              Tolerance tol = {}) {
+  auto ref = Evaluate(g, feeds);
+  EXPECT_TRUE(ref.ok()) << ref.status();
+  if (!ref.ok()) return 0;
+  int64_t max_tasks = 0;
+  for (const ScheduleConfig& config : configs) {
+    SCOPED_TRACE(absl::StrCat("schedule ", config.ToString(), "\n", g.ToText()));
+    absl::Status valid = ValidateSchedule(g, config, target);
+    EXPECT_TRUE(valid.ok()) << valid;
+    auto kernel = JitCompile(g, config, target);
+    EXPECT_TRUE(kernel.ok()) << kernel.status();
+    if (!valid.ok() || !kernel.ok()) return 0;
+    const JitKernel& k = **kernel;
+    max_tasks = std::max(max_tasks, k.num_tasks());
+    std::vector<Tensor> inputs, outs;
+    std::vector<void*> args;
+    for (const Value* v : g.inputs()) inputs.push_back(feeds.at(v->name()));
+    for (Tensor& t : inputs) args.push_back(t.raw());
+    for (const Value* v : g.outputs()) {
+      Tensor t(v->type().dtype, v->type().StaticDims());
+      if (v->type().dtype == DType::kFloat32) {
+        for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+      } else {
+        std::memset(t.raw(), 0x7f, static_cast<size_t>(t.size_bytes()));
+      }
+      outs.push_back(std::move(t));
+    }
+    for (Tensor& t : outs) args.push_back(t.raw());
+    EXPECT_EQ(k.num_args(), static_cast<int>(args.size()));
+    if (k.num_args() != static_cast<int>(args.size())) return 0;
+    RunTasksUnevenly(k, args.data());
+    for (size_t o = 0; o < outs.size(); ++o) {
+      const Tensor& want = ref->at(g.outputs()[o]->name());
+      const Tensor& got = outs[o];
+      int bad = 0;
+      for (int64_t i = 0; i < want.num_elements() && bad < 5; ++i) {
+        bool ok;
+        std::string g_text, w_text;
+        if (want.dtype() == DType::kFloat32) {
+          float a = got.data<float>()[i], w = want.data<float>()[i];
+          ok = std::isnan(w) ? std::isnan(a) : (a == w || std::fabs(a - w) <= tol.atol + tol.rtol * std::fabs(w));
+          g_text = absl::StrCat(a);
+          w_text = absl::StrCat(w);
+        } else {
+          const size_t n = static_cast<size_t>(DTypeSize(want.dtype()));
+          ok = std::memcmp(got.bytes().data() + i * n, want.bytes().data() + i * n, n) == 0;
+          g_text = got.DebugString(0);
+          w_text = want.DebugString(0);
+        }
+        if (!ok) {
+          ADD_FAILURE() << "output " << o << " element " << i << ": got " << g_text << " want " << w_text;
+          ++bad;
+        }
+      }
+      if (bad > 0) return 0;
+    }
+  }
+  return max_tasks;
+}
+
+struct ElfSymbol {
+  std::string name;
+  int bind;  // STB_*
+  int type;  // STT_*
+  bool undefined;
+};
+
+// The symbol table of an ELF64 little-endian relocatable (without the null symbol).
+inline std::vector<ElfSymbol> ElfSymbols(const std::string& elf) {
+  std::vector<ElfSymbol> out;
   Elf64_Ehdr eh;
   std::memcpy(&eh, elf.data(), sizeof(eh));
   std::vector<Elf64_Shdr> sh(eh.e_shnum);
@@ -87,8 +186,18 @@ inline std::vector<std::string> UndefinedSymbols(const std::string& elf) {
     for (size_t off = sizeof(Elf64_Sym); off < s.sh_size; off += sizeof(Elf64_Sym)) {
       Elf64_Sym sym;
       std::memcpy(&sym, elf.data() + s.sh_offset + off, sizeof(sym));
-      if (sym.st_shndx == SHN_UNDEF) out.push_back(strtab + sym.st_name);
+      out.push_back({strtab + sym.st_name, ELF64_ST_BIND(sym.st_info), ELF64_ST_TYPE(sym.st_info),
+                     sym.st_shndx == SHN_UNDEF});
     }
+  }
+  return out;
+}
+
+// Names of the undefined symbols of an ELF64 little-endian relocatable.
+inline std::vector<std::string> UndefinedSymbols(const std::string& elf) {
+  std::vector<std::string> out;
+  for (const ElfSymbol& s : ElfSymbols(elf)) {
+    if (s.undefined) out.push_back(s.name);
   }
   return out;
 }

@@ -58,46 +58,8 @@ void CheckAgainstInterpreter(const Graph& g, const std::vector<ScheduleConfig>& 
                              float lo = -3.0f, float hi = 3.0f) {
   CpuTarget target = CpuTarget::Host();
   ASSERT_TRUE(CanCompile(g)) << g.ToText();
-  std::map<std::string, Tensor> feeds;
-  std::vector<std::vector<float>> inputs;
-  for (size_t i = 0; i < g.inputs().size(); ++i) {
-    const Value* v = g.inputs()[i];
-    std::vector<int64_t> dims = v->type().StaticDims();
-    inputs.push_back(RandomData(Product(dims), 101 + static_cast<uint32_t>(i), lo, hi));
-    feeds.emplace(v->name(), Tensor::FromVector(DType::kFloat32, dims, inputs.back()));
-  }
-  auto ref = Evaluate(g, feeds);
-  ASSERT_TRUE(ref.ok()) << ref.status();
-  for (const ScheduleConfig& config : configs) {
-    SCOPED_TRACE(absl::StrCat("schedule ", config.ToString(), "\n", g.ToText()));
-    auto kernel = JitCompile(g, config, target);
-    ASSERT_TRUE(kernel.ok()) << kernel.status();
-    const JitKernel& k = **kernel;
-    std::vector<std::vector<float>> outs;
-    std::vector<void*> args;
-    for (auto& in : inputs) args.push_back(in.data());
-    for (const Value* v : g.outputs()) {
-      outs.emplace_back(Product(v->type().StaticDims()), std::numeric_limits<float>::quiet_NaN());
-    }
-    for (auto& o : outs) args.push_back(o.data());
-    ASSERT_EQ(k.num_args(), static_cast<int>(args.size()));
-    RunTasksUnevenly(k, args.data());
-    for (size_t o = 0; o < outs.size(); ++o) {
-      const Tensor& want = ref->at(g.outputs()[o]->name());
-      ASSERT_EQ(want.num_elements(), static_cast<int64_t>(outs[o].size()));
-      const float* w = want.data<float>();
-      int bad = 0;
-      for (size_t i = 0; i < outs[o].size() && bad < 5; ++i) {
-        float got = outs[o][i];
-        bool ok = std::isnan(w[i]) ? std::isnan(got)
-                                   : (got == w[i] || std::fabs(got - w[i]) <= atol + 1e-4f * std::fabs(w[i]));
-        if (!ok) {
-          ADD_FAILURE() << "output " << o << " element " << i << ": got " << got << " want " << w[i];
-          ++bad;
-        }
-      }
-    }
-  }
+  codegen_testing::CheckConfigsAgainstInterpreter(g, codegen_testing::RandomFeeds(g, 101, lo, hi), configs, target,
+                                                  {atol, 1e-4});
 }
 
 // Vector widths x task counts of the elementwise space, plus an odd task

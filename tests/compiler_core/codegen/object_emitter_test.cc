@@ -17,36 +17,10 @@
 namespace kiln {
 namespace {
 
+using codegen_testing::ElfSymbol;
+using codegen_testing::ElfSymbols;
 using codegen_testing::MakeWorkload;
 
-struct Symbol {
-  std::string name;
-  int bind;
-  int type;
-  bool undefined;
-};
-
-// Reads the symbol table of an ELF64 little-endian relocatable.
-std::vector<Symbol> ReadSymbols(const std::string& elf) {
-  std::vector<Symbol> out;
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, elf.data(), sizeof(eh));
-  std::vector<Elf64_Shdr> sh(eh.e_shnum);
-  for (int i = 0; i < eh.e_shnum; ++i) {
-    std::memcpy(&sh[i], elf.data() + eh.e_shoff + i * eh.e_shentsize, sizeof(Elf64_Shdr));
-  }
-  for (const Elf64_Shdr& s : sh) {
-    if (s.sh_type != SHT_SYMTAB) continue;
-    const char* strtab = elf.data() + sh[s.sh_link].sh_offset;
-    for (size_t off = sizeof(Elf64_Sym); off < s.sh_size; off += sizeof(Elf64_Sym)) {
-      Elf64_Sym sym;
-      std::memcpy(&sym, elf.data() + s.sh_offset + off, sizeof(sym));
-      out.push_back({strtab + sym.st_name, ELF64_ST_BIND(sym.st_info), ELF64_ST_TYPE(sym.st_info),
-                     sym.st_shndx == SHN_UNDEF});
-    }
-  }
-  return out;
-}
 
 std::vector<std::string> SectionNames(const std::string& elf) {
   Elf64_Ehdr eh;
@@ -86,7 +60,7 @@ TEST(ObjectEmitter, RelocatableWithOnlyAllowedImports) {
 
   std::set<std::string> allowed = {"memcpy", "memset", "memmove"};
   std::set<std::string> globals;
-  for (const Symbol& s : ReadSymbols(elf)) {
+  for (const ElfSymbol& s : ElfSymbols(elf)) {
     if (s.undefined) {
       EXPECT_TRUE(allowed.count(s.name)) << "undefined symbol " << s.name;
     } else if (s.bind != STB_LOCAL) {

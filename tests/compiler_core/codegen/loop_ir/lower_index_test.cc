@@ -82,7 +82,6 @@ void CheckIndex(const Graph& g, const IndexGraph& b, CheckOptions opt = {}) {
   std::vector<ScheduleConfig> configs = Points(g, target);
   ASSERT_FALSE(configs.empty());
   std::map<std::string, Tensor> feeds;
-  std::vector<std::vector<char>> inputs;
   std::mt19937 rng(11);
   for (const Value* v : g.inputs()) {
     Ints dims = v->type().StaticDims();
@@ -93,59 +92,16 @@ void CheckIndex(const Graph& g, const IndexGraph& b, CheckOptions opt = {}) {
       std::vector<int64_t> x(n);
       for (int64_t& e : x) e = dist(rng);
       feeds.emplace(v->name(), Tensor::FromVector(DType::kInt64, dims, x));
-      inputs.emplace_back(reinterpret_cast<char*>(x.data()), reinterpret_cast<char*>(x.data() + n));
     } else {
       std::vector<float> x(n);
       std::uniform_real_distribution<float> dist(-1, 1);
       std::uniform_int_distribution<int> tri(-1, 1);
       for (float& e : x) e = opt.ties ? static_cast<float>(tri(rng)) : dist(rng);
       feeds.emplace(v->name(), Tensor::FromVector(DType::kFloat32, dims, x));
-      inputs.emplace_back(reinterpret_cast<char*>(x.data()), reinterpret_cast<char*>(x.data() + n));
     }
   }
-  auto ref = Evaluate(g, feeds);
-  ASSERT_TRUE(ref.ok()) << ref.status();
-  for (const ScheduleConfig& config : configs) {
-    SCOPED_TRACE(absl::StrCat("schedule ", config.ToString(), "\n", g.ToText()));
-    ASSERT_TRUE(ValidateSchedule(g, config, target).ok());
-    auto kernel = JitCompile(g, config, target);
-    ASSERT_TRUE(kernel.ok()) << kernel.status();
-    const JitKernel& k = **kernel;
-    std::vector<std::vector<char>> outs;
-    std::vector<void*> args;
-    for (auto& in : inputs) args.push_back(in.data());
-    for (const Value* v : g.outputs()) {
-      int64_t bytes = loop_ir_testing::Product(v->type().StaticDims()) * 8;
-      outs.emplace_back(bytes + 8, static_cast<char>(0x7f));  // NaN-ish f32 / garbage i64
-    }
-    for (auto& o : outs) args.push_back(o.data());
-    ASSERT_EQ(k.num_args(), static_cast<int>(args.size()));
-    RunTasksUnevenly(k, args.data());
-    for (size_t o = 0; o < outs.size(); ++o) {
-      const Tensor& want = ref->at(g.outputs()[o]->name());
-      int bad = 0;
-      for (int64_t i = 0; i < want.num_elements() && bad < 5; ++i) {
-        if (want.dtype() == DType::kInt64) {
-          int64_t got;
-          std::memcpy(&got, outs[o].data() + i * 8, 8);
-          if (got != want.data<int64_t>()[i]) {
-            ADD_FAILURE() << "output " << o << " element " << i << ": got " << got << " want "
-                          << want.data<int64_t>()[i];
-            ++bad;
-          }
-          continue;
-        }
-        float got, w = want.data<float>()[i];
-        std::memcpy(&got, outs[o].data() + i * 4, 4);
-        bool ok = opt.tolerance == 0 ? (got == w || (std::isnan(got) && std::isnan(w)))
-                                     : std::fabs(got - w) <= opt.tolerance * (1 + std::fabs(w));
-        if (!ok) {
-          ADD_FAILURE() << "output " << o << " element " << i << ": got " << got << " want " << w;
-          ++bad;
-        }
-      }
-    }
-  }
+  codegen_testing::CheckConfigsAgainstInterpreter(g, feeds, configs, target,
+                                                  {opt.tolerance, opt.tolerance});
 }
 
 // The loop IR at the default schedule: verified, and its dump holds `want`.

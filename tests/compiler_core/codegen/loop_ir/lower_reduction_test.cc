@@ -26,44 +26,8 @@ using loop_ir_testing::Count;
 int64_t CheckAllPoints(const Graph& g) {
   CpuTarget target = CpuTarget::Host();
   EXPECT_EQ(WorkloadKind(g), "reduction") << g.ToText();
-  std::map<std::string, Tensor> inputs;
-  std::vector<std::vector<float>> in_data;
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> dist(-3, 3);
-  for (const Value* v : g.inputs()) {
-    std::vector<float> d(Count(v->type().StaticDims()));
-    for (auto& x : d) x = dist(rng);
-    in_data.push_back(d);
-    inputs[v->name()] = Tensor::FromVector(DType::kFloat32, v->type().StaticDims(), d);
-  }
-  auto ref = Evaluate(g, inputs);
-  EXPECT_TRUE(ref.ok()) << ref.status();
-  if (!ref.ok()) return 0;
-  int64_t max_tasks = 0;
-  for (const ScheduleConfig& c : EnumerateSchedules(g, target)) {
-    SCOPED_TRACE(c.ToString());
-    auto k = JitCompile(g, c, target);
-    EXPECT_TRUE(k.ok()) << k.status();
-    if (!k.ok()) return 0;
-    std::vector<std::vector<float>> outs;
-    std::vector<void*> args;
-    for (auto& d : in_data) args.push_back(d.data());
-    for (const Value* v : g.outputs()) outs.emplace_back(Count(v->type().StaticDims()), NAN);
-    for (auto& o : outs) args.push_back(o.data());
-    int64_t t = (*k)->num_tasks();
-    max_tasks = std::max(max_tasks, t);
-    (*k)->Run(args.data(), t / 2, t);
-    (*k)->Run(args.data(), 0, t / 2);
-    for (size_t j = 0; j < outs.size(); ++j) {
-      const Tensor& r = ref->at(g.outputs()[j]->name());
-      for (size_t i = 0; i < outs[j].size(); ++i) {
-        float want = r.data<float>()[i];
-        EXPECT_NEAR(outs[j][i], want, 1e-5 + 1e-4 * std::fabs(want)) << "output " << j << " element " << i;
-        if (std::fabs(outs[j][i] - want) > 1e-5 + 1e-4 * std::fabs(want)) return 0;
-      }
-    }
-  }
-  return max_tasks;
+  return codegen_testing::CheckConfigsAgainstInterpreter(g, codegen_testing::RandomFeeds(g, 11, -3, 3),
+                                                         EnumerateSchedules(g, target), target);
 }
 
 TEST(ReductionLoweringTest, SingleRowWiseOpsAtBenchLikeShapes) {

@@ -26,42 +26,11 @@ void CheckAllPoints(const Graph& g, const std::string& want_kind) {
   CpuTarget target = CpuTarget::Host();
   ASSERT_EQ(WorkloadKind(g), want_kind) << g.ToText();
   ASSERT_TRUE(CanCompile(g));
-  std::map<std::string, Tensor> inputs;
-  std::vector<std::vector<float>> in_data;
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-2, 2);
-  for (const Value* v : g.inputs()) {
-    std::vector<float> d(Count(v->type().StaticDims()));
-    for (auto& x : d) x = dist(rng);
-    in_data.push_back(d);
-    inputs[v->name()] = Tensor::FromVector(DType::kFloat32, v->type().StaticDims(), d);
-  }
-  auto ref = Evaluate(g, inputs);
-  ASSERT_TRUE(ref.ok()) << ref.status();
   std::vector<ScheduleConfig> space = EnumerateSchedules(g, target);
   ASSERT_FALSE(space.empty());
   ScheduleConfig def = DefaultSchedule(g, target);
   EXPECT_NE(std::find(space.begin(), space.end(), def), space.end());
-  for (const ScheduleConfig& c : space) {
-    SCOPED_TRACE(c.ToString());
-    auto k = JitCompile(g, c, target);
-    ASSERT_TRUE(k.ok()) << k.status();
-    std::vector<std::vector<float>> outs;
-    std::vector<void*> args;
-    for (auto& d : in_data) args.push_back(d.data());
-    for (const Value* v : g.outputs()) outs.emplace_back(Count(v->type().StaticDims()), NAN);
-    for (auto& o : outs) args.push_back(o.data());
-    int64_t t = (*k)->num_tasks();
-    (*k)->Run(args.data(), t / 2, t);
-    (*k)->Run(args.data(), 0, t / 2);
-    for (size_t j = 0; j < outs.size(); ++j) {
-      const Tensor& r = ref->at(g.outputs()[j]->name());
-      for (size_t i = 0; i < outs[j].size(); ++i) {
-        float want = r.data<float>()[i];
-        ASSERT_NEAR(outs[j][i], want, 1e-5 + 1e-4 * std::fabs(want)) << "output " << j << " element " << i;
-      }
-    }
-  }
+  codegen_testing::CheckConfigsAgainstInterpreter(g, codegen_testing::RandomFeeds(g, 7, -2, 2), space, target);
 }
 
 TEST(LoopIrLoweringTest, ReduceOps) {

@@ -107,46 +107,8 @@ inline int64_t Count(const std::vector<int64_t>& d) {
 // rest in [-0.5, 0.5]; outputs start as NaN; tasks run in three uneven ranges.
 inline void CheckConfigsAgainstInterpreter(const Graph& g, const std::vector<ScheduleConfig>& configs,
                                            const CpuTarget& target) {
-  std::map<std::string, Tensor> feeds;
-  std::vector<std::vector<float>> inputs;
-  for (size_t i = 0; i < g.inputs().size(); ++i) {
-    const Value* v = g.inputs()[i];
-    Ints dims = v->type().StaticDims();
-    inputs.push_back(Random(Product(dims), 7 + static_cast<uint32_t>(i), i == 0 ? -1.0f : -0.5f,
-                            i == 0 ? 1.0f : 0.5f));
-    feeds.emplace(v->name(), Tensor::FromVector(DType::kFloat32, dims, inputs.back()));
-  }
-  auto ref = Evaluate(g, feeds);
-  ASSERT_TRUE(ref.ok()) << ref.status();
-  for (const ScheduleConfig& config : configs) {
-    SCOPED_TRACE(absl::StrCat("schedule ", config.ToString(), "\n", g.ToText()));
-    ASSERT_TRUE(ValidateSchedule(g, config, target).ok());
-    auto kernel = JitCompile(g, config, target);
-    ASSERT_TRUE(kernel.ok()) << kernel.status();
-    const JitKernel& k = **kernel;
-    std::vector<std::vector<float>> outs;
-    std::vector<void*> args;
-    for (auto& in : inputs) args.push_back(in.data());
-    for (const Value* v : g.outputs()) {
-      outs.emplace_back(Product(v->type().StaticDims()), std::numeric_limits<float>::quiet_NaN());
-    }
-    for (auto& o : outs) args.push_back(o.data());
-    ASSERT_EQ(k.num_args(), static_cast<int>(args.size()));
-    RunTasksUnevenly(k, args.data());
-    for (size_t o = 0; o < outs.size(); ++o) {
-      const Tensor& want = ref->at(g.outputs()[o]->name());
-      ASSERT_EQ(want.num_elements(), static_cast<int64_t>(outs[o].size()));
-      const float* w = want.data<float>();
-      int bad = 0;
-      for (size_t i = 0; i < outs[o].size() && bad < 5; ++i) {
-        float got = outs[o][i];
-        if (!(std::fabs(got - w[i]) <= 1e-5f + 1e-4f * std::fabs(w[i]))) {
-          ADD_FAILURE() << "output " << o << " element " << i << ": got " << got << " want " << w[i];
-          ++bad;
-        }
-      }
-    }
-  }
+  codegen_testing::CheckConfigsAgainstInterpreter(
+      g, codegen_testing::RandomFeeds(g, 7, -0.5f, 0.5f, -1.0f, 1.0f), configs, target);
 }
 
 }  // namespace kiln::loop_ir_testing

@@ -11,11 +11,7 @@ namespace {
 using ::kiln::testing::AttrInts;
 using ::kiln::testing::AttrString;
 using ::kiln::testing::F32;
-using ::kiln::testing::IntInit;
-using ::kiln::testing::Iota;
 using ::kiln::testing::OnnxModelBuilder;
-using ::kiln::testing::RunModel;
-using ::kiln::testing::Values;
 using ::testing::HasSubstr;
 
 absl::StatusOr<std::unique_ptr<Graph>> ConvModel(const std::function<void(onnx::NodeProto*)>& attrs,

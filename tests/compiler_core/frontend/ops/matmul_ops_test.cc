@@ -1,5 +1,4 @@
 // The matmul family (matmul_ops.cc): Einsum's implicit output and ellipsis.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "tests/compiler_core/frontend/ops/op_testing.h"
@@ -7,15 +6,9 @@
 namespace kiln {
 namespace {
 
-using ::kiln::testing::AttrInts;
 using ::kiln::testing::AttrString;
 using ::kiln::testing::F32;
-using ::kiln::testing::IntInit;
-using ::kiln::testing::Iota;
 using ::kiln::testing::OnnxModelBuilder;
-using ::kiln::testing::RunModel;
-using ::kiln::testing::Values;
-using ::testing::HasSubstr;
 
 TEST(MatMulOpsTest, EinsumImplicitOutputAndEllipsis) {
   OnnxModelBuilder m;

@@ -9,13 +9,8 @@ namespace kiln {
 namespace {
 
 using ::kiln::testing::AttrInts;
-using ::kiln::testing::AttrString;
 using ::kiln::testing::F32;
-using ::kiln::testing::IntInit;
-using ::kiln::testing::Iota;
 using ::kiln::testing::OnnxModelBuilder;
-using ::kiln::testing::RunModel;
-using ::kiln::testing::Values;
 using ::testing::HasSubstr;
 
 TEST(ReductionOpsTest, ReduceAxesInputMustBeConstant) {

@@ -1,5 +1,4 @@
 // The resize family (resize_ops.cc): Resize-10 keeps Upsample's coordinates.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "tests/compiler_core/frontend/ops/op_testing.h"
@@ -7,15 +6,9 @@
 namespace kiln {
 namespace {
 
-using ::kiln::testing::AttrInts;
 using ::kiln::testing::AttrString;
 using ::kiln::testing::F32;
-using ::kiln::testing::IntInit;
-using ::kiln::testing::Iota;
 using ::kiln::testing::OnnxModelBuilder;
-using ::kiln::testing::RunModel;
-using ::kiln::testing::Values;
-using ::testing::HasSubstr;
 
 // Resize-10 (X, scales) has Upsample's semantics: asymmetric coordinates, so a
 // linear 2x upsample of [1, 2] is [1, 1.5, 2, 2] (half_pixel would give 1.25).

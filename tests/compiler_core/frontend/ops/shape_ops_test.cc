@@ -1,6 +1,5 @@
 // The shape family (shape_ops.cc): ConstantOfShape and Range fold once shapes
 // are bound.
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "tests/compiler_core/frontend/ops/op_testing.h"
@@ -8,15 +7,11 @@
 namespace kiln {
 namespace {
 
-using ::kiln::testing::AttrInts;
-using ::kiln::testing::AttrString;
-using ::kiln::testing::F32;
 using ::kiln::testing::IntInit;
 using ::kiln::testing::Iota;
 using ::kiln::testing::OnnxModelBuilder;
 using ::kiln::testing::RunModel;
 using ::kiln::testing::Values;
-using ::testing::HasSubstr;
 
 TEST(ShapeOpsTest, ConstantOfShapeAndRangeFold) {
   testing::OnnxModelBuilder m;
