@@ -20,7 +20,6 @@
 namespace kiln::ops {
 namespace {
 
-
 // ---------------------------------------------------------------------------
 // Conv: Y[n, m] = B[m] + sum over the group's channels and the window of
 // X * W, W being [M, C/group, k...].
@@ -37,7 +36,6 @@ absl::Status ValidateConv(const Node& node) {
   return absl::OkStatus();
 }
 
-
 // The kernel's spatial extents from W (checked against kernel_shape when given).
 absl::StatusOr<std::vector<int64_t>> KernelFromWeights(const Node& node, const TensorType& w) {
   std::vector<int64_t> k;
@@ -53,8 +51,8 @@ absl::StatusOr<std::vector<int64_t>> KernelFromWeights(const Node& node, const T
   return k;
 }
 
-
-absl::StatusOr<std::vector<TensorType>> InferConv(const Node& node, const InputTypes& in) {
+// f32 X of 1 to 3 spatial axes and weights of X's rank (Conv, ConvTranspose).
+absl::Status CheckConvOperands(const Node& node, const InputTypes& in) {
   RETURN_IF_ERROR(RequireF32(node, in));
   const TensorType& x = *in[0];
   const TensorType& w = *in[1];
@@ -62,6 +60,13 @@ absl::StatusOr<std::vector<TensorType>> InferConv(const Node& node, const InputT
   if (w.rank() != x.rank()) {
     return absl::InvalidArgumentError(absl::StrCat("weights ", w.ToString(), " must have the rank of X ", x.ToString()));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<TensorType>> InferConv(const Node& node, const InputTypes& in) {
+  RETURN_IF_ERROR(CheckConvOperands(node, in));
+  const TensorType& x = *in[0];
+  const TensorType& w = *in[1];
   const int64_t group = node.GetInt("group", 1);
   const Dim& c = x.dims[1];
   const Dim& m = w.dims[0];
@@ -84,7 +89,6 @@ absl::StatusOr<std::vector<TensorType>> InferConv(const Node& node, const InputT
   ASSIGN_OR_RETURN(Window win, ForwardWindow(node, x, 0, kernel, true));
   return std::vector<TensorType>{MakeType(DType::kFloat32, NcDims(x, m, win.out))};
 }
-
 
 absl::Status EvalConv(const Node& node, const InputTensors& in, std::vector<Tensor>& out) {
   const TensorType xt = TensorType::Static(in[0]->dtype(), in[0]->dims());
@@ -147,7 +151,6 @@ absl::Status EvalConv(const Node& node, const InputTensors& in, std::vector<Tens
   return absl::OkStatus();
 }
 
-
 OpDef ConvOp() {
   OpDef def;
   def.op_type = "Conv";
@@ -159,7 +162,6 @@ OpDef ConvOp() {
   def.eval = EvalConv;
   return def;
 }
-
 
 // ---------------------------------------------------------------------------
 // ConvTranspose: the gradient of Conv; W is [C, M/group, k...]. Output extents
@@ -221,7 +223,6 @@ absl::StatusOr<Window> TransposeWindow(const Node& node, const TensorType& x, co
   return w;
 }
 
-
 OpDef ConvTransposeOp() {
   OpDef def;
   def.op_type = "ConvTranspose";
@@ -232,13 +233,9 @@ OpDef ConvTransposeOp() {
   def.attrs.push_back({"output_shape", AttrKind::kInts});
   def.validate = ValidateConv;
   def.infer = [](const Node& node, const InputTypes& in) -> absl::StatusOr<std::vector<TensorType>> {
-    RETURN_IF_ERROR(RequireF32(node, in));
+    RETURN_IF_ERROR(CheckConvOperands(node, in));
     const TensorType& x = *in[0];
     const TensorType& w = *in[1];
-    RETURN_IF_ERROR(RequireSpatialRank(x, "input X"));
-    if (w.rank() != x.rank()) {
-      return absl::InvalidArgumentError(absl::StrCat("weights ", w.ToString(), " must have the rank of X ", x.ToString()));
-    }
     const int64_t group = node.GetInt("group", 1);
     if (!SameDim(x.dims[1], w.dims[0])) {
       return absl::InvalidArgumentError(absl::StrCat("input channels of X ", x.ToString(),

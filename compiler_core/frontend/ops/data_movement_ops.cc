@@ -20,20 +20,17 @@
 namespace kiln::ops {
 namespace {
 
-
 // Copies the input's bytes into the output (same element count): every view op.
 absl::Status CopyBytes(const Node&, const InputTensors& in, std::vector<Tensor>& out) {
   std::memcpy(out[0].raw(), in[0]->raw(), static_cast<size_t>(out[0].size_bytes()));
   return absl::OkStatus();
 }
 
-
 // ---------------------------------------------------------------- Pad
 
 struct PadPlan {
   std::vector<int64_t> begin, end;  // per axis of the input
 };
-
 
 absl::StatusOr<PadPlan> GetPadPlan(const Node& node, int64_t rank) {
   ASSIGN_OR_RETURN(std::vector<int64_t> pads, ConstantInts(node, 1, "pads"));
@@ -63,14 +60,12 @@ absl::StatusOr<PadPlan> GetPadPlan(const Node& node, int64_t rank) {
   return plan;
 }
 
-
 int64_t Reflect(int64_t i, int64_t d) {
   if (d == 1) return 0;
   const int64_t p = 2 * (d - 1);
   i = ((i % p) + p) % p;
   return i < d ? i : p - i;
 }
-
 
 OpDef PadOp() {
   OpDef def;
@@ -149,7 +144,6 @@ OpDef PadOp() {
   return def;
 }
 
-
 // ---------------------------------------------------------------- Transpose
 
 absl::StatusOr<std::vector<int64_t>> Perm(const Node& node, int64_t rank) {
@@ -166,7 +160,6 @@ absl::StatusOr<std::vector<int64_t>> Perm(const Node& node, int64_t rank) {
   }
   return perm;
 }
-
 
 OpDef TransposeOp() {
   OpDef def;
@@ -190,7 +183,6 @@ OpDef TransposeOp() {
   };
   return def;
 }
-
 
 // ---------------------------------------------------------------- Concat
 
@@ -257,13 +249,11 @@ OpDef ConcatOp() {
   return def;
 }
 
-
 // ---------------------------------------------------------------- Slice
 
 struct SlicePlan {
   std::vector<int64_t> start, step, count;  // per input axis
 };
-
 
 // ONNX Slice semantics: negative indices count from the end, then clamp.
 absl::StatusOr<SlicePlan> GetSlicePlan(const Node& node, const std::vector<Dim>& dims, int64_t rank) {
@@ -320,7 +310,6 @@ absl::StatusOr<SlicePlan> GetSlicePlan(const Node& node, const std::vector<Dim>&
   return plan;
 }
 
-
 OpDef SliceOp() {
   OpDef def;
   def.op_type = "Slice";
@@ -347,7 +336,6 @@ OpDef SliceOp() {
   };
   return def;
 }
-
 
 // ---------------------------------------------------------------- Tile
 
@@ -381,7 +369,6 @@ OpDef TileOp() {
   };
   return def;
 }
-
 
 OpDef ReshapeOp() {
   OpDef def;
@@ -442,7 +429,6 @@ OpDef ReshapeOp() {
   return def;
 }
 
-
 OpDef FlattenOp() {
   OpDef def;
   def.op_type = "Flatten";
@@ -462,7 +448,6 @@ OpDef FlattenOp() {
   def.eval = CopyBytes;
   return def;
 }
-
 
 OpDef SqueezeOp() {
   OpDef def;
@@ -502,7 +487,6 @@ OpDef SqueezeOp() {
   return def;
 }
 
-
 OpDef UnsqueezeOp() {
   OpDef def;
   def.op_type = "Unsqueeze";
@@ -524,7 +508,6 @@ OpDef UnsqueezeOp() {
   def.eval = CopyBytes;
   return def;
 }
-
 
 OpDef ExpandOp() {
   OpDef def;
@@ -554,7 +537,6 @@ OpDef ExpandOp() {
   };
   return def;
 }
-
 
 OpDef IdentityOp() {
   OpDef def;

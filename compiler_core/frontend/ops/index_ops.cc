@@ -20,7 +20,6 @@
 namespace kiln::ops {
 namespace {
 
-
 // ---------------------------------------------------------------- Gather
 
 absl::Status CheckIndices(const Node& node, const TensorType& t, int input) {
@@ -31,7 +30,6 @@ absl::Status CheckIndices(const Node& node, const TensorType& t, int input) {
   return absl::OkStatus();
 }
 
-
 // Index k of `indices` normalised against extent `n`, or an error.
 absl::StatusOr<int64_t> IndexAt(const Tensor& indices, int64_t k, int64_t n) {
   int64_t i = ElementAsInt(indices, k);
@@ -40,7 +38,6 @@ absl::StatusOr<int64_t> IndexAt(const Tensor& indices, int64_t k, int64_t n) {
   }
   return i < 0 ? i + n : i;
 }
-
 
 OpDef GatherOp() {
   OpDef def;
@@ -78,7 +75,6 @@ OpDef GatherOp() {
   };
   return def;
 }
-
 
 OpDef GatherElementsOp() {
   OpDef def;
@@ -130,7 +126,6 @@ OpDef GatherElementsOp() {
   return def;
 }
 
-
 // ---------------------------------------------------------------- DepthToSpace / SpaceToDepth
 
 absl::StatusOr<int64_t> BlockSize(const Node& node) {
@@ -139,7 +134,6 @@ absl::StatusOr<int64_t> BlockSize(const Node& node) {
   if (b < 1) return absl::InvalidArgumentError(absl::StrCat("blocksize ", b, " must be >= 1"));
   return b;
 }
-
 
 OpDef DepthToSpaceOp() {
   OpDef def;
@@ -176,7 +170,6 @@ OpDef DepthToSpaceOp() {
   return def;
 }
 
-
 OpDef SpaceToDepthOp() {
   OpDef def;
   def.op_type = "SpaceToDepth";
@@ -206,7 +199,6 @@ OpDef SpaceToDepthOp() {
   return def;
 }
 
-
 // ---------------------------------------------------------------- Split
 
 // Sizes of all pieces along the axis of extent `dim`.
@@ -233,7 +225,6 @@ absl::StatusOr<std::vector<int64_t>> SplitSizes(const Node& node, int64_t dim) {
   sizes.back() = dim - chunk * (n - 1);
   return sizes;
 }
-
 
 OpDef SplitOp() {
   OpDef def;
@@ -274,7 +265,6 @@ OpDef SplitOp() {
   };
   return def;
 }
-
 
 // ---------------------------------------------------------------------------
 // Trilu: keeps the upper (upper=1: j - i >= k) or lower (j - i <= k) triangle
@@ -327,7 +317,6 @@ OpDef TriluOp() {
   return def;
 }
 
-
 // ---------------------------------------------------------------------------
 // ArgMax / ArgMin: i64 indices along `axis`; ties go to the first index unless
 // select_last_index=1.
@@ -350,7 +339,6 @@ void ArgKernel(bool is_max, bool last, const Tensor& x, int64_t axis, Tensor& y)
     }
   }
 }
-
 
 OpDef ArgOp(std::string op_type, bool is_max) {
   OpDef def;
@@ -383,7 +371,6 @@ OpDef ArgOp(std::string op_type, bool is_max) {
   };
   return def;
 }
-
 
 // ---------------------------------------------------------------------------
 // CumSum: running sum along the axis given by the (scalar, i32/i64) second

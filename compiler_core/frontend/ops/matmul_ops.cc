@@ -20,7 +20,6 @@
 namespace kiln::ops {
 namespace {
 
-
 // ---------------------------------------------------------------------------
 // MatMul: numpy matmul. A 1-D first operand is [1,K] with the 1 removed from the
 // result, a 1-D second operand is [K,1] likewise; batch dims broadcast.
@@ -88,7 +87,6 @@ OpDef MatMulOp() {
   };
   return def;
 }
-
 
 // ---------------------------------------------------------------------------
 // Gemm: Y = alpha * A' * B' + beta * C, A' = transA ? A^T : A (2-D), C optional
@@ -180,7 +178,6 @@ OpDef GemmOp() {
   return def;
 }
 
-
 // ---------------------------------------------------------------------------
 // Einsum over explicit labels (a-z, A-Z) with at most one "..." per term
 // (broadcast across operands, right-aligned). Without "->" the output is the
@@ -191,16 +188,13 @@ OpDef GemmOp() {
 // Labels are ints: 0-51 for letters, 52+ for ellipsis dims (outermost first).
 constexpr int kEllipsisLabel = 52;
 
-
 struct EinsumSpec {
   std::vector<std::vector<int>> terms;  // labels per operand, one per dim
   std::vector<int> out;                 // output labels in order
   std::map<int, Dim> extents;           // extent of every label
 };
 
-
 int LabelOf(char c) { return c >= 'a' && c <= 'z' ? c - 'a' : c - 'A' + 26; }
-
 
 // Parses one term into letters and the position of "..." (-1 if none).
 absl::StatusOr<std::pair<std::vector<int>, int>> ParseTerm(const std::string& t) {
@@ -222,7 +216,6 @@ absl::StatusOr<std::pair<std::vector<int>, int>> ParseTerm(const std::string& t)
   }
   return std::make_pair(letters, ellipsis);
 }
-
 
 absl::StatusOr<EinsumSpec> ParseEinsum(const Node& node, const InputTypes& in) {
   std::string eq;
@@ -317,7 +310,6 @@ absl::StatusOr<EinsumSpec> ParseEinsum(const Node& node, const InputTypes& in) {
   return spec;
 }
 
-
 template <typename T>
 void EinsumKernel(const EinsumSpec& spec, const InputTensors& in, Tensor& y) {
   // Loop labels: output labels first (in output order), then the summed ones.
@@ -367,7 +359,6 @@ void EinsumKernel(const EinsumSpec& spec, const InputTensors& in, Tensor& y) {
     py[o] = static_cast<T>(acc);
   }
 }
-
 
 OpDef EinsumOp() {
   OpDef def;

@@ -20,7 +20,6 @@
 namespace kiln::ops {
 namespace {
 
-
 // ---------------------------------------------------------------------------
 // MaxPool / AveragePool. Positions in the padding are skipped; AveragePool with
 // count_include_pad=1 divides by the window's size clipped to the padded input.
@@ -45,7 +44,6 @@ absl::StatusOr<std::vector<TensorType>> InferPool(const Node& node, const InputT
   if (node.num_outputs() > 1) out.push_back(MakeType(DType::kInt64, out[0].dims));
   return out;
 }
-
 
 template <typename T>
 void PoolKernel(const Node& node, bool is_max, const Window& w, const Tensor& xt, std::vector<Tensor>& out) {
@@ -106,7 +104,6 @@ void PoolKernel(const Node& node, bool is_max, const Window& w, const Tensor& xt
     }
   }
 }
-
 
 OpDef PoolOp(bool is_max) {
   OpDef def;

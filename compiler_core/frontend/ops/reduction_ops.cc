@@ -20,14 +20,12 @@
 namespace kiln::ops {
 namespace {
 
-
 // ---------------------------------------------------------------------------
 // Reduce*: axes from the attribute (opset < 18; ReduceSum < 13) or the optional
 // constant second input; empty axes reduce everything unless
 // noop_with_empty_axes=1, which makes the op an identity.
 
 enum class ReduceKind { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
-
 
 // Which axes are reduced (empty mask = identity).
 absl::StatusOr<std::vector<bool>> ReducedAxes(const Node& node, int64_t rank) {
@@ -53,7 +51,6 @@ absl::StatusOr<std::vector<bool>> ReducedAxes(const Node& node, int64_t rank) {
   }
   return mask;
 }
-
 
 template <typename T, typename Acc>
 void ReduceKernel(ReduceKind kind, const Tensor& x, const std::vector<bool>& mask, Tensor& y) {
@@ -140,7 +137,6 @@ void ReduceKernel(ReduceKind kind, const Tensor& x, const std::vector<bool>& mas
   }
 }
 
-
 OpDef ReduceOp(std::string op_type, ReduceKind kind) {
   OpDef def;
   def.op_type = std::move(op_type);
@@ -187,26 +183,21 @@ OpDef ReduceOp(std::string op_type, ReduceKind kind) {
   return def;
 }
 
-
 // ---------------------------------------------------------------------------
 // Softmax, LogSoftmax, Hardmax over one axis (opset >= 13) or over the
 // flattened trailing axes [axis, rank) (opset < 13, see the file comment).
 
 enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
 
-
 struct SoftmaxSplit {
   int64_t outer = 1, n = 1, inner = 1;
 };
 
-
 bool LegacySoftmax(const Node& node) { return node.GetInt("_kiln_opset", 13) < 13; }
-
 
 absl::StatusOr<int64_t> SoftmaxAxis(const Node& node, int64_t rank) {
   return ResolveAxis(node.GetInt("axis", LegacySoftmax(node) ? 1 : -1), rank, "attribute 'axis'");
 }
-
 
 absl::StatusOr<SoftmaxSplit> SoftmaxAxes(const Node& node, const std::vector<int64_t>& dims) {
   const bool legacy = LegacySoftmax(node);
@@ -220,7 +211,6 @@ absl::StatusOr<SoftmaxSplit> SoftmaxAxes(const Node& node, const std::vector<int
   }
   return s;
 }
-
 
 OpDef SoftmaxOp(std::string op_type, SoftmaxKind kind) {
   OpDef def;
@@ -266,7 +256,6 @@ OpDef SoftmaxOp(std::string op_type, SoftmaxKind kind) {
   };
   return def;
 }
-
 
 // ---------------------------------------------------------------------------
 // LayerNormalization: normalise over axes [axis, rank); Scale and B broadcast
@@ -344,7 +333,6 @@ OpDef LayerNormOp() {
   return def;
 }
 
-
 // ---------------------------------------------------------------------------
 // InstanceNormalization: per (n, c), normalise over the spatial axes.
 
@@ -382,7 +370,6 @@ OpDef InstanceNormOp() {
   };
   return def;
 }
-
 
 OpDef GlobalPoolOp(bool is_max) {
   OpDef def;

@@ -20,14 +20,12 @@
 namespace kiln::ops {
 namespace {
 
-
 absl::Status CheckChoice(const std::string& attr, const std::string& v, std::initializer_list<const char*> ok) {
   for (const char* o : ok) {
     if (v == o) return absl::OkStatus();
   }
   return absl::InvalidArgumentError(absl::StrCat("attribute '", attr, "' has unsupported value '", v, "'"));
 }
-
 
 absl::Status EvalResize(const Node& node, const InputTensors& in, std::vector<Tensor>& out, bool is_upsample) {
   const TensorType xt = TensorType::Static(in[0]->dtype(), in[0]->dims());
@@ -64,7 +62,6 @@ absl::Status EvalResize(const Node& node, const InputTensors& in, std::vector<Te
   return absl::OkStatus();
 }
 
-
 absl::StatusOr<std::vector<TensorType>> InferResize(const Node& node, const InputTypes& in, bool is_upsample) {
   const TensorType& x = *in[0];
   if (x.dtype != DType::kFloat32) {
@@ -76,7 +73,6 @@ absl::StatusOr<std::vector<TensorType>> InferResize(const Node& node, const Inpu
   for (size_t i = 0; i < x.dims.size(); ++i) dims.push_back(p.out[i] < 0 ? x.dims[i] : Dim::Static(p.out[i]));
   return std::vector<TensorType>{MakeType(DType::kFloat32, std::move(dims))};
 }
-
 
 OpDef ResizeOp() {
   OpDef def;
@@ -109,7 +105,6 @@ OpDef ResizeOp() {
   };
   return def;
 }
-
 
 OpDef UpsampleOp() {
   OpDef def;

@@ -19,7 +19,6 @@
 namespace kiln::ops {
 namespace {
 
-
 OpDef ConstantOp() {
   OpDef def;
   def.op_type = "Constant";
@@ -41,7 +40,6 @@ OpDef ConstantOp() {
   return def;
 }
 
-
 // Shape's [start, end) over the dims (opset 15), clamped like Slice.
 std::pair<int64_t, int64_t> ShapeRange(const Node& node, int64_t rank) {
   auto clamp = [rank](int64_t v) {
@@ -52,7 +50,6 @@ std::pair<int64_t, int64_t> ShapeRange(const Node& node, int64_t rank) {
   int64_t end = clamp(node.GetInt("end", rank));
   return {start, std::max(start, end)};
 }
-
 
 OpDef ShapeOp() {
   OpDef def;
@@ -70,7 +67,6 @@ OpDef ShapeOp() {
   return def;
 }
 
-
 OpDef SizeOp() {
   OpDef def;
   def.op_type = "Size";
@@ -84,7 +80,6 @@ OpDef SizeOp() {
   return def;
 }
 
-
 // The fill value of ConstantOfShape: the `value` attribute (one element) or f32 0.
 absl::StatusOr<Tensor> FillValue(const Node& node) {
   auto it = node.attrs().find("value");
@@ -96,7 +91,6 @@ absl::StatusOr<Tensor> FillValue(const Node& node) {
   }
   return v;
 }
-
 
 OpDef ConstantOfShapeOp() {
   OpDef def;
@@ -119,12 +113,10 @@ OpDef ConstantOfShapeOp() {
   return def;
 }
 
-
 struct RangeArgs {
   double start, delta;
   int64_t count;
 };
-
 
 absl::StatusOr<RangeArgs> GetRangeArgs(const Node& node) {
   ASSIGN_OR_RETURN(double start, ConstantScalar(node, 0, "start"));
@@ -137,7 +129,6 @@ absl::StatusOr<RangeArgs> GetRangeArgs(const Node& node) {
   }
   return RangeArgs{start, delta, n > 0 ? static_cast<int64_t>(n) : 0};
 }
-
 
 OpDef RangeOp() {
   OpDef def;

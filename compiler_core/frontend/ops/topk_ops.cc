@@ -18,7 +18,6 @@
 namespace kiln::ops {
 namespace {
 
-
 // ---------------------------------------------------------------------------
 // TopK: the k largest (or smallest) along `axis`, values and i64 indices, always
 // sorted; equal values keep the lower index first. K must be a constant.
@@ -31,7 +30,6 @@ absl::StatusOr<int64_t> TopKCount(const Node& node) {
   if (k[0] < 0) return absl::InvalidArgumentError(absl::StrCat("K must be >= 0, got ", k[0]));
   return k[0];
 }
-
 
 OpDef TopKOp() {
   OpDef def;

@@ -21,9 +21,39 @@
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/frontend/shape_inference.h"
 #include "gtest/gtest.h"
 
 namespace kiln::codegen_testing {
+
+// Builds a workload graph op by op: inputs in0, in1, ..., values t0, t1, ...
+// (nodes n0, n1, ...); Finish() infers the value types.
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(int64_t opset = 17) : g_(std::make_unique<Graph>()) { g_->set_opset_version(opset); }
+  Value* Input(const std::vector<int64_t>& dims, DType dtype = DType::kFloat32) {
+    return *g_->AddInput(absl::StrCat("in", g_->inputs().size()), TensorType::Static(dtype, dims));
+  }
+  Value* Int64Constant(const std::vector<int64_t>& dims, const std::vector<int64_t>& values) {
+    return *g_->AddConstant(absl::StrCat("c", n_++), Tensor::FromVector(DType::kInt64, dims, values));
+  }
+  Value* Op(const std::string& op, std::vector<Value*> ins, std::map<std::string, AttrValue> attrs = {}) {
+    Value* y = *g_->AddValue(absl::StrCat("t", n_));
+    EXPECT_TRUE(g_->AddNode(op, absl::StrCat("n", n_++), std::move(ins), {y}, std::move(attrs)).ok());
+    return y;
+  }
+  void Output(Value* v) { g_->AddOutput(v); }
+  std::unique_ptr<Graph> Finish(const std::vector<Value*>& outs = {}) {
+    for (Value* v : outs) g_->AddOutput(v);
+    absl::Status s = InferShapes(*g_);
+    EXPECT_TRUE(s.ok()) << s << "\n" << g_->ToText();
+    return std::move(g_);
+  }
+
+ private:
+  std::unique_ptr<Graph> g_;
+  int n_ = 0;
+};
 
 // One node `op` over inputs x0, x1, ... (shapes given), output y of `out_dims`.
 inline std::unique_ptr<Graph> MakeWorkload(const std::string& op,

@@ -22,34 +22,10 @@
 namespace kiln {
 namespace {
 
+using codegen_testing::GraphBuilder;
 using codegen_testing::Product;
 using codegen_testing::RandomData;
 using codegen_testing::RunTasksUnevenly;
-
-// Builds a workload graph op by op; Finish() infers the value types.
-class WorkloadBuilder {
- public:
-  WorkloadBuilder() : g_(std::make_unique<Graph>()) { g_->set_opset_version(20); }
-  Value* Input(const std::vector<int64_t>& dims) {
-    return *g_->AddInput(absl::StrCat("in", g_->inputs().size()), TensorType::Static(DType::kFloat32, dims));
-  }
-  Value* Op(const std::string& op, std::vector<Value*> ins, std::map<std::string, AttrValue> attrs = {}) {
-    Value* y = *g_->AddValue(absl::StrCat("t", n_));
-    EXPECT_TRUE(g_->AddNode(op, absl::StrCat("n", n_, "_", op), std::move(ins), {y}, std::move(attrs)).ok());
-    ++n_;
-    return y;
-  }
-  void Output(Value* v) { g_->AddOutput(v); }
-  std::unique_ptr<Graph> Finish() {
-    absl::Status s = InferShapes(*g_);
-    EXPECT_TRUE(s.ok()) << s << "\n" << g_->ToText();
-    return std::move(g_);
-  }
-
- private:
-  std::unique_ptr<Graph> g_;
-  int n_ = 0;
-};
 
 // Runs the kernel (tasks in three uneven ranges) and the interpreter on the
 // same random inputs; compares every output with rtol 1e-4, atol `atol` (NaN
@@ -99,7 +75,7 @@ std::unique_ptr<Graph> RandomDag(std::mt19937& rng, const std::vector<int64_t>& 
                                        "Reciprocal"};
   static const char* const kBinary[] = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
   auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
-  WorkloadBuilder wb;
+  GraphBuilder wb(20);
   std::vector<Value*> values;
   std::vector<std::vector<int64_t>> dims;
   values.push_back(wb.Input(out));
@@ -183,14 +159,14 @@ TEST(FusedElementwise, EveryOperatorOnWideRange) {
   for (const char* op : {"Exp", "Tanh", "Erf", "Gelu", "Sigmoid", "HardSwish", "HardSigmoid", "LeakyRelu",
                          "Neg", "Abs", "Relu"}) {
     SCOPED_TRACE(op);
-    WorkloadBuilder wb;
+    GraphBuilder wb(20);
     Value* x = wb.Input({4099});
     wb.Output(wb.Op(op, {x}));
     auto g = wb.Finish();
     CheckAgainstInterpreter(*g, {DefaultSchedule(*g, target)}, 1e-5f, -12.0f, 12.0f);
   }
   {
-    WorkloadBuilder wb;
+    GraphBuilder wb(20);
     Value* x = wb.Input({4099});
     Value* y = wb.Op("Gelu", {x}, {{"approximate", std::string("tanh")}});
     wb.Output(y);
@@ -199,14 +175,14 @@ TEST(FusedElementwise, EveryOperatorOnWideRange) {
   }
   {
     // Exp far into overflow and underflow.
-    WorkloadBuilder wb;
+    GraphBuilder wb(20);
     Value* x = wb.Input({1000});
     wb.Output(wb.Op("Exp", {x}));
     auto g = wb.Finish();
     CheckAgainstInterpreter(*g, {DefaultSchedule(*g, target)}, 1e-5f, -120.0f, 100.0f);
   }
   {
-    WorkloadBuilder wb;
+    GraphBuilder wb(20);
     Value* x = wb.Input({3, 50});
     Value* c = wb.Op("Clip", {x}, {{"min", -0.5f}, {"max", 0.25f}});
     Value* m = wb.Op("Max", {c, wb.Input({50}), wb.Input({3, 1})});
@@ -217,7 +193,7 @@ TEST(FusedElementwise, EveryOperatorOnWideRange) {
 }
 
 TEST(FusedMatMul, BiasRelu) {
-  WorkloadBuilder wb;
+  GraphBuilder wb(20);
   Value* a = wb.Input({37, 29});
   Value* w = wb.Input({29, 53});
   Value* bias = wb.Input({53});
@@ -228,7 +204,7 @@ TEST(FusedMatMul, BiasRelu) {
 }
 
 TEST(FusedMatMul, GemmResidualClip) {
-  WorkloadBuilder wb;
+  GraphBuilder wb(20);
   Value* a = wb.Input({19, 40});
   Value* w = wb.Input({35, 40});
   Value* c = wb.Input({35});
@@ -244,7 +220,7 @@ TEST(FusedMatMul, GemmResidualClip) {
 
 TEST(FusedMatMul, GeluBatchedBroadcastAndTwoOutputs) {
   {
-    WorkloadBuilder wb;
+    GraphBuilder wb(20);
     Value* a = wb.Input({23, 64});
     Value* w = wb.Input({64, 70});
     wb.Output(wb.Op("Gelu", {wb.Op("MatMul", {a, w})}));
@@ -254,7 +230,7 @@ TEST(FusedMatMul, GeluBatchedBroadcastAndTwoOutputs) {
   {
     // Batched, epilogue operands [M,1] and [2,1,N]; the raw product and the
     // epilogue result are both outputs.
-    WorkloadBuilder wb;
+    GraphBuilder wb(20);
     Value* a = wb.Input({2, 13, 17});
     Value* w = wb.Input({17, 21});
     Value* row_scale = wb.Input({13, 1});
@@ -271,7 +247,7 @@ TEST(FusedMatMul, GeluBatchedBroadcastAndTwoOutputs) {
   }
   {
     // Matrix-vector (1-D B drops N) with a residual that reuses A's buffer shape.
-    WorkloadBuilder wb;
+    GraphBuilder wb(20);
     Value* a = wb.Input({3, 9, 31});
     Value* v = wb.Input({31});
     Value* r = wb.Input({9});
@@ -285,7 +261,7 @@ TEST(FusedCanCompile, SupportedAndUnsupported) {
   auto single = codegen_testing::MakeWorkload("Add", {{4}, {4}}, {4});
   EXPECT_TRUE(CanCompile(*single));
   {
-    WorkloadBuilder wb;
+    GraphBuilder wb(20);
     Value* x = wb.Input({4, 8});
     wb.Output(wb.Op("Relu", {wb.Op("Add", {x, wb.Input({8})})}));
     auto g = wb.Finish();
@@ -295,7 +271,7 @@ TEST(FusedCanCompile, SupportedAndUnsupported) {
   }
   {
     // Unsupported operator in the chain.
-    WorkloadBuilder wb;
+    GraphBuilder wb(20);
     Value* x = wb.Input({4, 8});
     wb.Output(wb.Op("Hardmax", {wb.Op("Relu", {x})}));
     auto g = wb.Finish();
@@ -306,7 +282,7 @@ TEST(FusedCanCompile, SupportedAndUnsupported) {
   }
   {
     // Two anchors.
-    WorkloadBuilder wb;
+    GraphBuilder wb(20);
     Value* x = wb.Input({4, 8});
     Value* y = wb.Op("MatMul", {x, wb.Input({8, 8})});
     wb.Output(wb.Op("MatMul", {y, wb.Input({8, 8})}));
@@ -314,21 +290,21 @@ TEST(FusedCanCompile, SupportedAndUnsupported) {
   }
   {
     // Elementwise prologue feeding the anchor.
-    WorkloadBuilder wb;
+    GraphBuilder wb(20);
     Value* x = wb.Op("Relu", {wb.Input({4, 8})});
     wb.Output(wb.Op("MatMul", {x, wb.Input({8, 8})}));
     EXPECT_FALSE(CanCompile(*wb.Finish()));
   }
   {
     // Epilogue broadcasts the product to a larger shape.
-    WorkloadBuilder wb;
+    GraphBuilder wb(20);
     Value* y = wb.Op("MatMul", {wb.Input({4, 8}), wb.Input({8, 8})});
     wb.Output(wb.Op("Add", {y, wb.Input({2, 4, 8})}));
     EXPECT_FALSE(CanCompile(*wb.Finish()));
   }
   {
     // Outputs of different shapes.
-    WorkloadBuilder wb;
+    GraphBuilder wb(20);
     Value* x = wb.Input({4, 8});
     Value* b = wb.Input({8});
     wb.Output(wb.Op("Add", {x, b}));
@@ -337,7 +313,7 @@ TEST(FusedCanCompile, SupportedAndUnsupported) {
   }
   {
     // Conv anchor with an epilogue: compiles through the loop IR.
-    WorkloadBuilder wb;
+    GraphBuilder wb(20);
     Value* y = wb.Op("Conv", {wb.Input({1, 3, 8, 8}), wb.Input({4, 3, 3, 3})});
     wb.Output(wb.Op("Relu", {y}));
     EXPECT_TRUE(CanCompile(*wb.Finish()));
@@ -362,7 +338,7 @@ TEST(FusedCanCompile, SupportedAndUnsupported) {
   }
   {
     // An output that is a workload input: a copy.
-    WorkloadBuilder wb;
+    GraphBuilder wb(20);
     Value* x = wb.Input({4});
     wb.Output(wb.Op("Relu", {x}));
     wb.Output(x);
@@ -372,7 +348,7 @@ TEST(FusedCanCompile, SupportedAndUnsupported) {
 
 TEST(FusedObject, NoUndefinedSymbolsAndDeterministic) {
   CpuTarget target = CpuTarget::Host();
-  WorkloadBuilder wb;
+  GraphBuilder wb(20);
   Value* a = wb.Input({31, 40});
   Value* w = wb.Input({40, 24});
   Value* bias = wb.Input({24});
@@ -380,7 +356,7 @@ TEST(FusedObject, NoUndefinedSymbolsAndDeterministic) {
   wb.Output(wb.Op("Gelu", {y}));
   wb.Output(wb.Op("Tanh", {wb.Op("Exp", {wb.Op("Erf", {y})})}));
   auto mm = wb.Finish();
-  WorkloadBuilder eb;
+  GraphBuilder eb(20);
   Value* x = eb.Input({7, 300});
   eb.Output(eb.Op("Sigmoid", {eb.Op("Mul", {eb.Op("HardSwish", {x}), eb.Input({300})})}));
   auto ew = eb.Finish();

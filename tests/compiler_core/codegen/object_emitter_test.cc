@@ -21,7 +21,6 @@ using codegen_testing::ElfSymbol;
 using codegen_testing::ElfSymbols;
 using codegen_testing::MakeWorkload;
 
-
 std::vector<std::string> SectionNames(const std::string& elf) {
   Elf64_Ehdr eh;
   std::memcpy(&eh, elf.data(), sizeof(eh));

@@ -33,39 +33,21 @@ using loop_ir_testing::Ints;
 using loop_ir_testing::Points;
 using loop_ir_testing::RunTasksUnevenly;
 
-// Graph building with f32 and i64 inputs and i64 constants.
-class IndexGraph {
+// Graph building with f32 and i64 inputs (each with the range of its values)
+// and i64 constants.
+class IndexGraph : public codegen_testing::GraphBuilder {
  public:
-  IndexGraph() : g_(std::make_unique<Graph>()) { g_->set_opset_version(17); }
-  Value* F32(const Ints& dims) { return In(DType::kFloat32, dims); }
+  Value* F32(const Ints& dims) { return Input(dims); }
   // An i64 input holding values in [lo, hi).
   Value* I64(const Ints& dims, int64_t lo, int64_t hi) {
-    Value* v = In(DType::kInt64, dims);
+    Value* v = Input(dims, DType::kInt64);
     ranges_[v->name()] = {lo, hi};
     return v;
   }
-  Value* Const(const Ints& dims, const std::vector<int64_t>& vals) {
-    return *g_->AddConstant(absl::StrCat("c", n_++), Tensor::FromVector(DType::kInt64, dims, vals));
-  }
-  Value* Op(const std::string& op, std::vector<Value*> ins, Attrs attrs = {}) {
-    Value* y = *g_->AddValue(absl::StrCat("t", n_));
-    EXPECT_TRUE(g_->AddNode(op, absl::StrCat("n", n_++), std::move(ins), {y}, std::move(attrs)).ok());
-    return y;
-  }
-  std::unique_ptr<Graph> Finish(std::vector<Value*> outs) {
-    for (Value* v : outs) g_->AddOutput(v);
-    absl::Status s = InferShapes(*g_);
-    EXPECT_TRUE(s.ok()) << s << "\n" << g_->ToText();
-    return std::move(g_);
-  }
+  Value* Const(const Ints& dims, const std::vector<int64_t>& vals) { return Int64Constant(dims, vals); }
   const std::map<std::string, std::pair<int64_t, int64_t>>& ranges() const { return ranges_; }
 
  private:
-  Value* In(DType t, const Ints& dims) {
-    return *g_->AddInput(absl::StrCat("in", g_->inputs().size()), TensorType::Static(t, dims));
-  }
-  std::unique_ptr<Graph> g_;
-  int n_ = 0;
   std::map<std::string, std::pair<int64_t, int64_t>> ranges_;
 };
 

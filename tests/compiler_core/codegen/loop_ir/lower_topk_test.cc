@@ -26,7 +26,6 @@ namespace {
 using namespace loop_ir_testing;  // NOLINT: test helpers
 using Floats = std::vector<float>;
 
-
 std::unique_ptr<Graph> TopKGraph(const Ints& x, int64_t k, int64_t axis, int64_t largest, bool values = true,
                                  bool indices = true) {
   auto g = std::make_unique<Graph>();

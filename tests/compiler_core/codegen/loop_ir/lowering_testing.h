@@ -28,42 +28,12 @@ using Attrs = std::map<std::string, AttrValue>;
 using Ints = std::vector<int64_t>;
 using codegen_testing::RunTasksUnevenly;
 
-class Builder {
- public:
-  Builder() : g_(std::make_unique<Graph>()) { g_->set_opset_version(17); }
-  Value* Input(const Ints& dims) {
-    return *g_->AddInput(absl::StrCat("in", g_->inputs().size()), TensorType::Static(DType::kFloat32, dims));
-  }
-  Value* Op(const std::string& op, std::vector<Value*> ins, Attrs attrs = {}) {
-    Value* y = *g_->AddValue(absl::StrCat("t", n_));
-    EXPECT_TRUE(g_->AddNode(op, absl::StrCat("n", n_++), std::move(ins), {y}, std::move(attrs)).ok());
-    return y;
-  }
-  std::unique_ptr<Graph> Finish(std::vector<Value*> outs) {
-    for (Value* v : outs) g_->AddOutput(v);
-    absl::Status s = InferShapes(*g_);
-    EXPECT_TRUE(s.ok()) << s << "\n" << g_->ToText();
-    return std::move(g_);
-  }
+using Builder = codegen_testing::GraphBuilder;
 
- private:
-  std::unique_ptr<Graph> g_;
-  int n_ = 0;
-};
-
-inline std::vector<float> Random(int64_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-inline int64_t Product(const Ints& d) {
-  int64_t p = 1;
-  for (int64_t x : d) p *= x;
-  return p;
-}
+// Uniform floats in [lo, hi] from `seed`, and element counts.
+inline constexpr auto& Random = codegen_testing::RandomData;
+using codegen_testing::Product;
+inline constexpr auto& Count = codegen_testing::Product;
 
 // First, last, default and up to five evenly spread points of the space.
 inline std::vector<ScheduleConfig> Points(const Graph& g, const CpuTarget& target) {
@@ -95,12 +65,6 @@ struct TypedBuilder {
     return y;
   }
 };
-
-inline int64_t Count(const std::vector<int64_t>& d) {
-  int64_t n = 1;
-  for (int64_t x : d) n *= x;
-  return n;
-}
 
 // JIT-compiles `g` at each of `configs` and compares every output with the
 // reference interpreter (rtol 1e-4, atol 1e-5). Inputs: in0 in [-1, 1], the
