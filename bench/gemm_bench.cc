@@ -28,12 +28,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bench/timing.h"
 #include "client/runtime/thread_pool.h"
-#include "compiler_core/ir/graph.h"
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/codegen/target.h"
-#include "bench/timing.h"
+#include "compiler_core/ir/graph.h"
 
 #ifdef KILN_HAVE_OPENMP
 #include <omp.h>

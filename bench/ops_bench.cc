@@ -41,12 +41,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/timing.h"
 #include "client/runtime/thread_pool.h"
-#include "compiler_core/ir/graph.h"
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/codegen/target.h"
-#include "bench/timing.h"
+#include "compiler_core/ir/graph.h"
 
 #ifdef KILN_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.hpp>

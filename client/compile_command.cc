@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
-#include "server/embedded_farm.h"
 #include "client/kiln_client.h"
+#include "server/embedded_farm.h"
 
 namespace kiln::client {
 namespace {

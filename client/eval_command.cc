@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
 #include "client/tensor_io.h"
-#include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/driver/compile_driver.h"
+#include "compiler_core/frontend/interpreter.h"
 
 namespace kiln::client {
 

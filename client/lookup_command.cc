@@ -3,9 +3,9 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "base/digest.h"
 #include "client/commands.h"
 #include "client/kiln_client.h"
-#include "base/digest.h"
 
 namespace kiln::client {
 

@@ -7,12 +7,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/digest.h"
+#include "base/log.h"
+#include "base/status_macros.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/driver/compile_driver.h"
-#include "base/status_macros.h"
 #include "compiler_core/driver/version.h"
 #include "server/farm_target.h"
-#include "base/log.h"
 
 namespace kiln::server {
 

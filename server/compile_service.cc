@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "server/grpc_status.h"
 #include "base/log.h"
+#include "server/grpc_status.h"
 
 namespace kiln::server {
 

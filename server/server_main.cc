@@ -6,8 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "server/kiln_server.h"
 #include "base/log.h"
+#include "server/kiln_server.h"
 
 int main(int argc, char** argv) {
   kiln::server::ServerOptions options;

@@ -6,9 +6,9 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/frontend/graph_proto.h"
-#include "compiler_core/driver/version.h"
 #include "base/log.h"
+#include "compiler_core/driver/version.h"
+#include "compiler_core/frontend/graph_proto.h"
 
 namespace kiln::server {
 namespace {

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/farm_target.h"
 #include "base/log.h"
+#include "server/farm_target.h"
 
 namespace kiln::server {
 

@@ -11,10 +11,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/digest.h"
 #include "base/status_macros.h"
 #include "tuning_db/record_row.h"
 #include "tuning_db/schema.h"
-#include "base/digest.h"
 
 namespace kiln::tuningdb {
 namespace {

@@ -10,14 +10,14 @@
 #include <thread>
 #include <vector>
 
-#include "compiler_core/codegen/schedule_space.h"
-#include "compiler_core/driver/version.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/ascii.h"
+#include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/codegen/target.h"
+#include "compiler_core/driver/version.h"
 
 namespace kiln::worker {
 namespace {

@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/frontend/graph_proto.h"
-#include "compiler_core/frontend/interpreter.h"
+#include "base/status_macros.h"
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/schedule_space.h"
-#include "base/status_macros.h"
+#include "compiler_core/frontend/graph_proto.h"
+#include "compiler_core/frontend/interpreter.h"
 
 namespace kiln::worker {
 namespace {

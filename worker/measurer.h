@@ -9,8 +9,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "compiler_core/ir/graph.h"
 #include "compiler_core/codegen/target.h"
+#include "compiler_core/ir/graph.h"
 #include "compiler_core/ir/tensor.h"
 #include "kiln/v1/worker.pb.h"
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/log.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
@@ -19,7 +20,6 @@
 #include "prometheus/registry.h"
 #include "worker/device_info.h"
 #include "worker/isolation.h"
-#include "base/log.h"
 #include "worker/measurer.h"
 
 namespace kiln::worker {

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "compiler_core/ir/graph.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/codegen/target.h"
+#include "compiler_core/ir/graph.h"
 
 namespace kiln {
 

@@ -8,10 +8,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
 #include "compiler_core/frontend/shape_inference.h"
-#include "base/status_macros.h"
 #include "llvm/IR/Module.h"
 
 namespace kiln {

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "compiler_core/ir/graph.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/codegen/target.h"
+#include "compiler_core/ir/graph.h"
 
 namespace kiln {
 

@@ -5,9 +5,9 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "compiler_core/frontend/op_registry.h"
 #include "compiler_core/frontend/shape_inference.h"
-#include "base/status_macros.h"
 #include "compiler_core/frontend/verifier.h"
 
 namespace kiln {

@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "compiler_core/frontend/op_registry.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
 #include "compiler_core/frontend/shape_inference.h"
-#include "base/status_macros.h"
 
 namespace kiln {
 namespace {

@@ -11,11 +11,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "compiler_core/frontend/graph_proto.h"
 #include "compiler_core/frontend/op_registry.h"
 #include "compiler_core/frontend/ops/index_ops.h"
 #include "compiler_core/frontend/shape_inference.h"
-#include "base/status_macros.h"
 #include "compiler_core/frontend/verifier.h"
 #include "onnx/onnx.pb.h"
 

@@ -8,9 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "compiler_core/frontend/ops/op_families.h"
 #include "compiler_core/frontend/shape_inference.h"
-#include "base/status_macros.h"
 
 namespace kiln {
 namespace {

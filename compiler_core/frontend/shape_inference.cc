@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "compiler_core/frontend/op_registry.h"
 #include "base/status_macros.h"
+#include "compiler_core/frontend/op_registry.h"
 
 namespace kiln {
 

@@ -11,8 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/digest.h"
-#include "compiler_core/codegen/object_emitter.h"
 #include "base/status_macros.h"
+#include "compiler_core/codegen/object_emitter.h"
 #include "compiler_core/driver/version.h"
 #include "kiln/v1/package.pb.h"
 #include "kiln/v1/package_layout.h"

@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "compiler_core/fusion/partitioner.h"
-#include "compiler_core/ir/graph.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/codegen/target.h"
+#include "compiler_core/fusion/partitioner.h"
 #include "compiler_core/fusion/workload.h"
+#include "compiler_core/ir/graph.h"
 
 namespace kiln {
 

@@ -5,9 +5,9 @@
 #include <optional>
 #include <set>
 
+#include "base/status_macros.h"
 #include "compiler_core/frontend/op_registry.h"
 #include "compiler_core/passes/graph_rewriting.h"
-#include "base/status_macros.h"
 
 namespace kiln {
 namespace {

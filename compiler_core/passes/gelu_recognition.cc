@@ -5,8 +5,8 @@
 #include <numbers>
 #include <set>
 
-#include "compiler_core/passes/graph_rewriting.h"
 #include "base/status_macros.h"
+#include "compiler_core/passes/graph_rewriting.h"
 
 namespace kiln {
 namespace {

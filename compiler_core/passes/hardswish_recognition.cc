@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "compiler_core/passes/graph_rewriting.h"
 #include "base/status_macros.h"
+#include "compiler_core/passes/graph_rewriting.h"
 
 namespace kiln {
 namespace {

@@ -3,9 +3,9 @@
 
 #include <set>
 
+#include "base/status_macros.h"
 #include "compiler_core/passes/graph_rewriting.h"
 #include "compiler_core/passes/reduce_axes.h"
-#include "base/status_macros.h"
 
 namespace kiln {
 

@@ -12,14 +12,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/file.h"
+#include "base/status_macros.h"
 #include "client/runtime/package_reader.h"
 #include "client/runtime/session.h"
+#include "compiler_core/codegen/target.h"
 #include "compiler_core/driver/compile_driver.h"
 #include "compiler_core/frontend/graph_proto.h"
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/frontend/onnx_importer.h"
-#include "base/status_macros.h"
-#include "compiler_core/codegen/target.h"
 #include "onnx/onnx.pb.h"
 
 namespace kiln::conformance {

@@ -12,11 +12,11 @@
 #include <set>
 #include <sstream>
 
-#include "compiler_core/fusion/partitioner.h"
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/frontend/onnx_importer.h"
-#include "compiler_core/passes/optimize.h"
+#include "compiler_core/fusion/partitioner.h"
 #include "compiler_core/fusion/workload.h"
+#include "compiler_core/passes/optimize.h"
 #include "tests/compiler_core/fusion/partition_evaluation.h"
 #include "tests/models/model_testing.h"
 

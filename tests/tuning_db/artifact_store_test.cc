@@ -3,10 +3,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/digest.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/tuning_db/temp_db_dir.h"
-#include "base/digest.h"
 #include "tuning_db/tuning_db.h"
 
 namespace kiln::tuningdb {

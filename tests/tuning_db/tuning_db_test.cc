@@ -6,10 +6,10 @@
 #include <fstream>
 #include <limits>
 
+#include "base/digest.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/tuning_db/temp_db_dir.h"
-#include "base/digest.h"
 
 namespace kiln::tuningdb {
 namespace {

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <limits>
 
-#include "compiler_core/frontend/graph_proto.h"
 #include "compiler_core/codegen/schedule_space.h"
+#include "compiler_core/frontend/graph_proto.h"
 #include "gtest/gtest.h"
 #include "tests/worker/workload_protos.h"
 #include "worker/isolation.h"

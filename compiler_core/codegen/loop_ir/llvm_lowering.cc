@@ -12,9 +12,9 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "compiler_core/codegen/llvm_pipeline.h"
 #include "compiler_core/codegen/loop_ir/math_functions.h"
-#include "base/status_macros.h"
 #include "compiler_core/codegen/vector_math.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DerivedTypes.h"

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "compiler_core/ir/graph.h"
 #include "compiler_core/codegen/loop_ir/loop_ir.h"
 #include "compiler_core/codegen/schedule_config.h"
 #include "compiler_core/codegen/target.h"
+#include "compiler_core/ir/graph.h"
 
 namespace kiln::loop_ir {
 

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "compiler_core/ir/graph.h"
 #include "compiler_core/codegen/schedule_config.h"
 #include "compiler_core/codegen/target.h"
+#include "compiler_core/ir/graph.h"
 
 namespace kiln::loop_ir {
 

@@ -7,9 +7,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"
-#include "base/status_macros.h"
 
 namespace kiln::loop_ir {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "compiler_core/ir/graph.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
+#include "compiler_core/ir/graph.h"
 
 namespace kiln::loop_ir {
 

@@ -35,6 +35,12 @@ Expr Clamp01(const Operands& o, Expr y) {
   return Select(Gt(y, o.k(1)), o.k(1), y);
 }
 
+// log(1 + e^x) without overflow.
+Expr Softplus(const Operands& o, Expr x) {
+  Expr pos = Add(x, o.call("log1p", {o.call("exp", {o.call("neg", {x})})}));
+  return Select(Gt(x, o.k(0)), pos, o.call("log1p", {o.call("exp", {x})}));
+}
+
 // Training mode is the identity only with a constant zero ratio.
 absl::Status CheckDropout(const Node& n) {
   if (n.num_inputs() <= 2 || n.input(2) == nullptr) return absl::OkStatus();
@@ -100,11 +106,8 @@ std::map<std::string, ElementwiseRule> MakeRules() {
   });
   r["Reciprocal"] = Rule([](const Operands& o) { return Div(o.k(1), o.x()); });
   r["Softsign"] = Rule([](const Operands& o) { return Div(o.x(), Add(o.k(1), o.call("abs", {o.x()}))); });
-  r["Softplus"] = Rule([](const Operands& o) {
-    Expr x = o.x();
-    Expr pos = Add(x, o.call("log1p", {o.call("exp", {o.call("neg", {x})})}));
-    return Select(Gt(x, o.k(0)), pos, o.call("log1p", {o.call("exp", {x})}));
-  });
+  r["Softplus"] = Rule([](const Operands& o) { return Softplus(o, o.x()); });
+  r["Mish"] = Rule([](const Operands& o) { return Mul(o.x(), o.call("tanh", {Softplus(o, o.x())})); });
   r["Not"] = Rule([](const Operands& o) { return Not(o.x()); });
   r["And"] = Rule([](const Operands& o) { return And(o.a[0], o.a[1]); });
   r["Or"] = Rule([](const Operands& o) { return Or(o.a[0], o.a[1]); });

@@ -9,11 +9,11 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"
-#include "compiler_core/frontend/ops/op_helpers.h"
 #include "compiler_core/frontend/ops/index_ops.h"
-#include "base/status_macros.h"
+#include "compiler_core/frontend/ops/op_helpers.h"
 
 namespace kiln::loop_ir {
 namespace {

@@ -6,10 +6,10 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"
 #include "compiler_core/codegen/loop_ir/lower_conv.h"
-#include "base/status_macros.h"
 
 namespace kiln::loop_ir {
 namespace {

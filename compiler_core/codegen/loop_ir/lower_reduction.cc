@@ -10,12 +10,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"
 #include "compiler_core/codegen/loop_ir/schedule.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
-#include "base/status_macros.h"
 
 namespace kiln::loop_ir {
 namespace {

@@ -8,12 +8,12 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"
 #include "compiler_core/codegen/loop_ir/schedule.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
 #include "compiler_core/frontend/ops/resize_plan.h"
-#include "base/status_macros.h"
 
 namespace kiln::loop_ir {
 namespace {

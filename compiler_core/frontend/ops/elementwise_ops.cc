@@ -21,10 +21,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "compiler_core/frontend/ops/op_families.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
 #include "compiler_core/frontend/shape_inference.h"
-#include "base/status_macros.h"
 
 namespace kiln::ops {
 namespace {
@@ -508,6 +508,8 @@ void RegisterUnary(std::vector<OpDef>* defs) {
   defs->push_back(UnaryMath("Sigmoid", kFloatTypes, Fixed(SigmoidOf)));
   defs->push_back(UnaryMath("Tanh", kFloatTypes, Fixed([](double x) { return std::tanh(x); })));
   defs->push_back(UnaryMath("Softplus", kFloatTypes, Fixed(SoftplusOf)));
+  // Mish (opset 18): x * tanh(softplus(x)).
+  defs->push_back(UnaryMath("Mish", kFloatTypes, Fixed([](double x) { return x * std::tanh(SoftplusOf(x)); })));
   defs->push_back(UnaryMath("Softsign", kFloatTypes, Fixed([](double x) { return x / (1.0 + std::fabs(x)); })));
   defs->push_back(UnaryMath("Erf", kNumericTypes, Fixed(ErfOf)));
   defs->push_back(UnaryMath("Sin", kFloatTypes, Fixed([](double x) { return std::sin(x); })));

@@ -11,11 +11,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "compiler_core/frontend/ops/op_families.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
 #include "compiler_core/frontend/shape_inference.h"
-#include "absl/strings/str_split.h"
 
 namespace kiln::ops {
 namespace {

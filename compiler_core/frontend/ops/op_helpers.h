@@ -10,8 +10,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "compiler_core/ir/graph.h"
 #include "compiler_core/frontend/op_registry.h"
+#include "compiler_core/ir/graph.h"
 
 namespace kiln::ops {
 

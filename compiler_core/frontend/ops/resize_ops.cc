@@ -14,8 +14,8 @@
 #include "base/status_macros.h"
 #include "compiler_core/frontend/ops/op_families.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
-#include "compiler_core/frontend/shape_inference.h"
 #include "compiler_core/frontend/ops/resize_plan.h"
+#include "compiler_core/frontend/shape_inference.h"
 
 namespace kiln::ops {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "compiler_core/frontend/ops/op_helpers.h"
 #include "base/status_macros.h"
+#include "compiler_core/frontend/ops/op_helpers.h"
 
 namespace kiln::ops {
 namespace {

@@ -9,16 +9,16 @@
 #include <thread>
 #include <vector>
 
+#include "base/digest.h"
 #include "client/runtime/kiln_runtime.h"
 #include "client/runtime/package_reader.h"
 #include "client/runtime/session.h"
 #include "client/runtime/thread_pool.h"
-#include "google/protobuf/stubs/logging.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/stubs/logging.h"
 #include "gtest/gtest.h"
 #include "proto/kiln/v1/package_layout.h"
 #include "tests/client/runtime/test_kernels.h"
-#include "base/digest.h"
 #include "tests/client/runtime/test_package.h"
 
 namespace kiln::runtime {

@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "compiler_core/ir/graph.h"
 #include "absl/strings/str_cat.h"
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/frontend/shape_inference.h"
+#include "compiler_core/ir/graph.h"
 #include "gtest/gtest.h"
 
 namespace kiln::codegen_testing {

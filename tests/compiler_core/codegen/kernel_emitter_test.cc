@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/object_emitter.h"
 #include "compiler_core/codegen/schedule_space.h"
-#include "compiler_core/frontend/shape_inference.h"
 #include "compiler_core/codegen/target.h"
+#include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/frontend/shape_inference.h"
 #include "gtest/gtest.h"
 #include "tests/compiler_core/codegen/codegen_testing.h"
 

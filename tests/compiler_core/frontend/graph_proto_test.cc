@@ -4,8 +4,8 @@
 #include <random>
 
 #include "compiler_core/frontend/onnx_importer.h"
-#include "google/protobuf/stubs/logging.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/stubs/logging.h"
 #include "gtest/gtest.h"
 #include "tests/compiler_core/frontend/onnx_model_builder.h"
 

@@ -12,9 +12,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "compiler_core/fusion/partitioner.h"
-#include "compiler_core/frontend/interpreter.h"
 #include "base/status_macros.h"
+#include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/fusion/partitioner.h"
 #include "compiler_core/fusion/workload.h"
 
 namespace kiln::testing {

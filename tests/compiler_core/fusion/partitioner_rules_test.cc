@@ -9,9 +9,9 @@
 #include <set>
 
 #include "compiler_core/codegen/schedule_space.h"
-#include "compiler_core/fusion/partitioner.h"
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/frontend/shape_inference.h"
+#include "compiler_core/fusion/partitioner.h"
 #include "compiler_core/fusion/workload.h"
 #include "tests/compiler_core/fusion/partition_evaluation.h"
 

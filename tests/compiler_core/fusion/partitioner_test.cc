@@ -4,8 +4,8 @@
 
 #include "client/example_models.h"
 #include "compiler_core/codegen/schedule_space.h"
-#include "compiler_core/fusion/partitioner.h"
 #include "compiler_core/frontend/onnx_importer.h"
+#include "compiler_core/fusion/partitioner.h"
 #include "compiler_core/fusion/workload.h"
 
 namespace kiln {

@@ -10,9 +10,9 @@
 #include "client/runtime/session.h"
 #include "client/runtime/thread_pool.h"
 #include "compiler_core/codegen/schedule_space.h"
-#include "compiler_core/fusion/partitioner.h"
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/frontend/onnx_importer.h"
+#include "compiler_core/fusion/partitioner.h"
 #include "compiler_core/package/package_writer.h"
 
 namespace kiln {

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "compiler_core/ir/graph.h"
 #include "compiler_core/frontend/interpreter.h"
-#include "compiler_core/passes/pass_pipeline.h"
 #include "compiler_core/frontend/shape_inference.h"
 #include "compiler_core/frontend/verifier.h"
+#include "compiler_core/ir/graph.h"
+#include "compiler_core/passes/pass_pipeline.h"
 
 namespace kiln::testing {
 

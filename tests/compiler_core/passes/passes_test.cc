@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "compiler_core/frontend/interpreter.h"
-#include "compiler_core/passes/pass_pipeline.h"
+#include "compiler_core/frontend/shape_inference.h"
 #include "compiler_core/passes/common_subexpression_elimination.h"
 #include "compiler_core/passes/dead_code_elimination.h"
-#include "compiler_core/frontend/shape_inference.h"
+#include "compiler_core/passes/pass_pipeline.h"
 
 namespace kiln {
 namespace {

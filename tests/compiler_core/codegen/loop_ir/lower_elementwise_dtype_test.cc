@@ -11,15 +11,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/ir/graph.h"
-#include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
 #include "compiler_core/codegen/loop_ir/printer.h"
-#include "compiler_core/frontend/ops/op_helpers.h"
 #include "compiler_core/codegen/schedule_space.h"
-#include "compiler_core/frontend/shape_inference.h"
 #include "compiler_core/codegen/target.h"
+#include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/frontend/ops/op_helpers.h"
+#include "compiler_core/frontend/shape_inference.h"
+#include "compiler_core/ir/graph.h"
 #include "tests/compiler_core/codegen/loop_ir/lowering_testing.h"
 
 namespace kiln {
@@ -219,7 +219,7 @@ TEST(ElementwiseDTypeTest, UnaryExact) {
 
 TEST(ElementwiseDTypeTest, UnaryMath) {
   for (DType d : kFloats) {
-    for (const char* op : {"Sin", "Cos", "Floor", "Ceil", "Round", "Elu", "Selu", "Softsign", "Softplus", "Exp",
+    for (const char* op : {"Sin", "Cos", "Floor", "Ceil", "Round", "Elu", "Selu", "Softsign", "Softplus", "Mish", "Exp",
                            "Tanh", "Sigmoid", "Erf", "HardSwish", "LeakyRelu", "Reciprocal"}) {
       Check(op, {{d, {3, 37}}});
       Check(op, {{d, {7}}});

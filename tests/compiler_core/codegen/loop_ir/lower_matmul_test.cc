@@ -9,10 +9,10 @@
 
 #include <random>
 
-#include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/codegen/jit.h"
-#include "compiler_core/codegen/loop_ir/lower_matmul.h"
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
+#include "compiler_core/codegen/loop_ir/lower_matmul.h"
+#include "compiler_core/frontend/interpreter.h"
 #include "tests/compiler_core/codegen/loop_ir/lowering_testing.h"
 
 namespace kiln::loop_ir {

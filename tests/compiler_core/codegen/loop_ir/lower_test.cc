@@ -6,12 +6,12 @@
 #include <memory>
 #include <random>
 
-#include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
-#include "compiler_core/codegen/loop_ir/printer.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
+#include "compiler_core/codegen/loop_ir/printer.h"
 #include "compiler_core/codegen/schedule_space.h"
+#include "compiler_core/frontend/interpreter.h"
 #include "gtest/gtest.h"
 #include "tests/compiler_core/codegen/loop_ir/lowering_testing.h"
 

@@ -9,14 +9,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/loop_ir/lower_topk.h"
 #include "compiler_core/codegen/loop_ir/printer.h"
 #include "compiler_core/codegen/loop_ir/verifier.h"
 #include "compiler_core/codegen/schedule_space.h"
-#include "compiler_core/frontend/shape_inference.h"
 #include "compiler_core/codegen/target.h"
+#include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/frontend/shape_inference.h"
 #include "gtest/gtest.h"
 #include "tests/compiler_core/codegen/loop_ir/lowering_testing.h"
 

@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_core/ir/graph.h"
 #include "compiler_core/codegen/jit.h"
-#include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/codegen/schedule_space.h"
-#include "compiler_core/frontend/shape_inference.h"
 #include "compiler_core/codegen/target.h"
+#include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/frontend/shape_inference.h"
+#include "compiler_core/ir/graph.h"
 #include "tests/compiler_core/codegen/codegen_testing.h"
 
 namespace kiln::loop_ir_testing {

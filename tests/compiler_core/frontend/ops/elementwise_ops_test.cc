@@ -374,6 +374,11 @@ TEST(ElementwiseOpsTest, ClipBothForms) {
 }
 
 TEST(ElementwiseOpsTest, ActivationsAndRounding) {
+  auto mish = OneNode{"Mish", {F32({3}, {-1, 0, 2})}}.Run();
+  ASSERT_TRUE(mish.ok()) << mish.status();
+  EXPECT_NEAR(Values<float>(*mish)[0], -0.30340147f, 1e-6);  // -tanh(log(1 + 1/e))
+  EXPECT_EQ(Values<float>(*mish)[1], 0.0f);
+  EXPECT_NEAR(Values<float>(*mish)[2], 1.94395896f, 1e-6);
   auto gelu = OneNode{"Gelu", {F32({3}, {-1, 0, 1})}}.Run();
   ASSERT_TRUE(gelu.ok()) << gelu.status();
   EXPECT_NEAR(Values<float>(*gelu)[0], -0.15865525f, 1e-6);
