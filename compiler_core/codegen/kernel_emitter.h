@@ -3,7 +3,7 @@
 // args: the workload's inputs then outputs (dense row-major arrays of their
 // dtypes). The kernel computes tasks [task_begin, task_end) of [0, num_tasks);
 // tasks write disjoint output regions. Every kind lowers through the loop IR
-// (compiler_core/loop_ir); MatMul/Gemm: a task is (batch, block of rows, block
+// (compiler_core/codegen/loop_ir); MatMul/Gemm: a task is (batch, block of rows, block
 // of columns) (loop_ir::TileMatMul). Shared by jit and object_emitter.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The operator table: the families under compiler_core/ops/ register their
+// The operator table: the families under compiler_core/frontend/ops/ register their
 // definitions; this file owns lookup and the generic node checks.
 #include "compiler_core/frontend/op_registry.h"
 

@@ -2,7 +2,7 @@
 // which becomes one kernel. Loop fusion of elementwise/broadcast chains,
 // reduction (input) fusion, epilogue fusion into Conv/MatMul anchors and data
 // movement as index arithmetic, steered by the cost model in
-// fusion_cost_model.h; docs/fusion.md has the rules.
+// cost_model.h; docs/fusion.md has the rules.
 #pragma once
 
 #include <functional>

@@ -1,5 +1,5 @@
 // Knob and form helpers shared by the loop-IR lowerings (internal to
-// compiler_core/loop_ir).
+// compiler_core/codegen/loop_ir).
 #pragma once
 
 #include <cstdint>

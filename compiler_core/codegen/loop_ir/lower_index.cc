@@ -34,7 +34,7 @@ int IntOperand(const std::string& op) {
 int64_t Rank(const Value* v) { return static_cast<int64_t>(DimsOf(v).size()); }
 
 // Offset along the axis of one Split piece (the importer makes one node per
-// output; SplitSizes in ops/tensor_movement_ops.cc is the reference).
+// output; SplitSizes in frontend/ops/index_ops.cc is the reference).
 absl::StatusOr<int64_t> SplitOffset(const Node& n, int64_t axis) {
   const int64_t dim = DimsOf(n.input(0))[axis];
   const int64_t count = n.GetInt(ops::kSplitNumOutputsAttr, 1);

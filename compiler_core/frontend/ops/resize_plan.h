@@ -1,5 +1,5 @@
 // The per-axis arithmetic of Resize/Upsample shared by the reference kernel
-// and shape function (ops/nn_resize_ops.cc) and the loop-IR lowering
+// and shape function (ops/resize_ops.cc) and the loop-IR lowering
 // (loop_ir/lower_resize.cc): how each axis is resized, the source coordinate
 // of an output index, and the input taps (index, weight) it reads.
 #pragma once
