@@ -183,7 +183,7 @@ std::string Text(const PreparedModel& in) {
                   " after\n");
   absl::StrAppend(&s, "  groups (kernels):   ", in.partition.groups.size(), "\n");
   absl::StrAppend(&s, "  distinct workloads: ", in.distinct_workloads, "\n");
-  if (absl::Status compilable = CheckCompilable(in, CpuTarget::Host().Key()); !compilable.ok()) {
+  if (absl::Status compilable = CheckCompilable(in, CpuTarget::Host()); !compilable.ok()) {
     absl::StrAppend(&s, "  code generation:    ", compilable.message(), "\n");
   }
   absl::StrAppend(&s, "  memory traffic:     ", Megabytes(in.partition.bytes_fused), " fused, ",

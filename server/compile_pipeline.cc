@@ -69,7 +69,7 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   // takes before anything is tuned.
   report("optimize", absl::StrCat("optimizing ", graph->nodes().size(), " nodes"));
   ASSIGN_OR_RETURN(PreparedModel model, PrepareModel(std::move(graph)));
-  RETURN_IF_ERROR(CheckCompilable(model, target_key));
+  RETURN_IF_ERROR(CheckCompilable(model, target));
   const Partition& partition = model.partition;
   const std::vector<Workload>& workloads = model.workloads;
   p.set_groups_total(static_cast<int>(partition.groups.size()));

@@ -11,6 +11,7 @@
 #include "base/status_macros.h"
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
+#include "compiler_core/codegen/loop_ir/verifier.h"
 #include "compiler_core/frontend/shape_inference.h"
 #include "llvm/IR/Module.h"
 
@@ -48,6 +49,18 @@ absl::Status CheckDeclaredTypes(const Graph& workload) {
 
 }  // namespace
 
+absl::StatusOr<loop_ir::LoopFunc> LowerWorkload(const Graph& workload, const ScheduleConfig& config,
+                                                const CpuTarget& target) {
+  absl::Status why;
+  const loop_ir::WorkloadLowering* lowering = loop_ir::FindLowering(workload, &why);
+  if (lowering == nullptr) return why;
+  RETURN_IF_ERROR(CheckDeclaredTypes(workload));
+  RETURN_IF_ERROR(lowering->validate(workload, config, target));
+  ASSIGN_OR_RETURN(loop_ir::LoopFunc f, lowering->lower(workload, config, target));
+  RETURN_IF_ERROR(loop_ir::Verify(f));
+  return f;
+}
+
 absl::StatusOr<EmittedKernel> EmitKernel(const Graph& workload, const ScheduleConfig& config,
                                          const CpuTarget& target, const std::string& symbol,
                                          llvm::Module* module) {
@@ -57,12 +70,7 @@ absl::StatusOr<EmittedKernel> EmitKernel(const Graph& workload, const ScheduleCo
   if (module->getNamedValue(symbol) != nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("kernel symbol ", symbol, " is defined twice"));
   }
-  absl::Status why;
-  const loop_ir::WorkloadLowering* lowering = loop_ir::FindLowering(workload, &why);
-  if (lowering == nullptr) return why;
-  RETURN_IF_ERROR(CheckDeclaredTypes(workload));
-  RETURN_IF_ERROR(lowering->validate(workload, config, target));
-  ASSIGN_OR_RETURN(loop_ir::LoopFunc f, lowering->lower(workload, config, target));
+  ASSIGN_OR_RETURN(loop_ir::LoopFunc f, LowerWorkload(workload, config, target));
   ASSIGN_OR_RETURN(loop_ir::LoweredFunction lf, loop_ir::LowerToLlvm(f, target, symbol, module));
   return EmittedKernel{lf.num_tasks, lf.num_args};
 }

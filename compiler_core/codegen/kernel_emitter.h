@@ -19,12 +19,24 @@ namespace llvm {
 class Module;
 }  // namespace llvm
 
+namespace kiln::loop_ir {
+struct LoopFunc;
+}  // namespace kiln::loop_ir
+
 namespace kiln {
 
 struct EmittedKernel {
   int64_t num_tasks = 0;
   int num_args = 0;
 };
+
+// The workload at `config` as verified loop IR: the lowering that takes it,
+// after the workload's declared types are re-checked and `config` validated.
+// What EmitKernel compiles; cheap (no LLVM), so the compile driver checks
+// every group with it before anything is tuned. UNIMPLEMENTED when no
+// lowering takes the workload, INVALID_ARGUMENT for a bad workload or config.
+absl::StatusOr<loop_ir::LoopFunc> LowerWorkload(const Graph& workload, const ScheduleConfig& config,
+                                                const CpuTarget& target);
 
 // Adds the external function `symbol` to `module` (whose context it uses).
 // UNIMPLEMENTED for unsupported operators, INVALID_ARGUMENT for a bad workload,

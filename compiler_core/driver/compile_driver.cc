@@ -1,11 +1,14 @@
 // The compile driver's stages (see compile_driver.h).
 #include "compiler_core/driver/compile_driver.h"
 
+#include <regex>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "compiler_core/codegen/kernel_emitter.h"
+#include "compiler_core/codegen/loop_ir/loop_ir.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/frontend/graph_proto.h"
 #include "compiler_core/frontend/onnx_importer.h"
@@ -42,15 +45,52 @@ absl::StatusOr<PreparedModel> PrepareModel(std::unique_ptr<Graph> graph, const P
   return m;
 }
 
-absl::Status CheckCompilable(const PreparedModel& model, const std::string& target_key) {
+namespace {
+
+std::string NodeList(const FusionGroup& g) {
   std::vector<std::string> nodes;
-  for (const FusionGroup& g : model.partition.groups) {
-    if (g.kind != "unsupported") continue;
-    for (const Node* n : g.nodes) nodes.push_back(absl::StrCat("'", n->name(), "' (", n->op_type(), ")"));
+  for (const Node* n : g.nodes) nodes.push_back(absl::StrCat("node '", n->name(), "' (", n->op_type(), ")"));
+  return absl::StrJoin(nodes, ", ");
+}
+
+// `message` about a workload with its nodes n0, n1, ... named as in the model.
+std::string InModelTerms(const std::string& message, const FusionGroup& g) {
+  static const std::regex kWorkloadNode("\\bn([0-9]+)\\b");
+  std::string out;
+  auto begin = std::sregex_iterator(message.begin(), message.end(), kWorkloadNode);
+  size_t last = 0;
+  for (auto it = begin; it != std::sregex_iterator(); ++it) {
+    const size_t k = std::stoul((*it)[1].str());
+    if (k >= g.nodes.size()) continue;
+    out += message.substr(last, it->position() - last);
+    out += absl::StrCat("'", g.nodes[k]->name(), "'");
+    last = it->position() + it->length();
   }
-  if (nodes.empty()) return absl::OkStatus();
-  return absl::UnimplementedError(absl::StrCat("no code generator for node", nodes.size() > 1 ? "s " : " ",
-                                               absl::StrJoin(nodes, ", "), " on target ", target_key, " yet"));
+  return out + message.substr(last);
+}
+
+}  // namespace
+
+absl::Status CheckCompilable(const PreparedModel& model, const CpuTarget& target) {
+  std::vector<std::string> problems;
+  std::set<std::string> checked;
+  for (size_t i = 0; i < model.partition.groups.size(); ++i) {
+    const FusionGroup& g = model.partition.groups[i];
+    if (g.kind == "unsupported") {
+      problems.push_back(absl::StrCat("no code generator for ", NodeList(g)));
+      continue;
+    }
+    const Workload& w = model.workloads[i];
+    if (!checked.insert(w.key).second) continue;
+    absl::Status lowered = LowerWorkload(*w.graph, DefaultSchedule(*w.graph, target), target).status();
+    if (!lowered.ok()) {
+      problems.push_back(absl::StrCat("group ", g.index, " [", NodeList(g), "]: ",
+                                      InModelTerms(std::string(lowered.message()), g)));
+    }
+  }
+  if (problems.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("unsupported: ", absl::StrJoin(problems, "; "), " (target ",
+                                                 target.Key(), ")"));
 }
 
 std::vector<ScheduleConfig> DefaultSchedules(const PreparedModel& model, const CpuTarget& target) {
@@ -67,7 +107,7 @@ absl::StatusOr<PackageBytes> BuildPackage(const PreparedModel& model, const std:
 absl::StatusOr<PackageBytes> CompileWithDefaultSchedules(std::unique_ptr<Graph> graph,
                                                          const PackageOptions& options) {
   ASSIGN_OR_RETURN(PreparedModel model, PrepareModel(std::move(graph)));
-  RETURN_IF_ERROR(CheckCompilable(model, options.target.Key()));
+  RETURN_IF_ERROR(CheckCompilable(model, options.target));
   return BuildPackage(model, DefaultSchedules(model, options.target), options);
 }
 

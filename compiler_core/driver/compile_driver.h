@@ -62,10 +62,13 @@ struct PreparedModel {
 // takes is kept, with kind "unsupported": CheckCompilable says which.
 absl::StatusOr<PreparedModel> PrepareModel(std::unique_ptr<Graph> graph, const PrepareOptions& options = {});
 
-// OK when every group has a lowering; otherwise UNIMPLEMENTED naming every
-// node of every group that has none ("no code generator for node 'a' (Foo),
-// node 'b' (Bar) on target T"), before anything is tuned.
-absl::Status CheckCompilable(const PreparedModel& model, const std::string& target_key);
+// OK when every group has a lowering and lowers to loop IR at its default
+// schedule on `target` (no LLVM: cheap), so that a group that cannot be built
+// is refused before anything is tuned. Otherwise INVALID_ARGUMENT starting
+// "unsupported: " and naming, with the model's node names, every group that
+// fails ("no code generator for node 'a' (Foo); group 7 [node 'x' (MatMul),
+// node 'y' (Add)]: <why>").
+absl::Status CheckCompilable(const PreparedModel& model, const CpuTarget& target);
 
 // The heuristic default schedule of every group on `target`.
 std::vector<ScheduleConfig> DefaultSchedules(const PreparedModel& model, const CpuTarget& target);

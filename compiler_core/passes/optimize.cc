@@ -11,13 +11,15 @@
 #include "compiler_core/passes/gelu_recognition.h"
 #include "compiler_core/passes/hardswish_recognition.h"
 #include "compiler_core/passes/layer_norm_recognition.h"
+#include "compiler_core/passes/legacy_forms.h"
 #include "compiler_core/passes/softmax_recognition.h"
 
 namespace kiln {
 
 PassPipeline DefaultOptimizationPipeline() {
   PassPipeline p("default_optimization");
-  p.Add(std::make_unique<ConstantFolding>())
+  p.Add(std::make_unique<LegacyFormCanonicalization>())
+      .Add(std::make_unique<ConstantFolding>())
       .Add(std::make_unique<AlgebraicSimplification>())
       .Add(std::make_unique<DeadCodeElimination>())
       .Add(std::make_unique<BatchNormFolding>())
