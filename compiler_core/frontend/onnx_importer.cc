@@ -412,6 +412,20 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportGraph(const onnx::GraphProto& gp, i
     }
   }
 
+  // Every operator the table does not have, named at once.
+  std::vector<std::string> unsupported;
+  for (int i : order) {
+    const onnx::NodeProto& n = gp.node(i);
+    if (FindOpDef(n.domain(), n.op_type()) == nullptr) {
+      unsupported.push_back(NodeCtx(names[i], n).substr(0, NodeCtx(names[i], n).size() - 2));
+    }
+  }
+  if (!unsupported.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("unsupported operator", unsupported.size() > 1 ? "s" : "", ": ",
+                                                   absl::StrJoin(unsupported, ", "),
+                                                   " (the supported ones: docs/operators.md)"));
+  }
+
   for (int i : order) {
     const onnx::NodeProto& n = gp.node(i);
     const std::string ctx = NodeCtx(names[i], n);

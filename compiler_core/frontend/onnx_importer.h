@@ -18,7 +18,9 @@ namespace kiln {
 // operators changed meaning since (legacy attributes such as `broadcast` or
 // Pad-1's `paddings` are rejected by the operator table).
 inline constexpr int64_t kMinOnnxOpset = 1;
-inline constexpr int64_t kMaxOnnxOpset = 21;
+// Opsets 22 to 28 changed the operators Kiln supports only by new element
+// types and attributes (which the operator table rejects, naming them).
+inline constexpr int64_t kMaxOnnxOpset = 28;
 
 // Int attribute the importer sets to the model's opset on Softmax, LogSoftmax
 // and Hardmax nodes of opset < 13 (their old coerce-to-2D semantics).
@@ -44,7 +46,10 @@ struct ImportOptions {
   std::map<std::string, std::vector<int64_t>> input_shapes;
 };
 
-// Parses ModelProto bytes and imports the main graph: initializers become
+// Parses ModelProto bytes and imports the main graph. A model using operators
+// Kiln does not support fails before anything else is checked, with one
+// INVALID_ARGUMENT naming every such node ("unsupported operators: node 'nms'
+// (NonMaxSuppression), node 'loop' (Loop); see docs/operators.md"). Then: initializers become
 // constant values (also when a graph input of the same name shadows them),
 // Constant nodes become constants, empty input names become omitted (nullptr)
 // inputs, attributes are converted, the opset comes from the default domain's

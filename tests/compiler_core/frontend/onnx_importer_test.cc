@@ -170,7 +170,21 @@ TEST(OnnxImporterTest, UnsupportedOperator) {
   m.Output("y");
   auto g = ImportOnnxModel(m.Bytes(), {});
   ASSERT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(g.status().message(), "node 'conv1' (FancyConv): unsupported operator");
+  EXPECT_EQ(g.status().message(),
+            "unsupported operator: node 'conv1' (FancyConv) (the supported ones: docs/operators.md)");
+}
+
+TEST(OnnxImporterTest, EveryUnsupportedOperatorIsNamedAtOnce) {
+  OnnxModelBuilder m;
+  m.Input("x", {"4"});
+  m.Node("Relu", "r", {"x"}, {"a"});
+  m.Node("NonZero", "nz", {"a"}, {"b"});
+  m.Node("Loop", "loop", {"b"}, {"c"});
+  m.Output("c");
+  auto g = ImportOnnxModel(m.Bytes(), {});
+  ASSERT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(g.status().message(),
+            "unsupported operators: node 'nz' (NonZero), node 'loop' (Loop) (the supported ones: docs/operators.md)");
 }
 
 TEST(OnnxImporterTest, UnknownDomain) {
@@ -180,7 +194,8 @@ TEST(OnnxImporterTest, UnknownDomain) {
   m.Output("y");
   auto g = ImportOnnxModel(m.Bytes(), {});
   ASSERT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(g.status().message(), "node 'g0' (com.microsoft.FusedGelu): unsupported domain 'com.microsoft'");
+  EXPECT_EQ(g.status().message(),
+            "unsupported operator: node 'g0' (com.microsoft.FusedGelu) (the supported ones: docs/operators.md)");
 }
 
 TEST(OnnxImporterTest, UnsupportedAttributeIsRejected) {
