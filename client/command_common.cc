@@ -8,9 +8,12 @@
 #include <sstream>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 #include "client/commands.h"
+#include "client/tensor_io.h"
 
 namespace kiln::client {
 
@@ -40,14 +43,30 @@ absl::Status ParseShapeFlag(const std::string& flag, std::string* name, std::vec
   return absl::OkStatus();
 }
 
-absl::Status ParseInputFlag(const std::string& flag, std::string* name, std::string* path) {
-  size_t eq = flag.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == flag.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("--input '", flag, "': expected NAME=FILE"));
+absl::StatusOr<std::map<std::string, Tensor>> ReadInputFlags(const std::vector<std::string>& flags) {
+  std::map<std::string, Tensor> inputs;
+  for (const std::string& flag : flags) {
+    const size_t eq = flag.find('=');
+    std::string name, path;
+    if (eq == std::string::npos && absl::EndsWith(flag, ".pb")) {
+      path = flag;
+      ASSIGN_OR_RETURN(name, TensorProtoName(path));
+      if (name.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--input '", flag, "': the TensorProto has no name; give it as NAME=FILE"));
+      }
+    } else if (eq == std::string::npos || eq == 0 || eq + 1 == flag.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("--input '", flag, "': expected NAME=FILE (or a named .pb FILE)"));
+    } else {
+      name = flag.substr(0, eq);
+      path = flag.substr(eq + 1);
+    }
+    ASSIGN_OR_RETURN(Tensor t, ReadTensorFile(path));
+    if (!inputs.emplace(name, std::move(t)).second) {
+      return absl::InvalidArgumentError(absl::StrCat("--input: input '", name, "' is given twice"));
+    }
   }
-  *name = flag.substr(0, eq);
-  *path = flag.substr(eq + 1);
-  return absl::OkStatus();
+  return inputs;
 }
 
 std::string DefaultKilnHome() {

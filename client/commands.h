@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/file.h"  // ReadFile, WriteFileAtomic for the subcommands
+#include "compiler_core/ir/tensor.h"
 
 namespace kiln::client {
 
@@ -94,7 +95,10 @@ int RunInspect(const InspectOptions& options);
 // Shared by the subcommands.
 int ReportError(const std::string& command, const absl::Status& status);
 absl::Status ParseShapeFlag(const std::string& flag, std::string* name, std::vector<int64_t>* dims);
-absl::Status ParseInputFlag(const std::string& flag, std::string* name, std::string* path);
+// --input flags as tensors by name: NAME=FILE (.npy or ONNX TensorProto .pb),
+// or a .pb FILE alone, named by its TensorProto's name field. A name given
+// twice, or a .pb without NAME= and without a name inside, is INVALID_ARGUMENT.
+absl::StatusOr<std::map<std::string, Tensor>> ReadInputFlags(const std::vector<std::string>& flags);
 std::string DefaultKilnHome();  // $HOME/.kiln
 // Output names may contain '/' or ':'; those become '_' in file names.
 std::string FileNameFor(const std::string& tensor_name);

@@ -21,20 +21,25 @@ int RunEval(const EvalOptions& o) {
     if (absl::Status s = ParseShapeFlag(flag, &name, &dims); !s.ok()) return ReportError("eval", s);
     source.input_shapes[name] = dims;
   }
-  std::map<std::string, Tensor> inputs;
-  for (const std::string& flag : o.inputs) {
-    std::string name, path;
-    if (absl::Status s = ParseInputFlag(flag, &name, &path); !s.ok()) return ReportError("eval", s);
-    auto t = ReadTensorFile(path);
-    if (!t.ok()) return ReportError("eval", t.status());
-    // An input file also binds that input's shape, unless --shape did.
-    if (!source.input_shapes.count(name)) source.input_shapes[name] = t->dims();
-    inputs.emplace(name, std::move(*t));
+  auto inputs = ReadInputFlags(o.inputs);
+  if (!inputs.ok()) return ReportError("eval", inputs.status());
+  // The reference interpreter knows every input's value: they are bound at
+  // import, so shape operands computed from inputs are evaluated too.
+  for (const auto& [name, t] : *inputs) {
+    if (auto shape = source.input_shapes.find(name); shape != source.input_shapes.end()) {
+      if (shape->second != t.dims()) {
+        return ReportError("eval", absl::InvalidArgumentError(absl::StrCat(
+                                       "--shape ", name, ": differs from the shape of the value given (--input) ",
+                                       t.DebugString(0))));
+      }
+      source.input_shapes.erase(shape);
+    }
+    source.input_values[name] = t;
   }
   auto graph = ImportModel(source);
   if (!graph.ok()) return ReportError("eval", graph.status());
   if (o.dump_graph) std::fprintf(stderr, "%s", (*graph)->ToText().c_str());
-  auto outputs = Evaluate(**graph, inputs);
+  auto outputs = Evaluate(**graph, {});
   if (!outputs.ok()) return ReportError("eval", outputs.status());
   if (!o.output_dir.empty()) {
     std::error_code ec;

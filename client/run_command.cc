@@ -35,11 +35,10 @@ int RunRun(const RunOptions& o) {
   if (!session.ok()) return ReportError("run", session.status());
   runtime::Session& s = **session;
 
-  for (const std::string& flag : o.inputs) {
-    std::string name, path;
-    if (absl::Status st = ParseInputFlag(flag, &name, &path); !st.ok()) return ReportError("run", st);
-    auto tensor = ReadTensorFile(path);
-    if (!tensor.ok()) return ReportError("run", tensor.status());
+  auto inputs = ReadInputFlags(o.inputs);
+  if (!inputs.ok()) return ReportError("run", inputs.status());
+  for (const auto& [name, value] : *inputs) {
+    const Tensor* tensor = &value;
     int index = -1;
     for (int i = 0; i < s.num_inputs(); ++i) {
       if (s.input_info(i).name() == name) index = i;
@@ -52,7 +51,7 @@ int RunRun(const RunOptions& o) {
     std::vector<int64_t> want(info.dims().begin(), info.dims().end());
     if (static_cast<int>(tensor->dtype()) != static_cast<int>(info.dtype()) || tensor->dims() != want) {
       return ReportError("run", absl::InvalidArgumentError(absl::StrCat(
-                                    "input '", name, "' from ", path, " is ", tensor->DebugString(0),
+                                    "input '", name, "' is ", tensor->DebugString(0),
                                     "; the package expects ", DTypeName(static_cast<DType>(info.dtype())),
                                     "[", absl::StrJoin(want, ","), "]")));
     }

@@ -317,6 +317,16 @@ absl::StatusOr<Tensor> DecodeTensorProto(std::string_view bytes, const std::stri
   return t;
 }
 
+absl::StatusOr<std::string> TensorProtoName(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  onnx::TensorProto proto;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor file '", path, "': not an ONNX TensorProto"));
+  }
+  return proto.name();
+}
+
 absl::StatusOr<Tensor> ReadTensorFile(const std::string& path) {
   if (EndsWith(path, ".npy")) {
     ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));

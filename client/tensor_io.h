@@ -15,6 +15,8 @@ namespace kiln {
 // the file cannot be read; INVALID_ARGUMENT, naming the file, for a malformed or
 // unsupported file (big-endian, Fortran order, unsupported dtype, bad size).
 absl::StatusOr<Tensor> ReadTensorFile(const std::string& path);
+// The `name` field of the TensorProto in a .pb file ("" when unset).
+absl::StatusOr<std::string> TensorProtoName(const std::string& path);
 
 // .npy format versions 1.0, 2.0 and 3.0, C order, little-endian; dtypes
 // '<f4' '<f8' '<f2' '<i8' '<i4' '<i2' '|i1' '|u1' '|b1'.

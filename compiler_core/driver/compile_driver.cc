@@ -23,6 +23,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportModel(const ModelSource& source) {
   }
   ImportOptions options;
   options.input_shapes = source.input_shapes;
+  options.input_values = source.input_values;
   return ImportOnnxModel(source.onnx_model, options);
 }
 

@@ -36,6 +36,8 @@ struct ModelSource {
   const kiln::v1::Graph* graph = nullptr;
   // Bindings of symbolic input dimensions (`--shape x=1,3,224,224`; ONNX only).
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  // Values of inputs known at import (ImportOptions::input_values).
+  std::map<std::string, Tensor> input_values;
 };
 
 // Imports, verifies and infers shapes. INVALID_ARGUMENT naming the node (or

@@ -129,6 +129,25 @@ absl::StatusOr<InputDecl> ConvertInputType(const onnx::ValueInfoProto& vi, int* 
   return decl;
 }
 
+// A value given for graph input `name` agrees with its declaration.
+absl::Status CheckInputValue(const std::string& name, const InputDecl& decl, const Tensor& value) {
+  const std::string ctx = absl::StrCat("graph input '", name, "': ");
+  if (value.dtype() != decl.type.dtype) {
+    return Invalid(ctx, absl::StrCat("the value given is ", DTypeName(value.dtype()), ", the model declares ",
+                                     decl.type.ToString()));
+  }
+  if (!decl.has_shape) return absl::OkStatus();
+  bool agrees = decl.type.rank() == value.rank();
+  for (int64_t d = 0; agrees && d < value.rank(); ++d) {
+    agrees = !decl.type.dims[d].is_static() || decl.type.dims[d].value == value.dims()[d];
+  }
+  if (!agrees) {
+    return Invalid(ctx, absl::StrCat("the value given is ", value.DebugString(0), ", the model declares ",
+                                     decl.type.ToString()));
+  }
+  return absl::OkStatus();
+}
+
 // Applies --shape bindings: fixes the bound inputs' dims, and binds each
 // symbol they had wherever else it occurs.
 absl::Status BindInputShapes(Graph& graph, const std::map<std::string, InputDecl>& decls,
@@ -325,6 +344,11 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportGraph(const onnx::GraphProto& gp, i
     if (existing && existing->is_constant()) continue;  // an initializer's declaration: stays a constant
     if (existing) return absl::InvalidArgumentError(absl::StrCat("graph input '", vi.name(), "' is listed twice"));
     ASSIGN_OR_RETURN(InputDecl decl, ConvertInputType(vi, &unknown_counter));
+    if (auto value = options.input_values.find(vi.name()); value != options.input_values.end()) {
+      RETURN_IF_ERROR(CheckInputValue(vi.name(), decl, value->second));
+      RETURN_IF_ERROR(graph->AddConstant(vi.name(), value->second).status());
+      continue;
+    }
     RETURN_IF_ERROR(graph->AddInput(vi.name(), decl.type).status());
     decls[vi.name()] = std::move(decl);
   }

@@ -44,6 +44,12 @@ struct ImportOptions {
   // that is not a graph input, or a rank different from the model's, is an
   // error. Binding an input also binds its symbolic dims wherever they occur.
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  // Values of graph inputs known at import (`kiln eval`'s inputs): each such
+  // input becomes a constant, so that shape operands computed from it
+  // (Reshape's shape, Range's bounds, TopK's k, ...) are evaluated as ONNX
+  // Runtime does. Its dtype and shape must agree with the model's declaration
+  // (INVALID_ARGUMENT naming the input otherwise); it takes no --shape.
+  std::map<std::string, Tensor> input_values;
 };
 
 // Parses ModelProto bytes and imports the main graph. A model using operators
