@@ -81,8 +81,8 @@ absl::StatusOr<ConvForm> Analyze(const Graph& g) {
   }
   const WindowGeometry& s = f.geo;
   int64_t rin = (s.kh - 1) * s.dh + 1, din = (s.kd - 1) * s.dd + 1;
-  if (f.cg * din * rin * (s.ow * s.sw + s.kw * s.dw + 16) > kMaxPackFloats) {
-    return NodeError(conv, "one output row reads more input than the stack pack holds");
+  if (din * rin * (s.ow * s.sw + s.kw * s.dw + 16) > kMaxPackFloats) {
+    return NodeError(conv, "one output row of one channel reads more input than the stack pack holds");
   }
   return f;
 }
@@ -127,10 +127,19 @@ void PackDims(const ConvForm& f, const Knobs& k, int64_t* rin, int64_t* wq, int6
   *wq = CeilDiv(*owr + ((s.kw - 1) * s.dw) / s.sw, k.vw) * k.vw;
 }
 
-int64_t PackFloats(const ConvForm& f, const Knobs& k) {
+// Input channels packed at once: all of the group's when they fit the pack,
+// else the largest divisor of them that does (the kernel then accumulates
+// over channel chunks in the output); 0 when not even one channel fits.
+int64_t ChunkChannels(const ConvForm& f, const Knobs& k) {
   int64_t rin, wq, owr;
   PackDims(f, k, &rin, &wq, &owr);
-  return f.cg * ((f.geo.kd - 1) * f.geo.dd + 1) * rin * f.geo.sw * wq;
+  const int64_t per_channel = ((f.geo.kd - 1) * f.geo.dd + 1) * rin * f.geo.sw * wq;
+  const int64_t cap = kMaxPackFloats / per_channel;
+  if (cap >= f.cg) return f.cg;
+  for (int64_t cc = cap; cc >= 1; --cc) {
+    if (f.cg % cc == 0) return cc;
+  }
+  return 0;
 }
 
 absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& target) {
@@ -144,7 +153,7 @@ absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& targ
   bool ok = k.vw >= 1 && k.vw <= target.FloatLanes() && (k.vw & (k.vw - 1)) == 0 && k.ur >= 1 && k.ur <= 8 &&
             k.kb >= 1 && k.kb <= 16 && f.kg % k.kb == 0 && k.rows >= 1 && k.rows <= std::max<int64_t>(f.geo.oh, 1);
   if (!ok) return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": knobs out of range"));
-  if (PackFloats(f, k) > kMaxPackFloats) {
+  if (ChunkChannels(f, k) == 0) {
     return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": rows=", k.rows, " vw=", k.vw,
                                                    " ur=", k.ur, " overflow the input pack"));
   }
@@ -337,6 +346,9 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   const int64_t ohb = CeilDiv(s.oh, rows);
   const int64_t tasks = s.n * f.group * s.od * ohb;
   const int64_t din = (s.kd - 1) * s.dd + 1;  // input depth slices per output slice
+  // Input channels per pack; more than one chunk accumulates partial sums in
+  // the raw output between chunks (big channel counts, wide dilated windows).
+  const int64_t cc = ChunkChannels(f, kn), nch = f.cg / cc;
 
   GraphExpr ge(g);
   const std::vector<Buffer>& args = ge.args();
@@ -348,9 +360,10 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   ge.Bind(conv_out, raw);
 
   Expr n = Var("n_"), grp = Var("g_"), hb = Var("hb_"), odv = s.three_d ? Var("od_") : I(0);
-  // ---- pack: xp[cl][z][r][phase][q] = x[n, g*cg + cl, od*sd + z - pf, hb*rows*sh + r - pt, q*sw + phase - pl] or 0
-  // (z only for 3-D)
-  Buffer xp = MakeBuffer("xp", {f.cg * din * rin * s.sw * wq}, BufferRole::kTemp);
+  Expr ch0 = nch > 1 ? Mul(Var("ch_"), I(cc)) : I(0);  // first channel of the chunk
+  // ---- pack: xp[cl][z][r][phase][q] = x[n, g*cg + ch0 + cl, od*sd + z - pf, hb*rows*sh + r - pt, q*sw + phase - pl]
+  // or 0 (z only for 3-D)
+  Buffer xp = MakeBuffer("xp", {cc * din * rin * s.sw * wq}, BufferRole::kTemp);
   Stmt pack;
   {
     Expr cl = Var("pc_"), z = s.three_d ? Var("pz_") : I(0), r = Var("pr_"), ph = Var("pp_"), qo = Var("pq_"),
@@ -361,7 +374,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     Expr iw = Sub(Add(Mul(q, I(s.sw)), ph), I(s.pad_left));
     Expr inside = And(And(Ge(ih, I(0)), Lt(ih, I(s.h))), And(Ge(iw, I(0)), Lt(iw, I(s.w))));
     if (s.three_d) inside = And(And(Ge(id, I(0)), Lt(id, I(s.d))), inside);
-    Expr chan = Add(Mul(grp, I(f.cg)), cl);
+    Expr chan = Add(Add(Mul(grp, I(f.cg)), ch0), cl);
     Expr plane = Add(Mul(n, I(s.c)), chan);
     if (s.three_d) plane = Add(Mul(plane, I(s.d)), id);
     Expr xi = Add(Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)), iw);
@@ -370,7 +383,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     Stmt body = IfThen(inside, Store(xp, pi, Load(x, xi)), Store(xp, pi, FloatImm(0)));
     Stmt rowsl = For("pr_", I(rin), For("pp_", I(s.sw), For("pq_", I(wq / vw), For("pv_", I(vw), body, ForKind::kVectorized))));
     if (s.three_d) rowsl = For("pz_", I(din), rowsl);
-    pack = For("pc_", I(f.cg), rowsl);
+    pack = For("pc_", I(cc), rowsl);
   }
   // ---- compute one register block: acc[kk][u][v] for output channels
   // g*kg + kbo*kb + kk, row oh, columns owo*vw*ur + u*vw + v.
@@ -384,7 +397,20 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     return For("v_", I(vw), For("kk_", I(kb), For("u_", I(ur), std::move(body), ForKind::kUnrolled), ForKind::kUnrolled),
                ForKind::kVectorized);
   };
-  Stmt init = lanes(Store(acc, ai, bias ? Load(bias, k) : FloatImm(0)));
+  std::vector<Expr> out_idx = s.one_d     ? std::vector<Expr>{n, k, ow}
+                              : s.three_d ? std::vector<Expr>{n, k, odv, oh, ow}
+                                          : std::vector<Expr>{n, k, oh, ow};
+  Expr oi = FlatIndex(DimsOf(conv_out), out_idx);
+  Expr start = bias ? Load(bias, k) : FloatImm(0);
+  if (nch > 1) {
+    // Later chunks go on from the partial sums in the raw output (read at a
+    // clamped column in the tail lanes, which are not stored).
+    std::vector<Expr> clamped = out_idx;
+    clamped.back() = Min(ow, I(s.ow - 1));
+    Expr partial = Select(Lt(ow, I(s.ow)), Load(raw, FlatIndex(DimsOf(conv_out), clamped)), FloatImm(0));
+    start = Select(Eq(Var("ch_"), I(0)), start, partial);
+  }
+  Stmt init = lanes(Store(acc, ai, start));
   Stmt mac;
   {
     Expr cl = Var("cl_"), kd = s.three_d ? Var("kd_") : I(0), kh = Var("kh_"), kw = Var("kw_");
@@ -393,32 +419,32 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     Expr col = Add(ow, Div(off, I(s.sw)));
     Expr prow = s.three_d ? Add(Mul(Add(Mul(cl, I(din)), Mul(kd, I(s.dd))), I(rin)), row) : Add(Mul(cl, I(rin)), row);
     Expr xi = Add(Mul(Add(Mul(prow, I(s.sw)), Mod(off, I(s.sw))), I(wq)), col);
-    Expr wch = Add(Mul(k, I(f.cg)), cl);
+    Expr wch = Add(Add(Mul(k, I(f.cg)), ch0), cl);
     if (s.three_d) wch = Add(Mul(wch, I(s.kd)), kd);
     Expr wi = Add(Mul(Add(Mul(wch, I(s.kh)), kh), I(s.kw)), kw);
     Stmt upd = Store(acc, ai, MulAdd(Load(xp, xi), Load(w, wi), Load(acc, ai)));
     Stmt taps = For("kh_", I(s.kh), For("kw_", I(s.kw), lanes(upd), s.kw <= 8 ? ForKind::kUnrolled : ForKind::kSerial));
     if (s.three_d) taps = For("kd_", I(s.kd), taps);
-    mac = For("cl_", I(f.cg), taps);
+    mac = For("cl_", I(cc), taps);
   }
   Stmt store;
   {
-    std::vector<Expr> idx = s.one_d     ? std::vector<Expr>{n, k, ow}
-                            : s.three_d ? std::vector<Expr>{n, k, odv, oh, ow}
-                                        : std::vector<Expr>{n, k, oh, ow};
-    Expr oi = FlatIndex(DimsOf(conv_out), idx);
     std::vector<Stmt> st = {Store(raw, oi, Load(acc, ai))};
     for (int j : outs.order) {
-      ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], idx));
+      ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], out_idx));
       st.push_back(Store(ge.output_buffer(j), oi, e));
     }
     Stmt body = Block(st);
+    // Before the last chunk only the partial sums are stored.
+    if (nch > 1) body = IfThen(Eq(Var("ch_"), I(nch - 1)), body, Store(raw, oi, Load(acc, ai)));
     if (s.ow % (vw * ur) != 0) body = IfThen(Lt(ow, I(s.ow)), body);
     store = lanes(body);
   }
   Stmt block = For("owo_", I(owr / (vw * ur)), Allocate(acc, Block({init, mac, store})));
   Stmt per_rows = For("kbo_", I(f.kg / kb), For("rr_", I(rows), IfThen(Lt(oh, I(s.oh)), block)));
-  Stmt body = Allocate(xp, Block({pack, per_rows}));
+  Stmt chunk = Block({pack, per_rows});
+  if (nch > 1) chunk = For("ch_", I(nch), chunk);
+  Stmt body = Allocate(xp, chunk);
   if (s.three_d) {
     // Tasks are (n, g, od, hb).
     body = LetStmt("n_", Div(Var("t_"), I(f.group * s.od * ohb)),

@@ -685,7 +685,8 @@ def _():
     cfg = hf_eager(WhisperConfig(vocab_size=1000, d_model=128, encoder_layers=2, decoder_layers=2,
                                  encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=256,
                                  decoder_ffn_dim=256, num_mel_bins=80, max_source_positions=150,
-                                 max_target_positions=64))
+                                 max_target_positions=64, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                                 decoder_start_token_id=1))
     return hf_wrap(WhisperModel(cfg).get_encoder(), ["input_features"], ["last_hidden_state"])
 
 
@@ -698,7 +699,8 @@ def _():
     cfg = hf_eager(WhisperConfig(vocab_size=1000, d_model=128, encoder_layers=2, decoder_layers=2,
                                  encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=256,
                                  decoder_ffn_dim=256, num_mel_bins=80, max_source_positions=150,
-                                 max_target_positions=64, use_cache=False))
+                                 max_target_positions=64, use_cache=False, pad_token_id=0, bos_token_id=1,
+                                 eos_token_id=2, decoder_start_token_id=1))
     return hf_wrap(WhisperModel(cfg).get_decoder(), ["input_ids", "encoder_hidden_states"], ["last_hidden_state"],
                    use_cache=False)
 
@@ -841,10 +843,13 @@ def _gpt2():
 
 
 @model("gpt2_op14", "transformers:GPT2LMHeadModel(config)", "transformer-decoder", "torchscript", 14,
-       [Inp("input_ids", [1, 32], "int64", "int", low=0, high=1000)], outputs=("logits",),
-       notes="vocab 1000, n_embd 128, 2 layers, 4 heads, seq 32, use_cache=False (causal mask, tied LM head)")
+       [Inp("input_ids", [1, 32], "int64", "int", low=0, high=1000), Inp("attention_mask", [1, 32], "int64", "ones")],
+       outputs=("logits",),
+       notes="vocab 1000, n_embd 128, 2 layers, 4 heads, seq 32, use_cache=False (causal mask, tied LM head); "
+             "attention_mask is an input because without it transformers' packed-sequence check uses aten::diff, "
+             "which the TorchScript exporter cannot export")
 def _():
-    return hf_wrap(_gpt2(), ["input_ids"], ["logits"], use_cache=False)
+    return hf_wrap(_gpt2(), ["input_ids", "attention_mask"], ["logits"], use_cache=False)
 
 
 @model("gpt2_op18", "transformers:GPT2LMHeadModel(config)", "transformer-decoder", "dynamo", 18,

@@ -89,6 +89,30 @@ TEST(ConvLoweringTest, Dilation) {
   CheckConv(*Conv2d({1, 4, 13, 15}, 6, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 1));
 }
 
+// The segmentation head that failed: a 3x3 convolution with dilation 12 and
+// pads 12 on a 16x16 map with 256 input channels does not fit one input pack,
+// so the kernel packs channel chunks and accumulates over them in the output.
+TEST(ConvLoweringTest, WideDilationOverChannelChunks) {
+  auto g = Conv2d({1, 256, 16, 16}, 8, {3, 3}, {1, 1}, {12, 12, 12, 12}, {12, 12}, 1);
+  CpuTarget target = CpuTarget::Host();
+  std::vector<ScheduleConfig> points = Points(*g, target);
+  ASSERT_FALSE(points.empty());
+  // Keep the check fast: the default, and the first and last points.
+  CheckConv(*g, {points[0], points[1], points.back()});
+}
+
+// Many channels on a small map (a ResNet-50 ASPP-like 2048 -> 16 3x3): chunks
+// again, with an epilogue that must see the final sums only.
+TEST(ConvLoweringTest, ManyChannelsChunksWithEpilogue) {
+  Builder b;
+  Value* x = b.Input({1, 2048, 5, 7});
+  Value* w = b.Input({16, 2048, 3, 3});
+  Value* c = b.Op("Conv", {x, w}, ConvAttrs({3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}));
+  auto g = b.Finish({b.Op("Relu", {c})});
+  CpuTarget target = CpuTarget::Host();
+  CheckConv(*g, {DefaultSchedule(*g, target)});
+}
+
 TEST(ConvLoweringTest, TwoGroups) {
   CheckConv(*Conv2d({1, 8, 9, 9}, 6, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2));
 }
