@@ -8,6 +8,7 @@
 #include "compiler_core/passes/common_subexpression_elimination.h"
 #include "compiler_core/passes/constant_folding.h"
 #include "compiler_core/passes/dead_code_elimination.h"
+#include "compiler_core/passes/einsum_decomposition.h"
 #include "compiler_core/passes/gelu_recognition.h"
 #include "compiler_core/passes/hardswish_recognition.h"
 #include "compiler_core/passes/layer_norm_recognition.h"
@@ -19,6 +20,7 @@ namespace kiln {
 PassPipeline DefaultOptimizationPipeline() {
   PassPipeline p("default_optimization");
   p.Add(std::make_unique<LegacyFormCanonicalization>())
+      .Add(std::make_unique<EinsumDecomposition>())
       .Add(std::make_unique<ConstantFolding>())
       .Add(std::make_unique<AlgebraicSimplification>())
       .Add(std::make_unique<DeadCodeElimination>())

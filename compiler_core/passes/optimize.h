@@ -11,7 +11,7 @@
 
 namespace kiln {
 
-// legacy_forms, constant_folding, algebraic_simplification, dce, batchnorm_folding, the
+// legacy_forms, einsum_decomposition, constant_folding, algebraic_simplification, dce, batchnorm_folding, the
 // composite recognitions (hardswish, gelu, layer_norm, softmax), cse, dce.
 PassPipeline DefaultOptimizationPipeline();
 

@@ -13,11 +13,133 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "compiler_core/frontend/ops/einsum.h"
 #include "compiler_core/frontend/ops/op_families.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
 #include "compiler_core/frontend/shape_inference.h"
 
 namespace kiln::ops {
+namespace {
+
+int LabelOf(char c) { return c >= 'a' && c <= 'z' ? c - 'a' : c - 'A' + 26; }
+
+// Parses one term into letters and the position of "..." (-1 if none).
+absl::StatusOr<std::pair<std::vector<int>, int>> ParseTerm(const std::string& t) {
+  std::vector<int> letters;
+  int ellipsis = -1;
+  for (size_t i = 0; i < t.size(); ++i) {
+    char c = t[i];
+    if (c == '.') {
+      if (t.compare(i, 3, "...") != 0 || ellipsis >= 0) {
+        return absl::InvalidArgumentError(absl::StrCat("malformed ellipsis in einsum term '", t, "'"));
+      }
+      ellipsis = static_cast<int>(letters.size());
+      i += 2;
+    } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+      letters.push_back(LabelOf(c));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("invalid character '", std::string(1, c), "' in einsum term '", t, "'"));
+    }
+  }
+  return std::make_pair(letters, ellipsis);
+}
+
+}  // namespace
+
+absl::StatusOr<EinsumSpec> ParseEinsum(const Node& node, const InputTypes& in) {
+  std::string eq;
+  for (char c : node.GetString("equation", "")) {
+    if (c != ' ') eq.push_back(c);
+  }
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms = absl::StrSplit(lhs, ',');
+  if (terms.size() != in.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("equation '", eq, "' has ", terms.size(), " operand terms for ",
+                                                   in.size(), " inputs"));
+  }
+  EinsumSpec spec;
+  int ell_rank = 0;
+  std::map<int, int> counts;
+  for (size_t j = 0; j < terms.size(); ++j) {
+    ASSIGN_OR_RETURN(auto parsed, ParseTerm(terms[j]));
+    const auto& [letters, ell] = parsed;
+    const TensorType& t = *in[j];
+    const int64_t er = t.rank() - static_cast<int64_t>(letters.size());
+    if (er < 0 || (ell < 0 && er != 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("einsum term '", terms[j], "' does not match input ", j, " ",
+                                                     t.ToString()));
+    }
+    std::vector<int> labels(letters.begin(), letters.end());
+    if (ell >= 0) {
+      ell_rank = std::max<int>(ell_rank, static_cast<int>(er));
+      std::vector<int> e;
+      for (int64_t k = 0; k < er; ++k) e.push_back(-1 - static_cast<int>(er - k));  // fixed up below
+      labels.insert(labels.begin() + ell, e.begin(), e.end());
+    }
+    for (int l : labels) {
+      if (l >= 0) ++counts[l];
+    }
+    spec.terms.push_back(std::move(labels));
+  }
+  // Ellipsis dims right-aligned: -1-r (r counted from the right) -> label.
+  for (auto& labels : spec.terms) {
+    for (int& l : labels) {
+      if (l < 0) l = kEllipsisLabel + ell_rank - (-1 - l);
+    }
+  }
+  // Extents, with broadcasting of extent-1 ellipsis dims.
+  for (size_t j = 0; j < spec.terms.size(); ++j) {
+    for (size_t k = 0; k < spec.terms[j].size(); ++k) {
+      const int l = spec.terms[j][k];
+      const Dim& d = in[j]->dims[k];
+      auto it = spec.extents.find(l);
+      if (it == spec.extents.end()) {
+        spec.extents[l] = d;
+      } else if (!SameDim(it->second, d)) {
+        if (l >= kEllipsisLabel && IsOne(d)) continue;
+        if (l >= kEllipsisLabel && IsOne(it->second)) {
+          it->second = d;
+          continue;
+        }
+        return absl::InvalidArgumentError(absl::StrCat("einsum '", eq, "': extents of one label differ (",
+                                                       DimString(it->second), " vs ", DimString(d), ") in input ", j,
+                                                       " ", in[j]->ToString()));
+      }
+    }
+  }
+  if (arrow == std::string::npos) {
+    for (int e = 0; e < ell_rank; ++e) spec.out.push_back(kEllipsisLabel + e);
+    for (const auto& [l, n] : counts) {
+      if (n == 1) spec.out.push_back(l);
+    }
+    // counts is ordered by label: a-z then A-Z; ASCII order puts A-Z first.
+    std::stable_sort(spec.out.begin() + ell_rank, spec.out.end(), [](int a, int b) {
+      return (a >= 26 ? a - 26 : a + 26) < (b >= 26 ? b - 26 : b + 26);
+    });
+  } else {
+    ASSIGN_OR_RETURN(auto parsed, ParseTerm(eq.substr(arrow + 2)));
+    const auto& [letters, ell] = parsed;
+    std::vector<int> out(letters.begin(), letters.end());
+    if (ell >= 0) {
+      std::vector<int> e;
+      for (int k = 0; k < ell_rank; ++k) e.push_back(kEllipsisLabel + k);
+      out.insert(out.begin() + ell, e.begin(), e.end());
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i] < kEllipsisLabel && counts.count(out[i]) == 0) {
+        return absl::InvalidArgumentError(absl::StrCat("einsum '", eq, "': output label does not occur in the inputs"));
+      }
+      if (std::count(out.begin(), out.end(), out[i]) > 1) {
+        return absl::InvalidArgumentError(absl::StrCat("einsum '", eq, "': output label repeated"));
+      }
+    }
+    spec.out = std::move(out);
+  }
+  return spec;
+}
+
+
 namespace {
 
 // ---------------------------------------------------------------------------
@@ -186,130 +308,6 @@ OpDef GemmOp() {
 // the diagonal. f32 and f64.
 
 // Labels are ints: 0-51 for letters, 52+ for ellipsis dims (outermost first).
-constexpr int kEllipsisLabel = 52;
-
-struct EinsumSpec {
-  std::vector<std::vector<int>> terms;  // labels per operand, one per dim
-  std::vector<int> out;                 // output labels in order
-  std::map<int, Dim> extents;           // extent of every label
-};
-
-int LabelOf(char c) { return c >= 'a' && c <= 'z' ? c - 'a' : c - 'A' + 26; }
-
-// Parses one term into letters and the position of "..." (-1 if none).
-absl::StatusOr<std::pair<std::vector<int>, int>> ParseTerm(const std::string& t) {
-  std::vector<int> letters;
-  int ellipsis = -1;
-  for (size_t i = 0; i < t.size(); ++i) {
-    char c = t[i];
-    if (c == '.') {
-      if (t.compare(i, 3, "...") != 0 || ellipsis >= 0) {
-        return absl::InvalidArgumentError(absl::StrCat("malformed ellipsis in einsum term '", t, "'"));
-      }
-      ellipsis = static_cast<int>(letters.size());
-      i += 2;
-    } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
-      letters.push_back(LabelOf(c));
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("invalid character '", std::string(1, c), "' in einsum term '", t, "'"));
-    }
-  }
-  return std::make_pair(letters, ellipsis);
-}
-
-absl::StatusOr<EinsumSpec> ParseEinsum(const Node& node, const InputTypes& in) {
-  std::string eq;
-  for (char c : node.GetString("equation", "")) {
-    if (c != ' ') eq.push_back(c);
-  }
-  const size_t arrow = eq.find("->");
-  const std::string lhs = eq.substr(0, arrow);
-  std::vector<std::string> terms = absl::StrSplit(lhs, ',');
-  if (terms.size() != in.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("equation '", eq, "' has ", terms.size(), " operand terms for ",
-                                                   in.size(), " inputs"));
-  }
-  EinsumSpec spec;
-  int ell_rank = 0;
-  std::map<int, int> counts;
-  for (size_t j = 0; j < terms.size(); ++j) {
-    ASSIGN_OR_RETURN(auto parsed, ParseTerm(terms[j]));
-    const auto& [letters, ell] = parsed;
-    const TensorType& t = *in[j];
-    const int64_t er = t.rank() - static_cast<int64_t>(letters.size());
-    if (er < 0 || (ell < 0 && er != 0)) {
-      return absl::InvalidArgumentError(absl::StrCat("einsum term '", terms[j], "' does not match input ", j, " ",
-                                                     t.ToString()));
-    }
-    std::vector<int> labels(letters.begin(), letters.end());
-    if (ell >= 0) {
-      ell_rank = std::max<int>(ell_rank, static_cast<int>(er));
-      std::vector<int> e;
-      for (int64_t k = 0; k < er; ++k) e.push_back(-1 - static_cast<int>(er - k));  // fixed up below
-      labels.insert(labels.begin() + ell, e.begin(), e.end());
-    }
-    for (int l : labels) {
-      if (l >= 0) ++counts[l];
-    }
-    spec.terms.push_back(std::move(labels));
-  }
-  // Ellipsis dims right-aligned: -1-r (r counted from the right) -> label.
-  for (auto& labels : spec.terms) {
-    for (int& l : labels) {
-      if (l < 0) l = kEllipsisLabel + ell_rank - (-1 - l);
-    }
-  }
-  // Extents, with broadcasting of extent-1 ellipsis dims.
-  for (size_t j = 0; j < spec.terms.size(); ++j) {
-    for (size_t k = 0; k < spec.terms[j].size(); ++k) {
-      const int l = spec.terms[j][k];
-      const Dim& d = in[j]->dims[k];
-      auto it = spec.extents.find(l);
-      if (it == spec.extents.end()) {
-        spec.extents[l] = d;
-      } else if (!SameDim(it->second, d)) {
-        if (l >= kEllipsisLabel && IsOne(d)) continue;
-        if (l >= kEllipsisLabel && IsOne(it->second)) {
-          it->second = d;
-          continue;
-        }
-        return absl::InvalidArgumentError(absl::StrCat("einsum '", eq, "': extents of one label differ (",
-                                                       DimString(it->second), " vs ", DimString(d), ") in input ", j,
-                                                       " ", in[j]->ToString()));
-      }
-    }
-  }
-  if (arrow == std::string::npos) {
-    for (int e = 0; e < ell_rank; ++e) spec.out.push_back(kEllipsisLabel + e);
-    for (const auto& [l, n] : counts) {
-      if (n == 1) spec.out.push_back(l);
-    }
-    // counts is ordered by label: a-z then A-Z; ASCII order puts A-Z first.
-    std::stable_sort(spec.out.begin() + ell_rank, spec.out.end(), [](int a, int b) {
-      return (a >= 26 ? a - 26 : a + 26) < (b >= 26 ? b - 26 : b + 26);
-    });
-  } else {
-    ASSIGN_OR_RETURN(auto parsed, ParseTerm(eq.substr(arrow + 2)));
-    const auto& [letters, ell] = parsed;
-    std::vector<int> out(letters.begin(), letters.end());
-    if (ell >= 0) {
-      std::vector<int> e;
-      for (int k = 0; k < ell_rank; ++k) e.push_back(kEllipsisLabel + k);
-      out.insert(out.begin() + ell, e.begin(), e.end());
-    }
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (out[i] < kEllipsisLabel && counts.count(out[i]) == 0) {
-        return absl::InvalidArgumentError(absl::StrCat("einsum '", eq, "': output label does not occur in the inputs"));
-      }
-      if (std::count(out.begin(), out.end(), out[i]) > 1) {
-        return absl::InvalidArgumentError(absl::StrCat("einsum '", eq, "': output label repeated"));
-      }
-    }
-    spec.out = std::move(out);
-  }
-  return spec;
-}
-
 template <typename T>
 void EinsumKernel(const EinsumSpec& spec, const InputTensors& in, Tensor& y) {
   // Loop labels: output labels first (in output order), then the summed ones.

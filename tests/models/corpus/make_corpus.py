@@ -889,6 +889,13 @@ def _keras():
     return keras
 
 
+def _tf_keras():
+    """Keras 2 (the tf_keras package): its LSTM/GRU layers are what tf2onnx rewrites into ONNX LSTM/GRU
+    nodes; Keras 3 RNNs come out as Loop subgraphs."""
+    import tf_keras
+    return tf_keras
+
+
 @model("keras_mobilenet_op13", "keras.applications.MobileNet", "classification", "tf2onnx", 13,
        image([1, 128, 128, 3]), outputs=None, notes="alpha 0.5, 128x128 NHWC")
 def _():
@@ -919,6 +926,12 @@ def _():
     return _keras().applications.EfficientNetV2B0(weights=None, input_shape=(224, 224, 3))
 
 
+@model("tfkeras_mobilenetv3large_op13", "tf_keras.applications.MobileNetV3Large (Keras 2)", "classification",
+       "tf2onnx", 13, image([1, 224, 224, 3]), outputs=None, notes="alpha 0.75; legacy Keras 2 graph")
+def _():
+    return _tf_keras().applications.MobileNetV3Large(weights=None, input_shape=(224, 224, 3), alpha=0.75)
+
+
 @model("keras_resnet50_op13", "keras.applications.ResNet50", "classification", "tf2onnx", 13,
        image([1, 224, 224, 3]), outputs=None, notes="classes=10 to stay under 100 MB")
 def _():
@@ -937,18 +950,13 @@ def _():
     return _keras().applications.NASNetMobile(weights=None, input_shape=(224, 224, 3))
 
 
-@model("keras_regnetx002_op15", "keras.applications.RegNetX002", "classification", "tf2onnx", 15,
-       image([1, 224, 224, 3]), outputs=None)
+@model("keras_xception_op15", "keras.applications.Xception", "classification", "tf2onnx", 15,
+       image([1, 160, 160, 3]), outputs=None, notes="classes=10 to stay under 100 MB; 160x160 NHWC")
 def _():
-    return _keras().applications.RegNetX002(weights=None, input_shape=(224, 224, 3))
+    return _keras().applications.Xception(weights=None, input_shape=(160, 160, 3), classes=10)
 
 
-@model("keras_crnn_ocr_op13", "Keras example 'OCR model for reading Captchas' (CNN + BiLSTM + BiGRU)",
-       "text-recognition", "tf2onnx", 13, image([1, 200, 50, 1], name="image"), outputs=None,
-       notes="keras.io captcha OCR architecture (2 Conv2D+MaxPool, Dense, Bidirectional LSTM(128), "
-             "Bidirectional GRU(64) instead of the 2nd LSTM, softmax over 20 symbols); CTC layer left out")
-def _():
-    keras = _keras()
+def _ocr_captcha(keras):
     L = keras.layers
     x_in = keras.Input((200, 50, 1), name="image", batch_size=1)
     x = L.Conv2D(32, 3, activation="relu", kernel_initializer="he_normal", padding="same", name="Conv1")(x_in)
@@ -963,11 +971,29 @@ def _():
     return keras.Model(x_in, x, name="ocr_model_v1")
 
 
-@model("keras_deepspeech2_op13", "Keras example 'CTC-based ASR' DeepSpeech2 (Conv2D + BiGRU)", "speech",
-       "tf2onnx", 13, [Inp("spectrogram", [1, 200, 129])], outputs=None,
-       notes="keras.io DeepSpeech2-like model shrunk: fft 129, 2 BiGRU layers of 128 units, 32 output symbols")
+@model("keras_crnn_ocr_op13", "Keras example 'OCR model for reading Captchas' (CNN + BiLSTM + BiGRU), tf_keras",
+       "text-recognition", "tf2onnx", 13, image([1, 200, 50, 1], name="image"), outputs=None,
+       notes="keras.io captcha OCR architecture (2 Conv2D+MaxPool, Dense, Bidirectional LSTM(128), "
+             "Bidirectional GRU(64) instead of the 2nd LSTM, softmax over 20 symbols); CTC layer left out; "
+             "built with tf_keras (Keras 2), so tf2onnx emits ONNX LSTM and GRU nodes")
 def _():
-    keras = _keras()
+    return _ocr_captcha(_tf_keras())
+
+
+@model("keras3_crnn_ocr_op13", "Keras example 'OCR model for reading Captchas' (CNN + BiLSTM + BiGRU), Keras 3",
+       "text-recognition", "tf2onnx", 13, image([1, 200, 50, 1], name="image"), outputs=None,
+       notes="same architecture as keras_crnn_ocr_op13 built with Keras 3: tf2onnx cannot rewrite Keras 3 RNNs, "
+             "so they come out as Loop + ReverseSequence")
+def _():
+    return _ocr_captcha(_keras())
+
+
+@model("keras_deepspeech2_op13", "Keras example 'CTC-based ASR' DeepSpeech2 (Conv2D + BiGRU), tf_keras", "speech",
+       "tf2onnx", 13, [Inp("spectrogram", [1, 200, 129])], outputs=None,
+       notes="keras.io DeepSpeech2-like model shrunk: fft 129, 2 BiGRU layers of 128 units, 32 output symbols; "
+             "built with tf_keras (Keras 2), so tf2onnx emits ONNX GRU nodes")
+def _():
+    keras = _tf_keras()
     L = keras.layers
     x_in = L.Input((200, 129), name="spectrogram", batch_size=1)
     x = L.Reshape((-1, 129, 1), name="expand_dim")(x_in)
@@ -1028,11 +1054,12 @@ def export_torch(spec, arrays, path):
 
 
 def randomize_keras_bn(model, seed):
-    keras = _keras()
+    bn_types = (_keras().layers.BatchNormalization, _tf_keras().layers.BatchNormalization)
     rng = np.random.default_rng(seed)
-    for layer in model._flatten_layers(include_self=False, recursive=True) if hasattr(model, "_flatten_layers") \
-            else model.layers:
-        if isinstance(layer, keras.layers.BatchNormalization):
+    count = 0
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        if isinstance(layer, bn_types):
+            count += 1
             new = []
             for w, v in zip(layer.weights, layer.get_weights()):
                 n = w.name.split("/")[-1]
@@ -1046,6 +1073,7 @@ def randomize_keras_bn(model, seed):
                     v = 0.5 + rng.random(v.shape)
                 new.append(v.astype(np.float32))
             layer.set_weights(new)
+    return count
 
 
 def export_keras(spec, arrays, path):
@@ -1053,6 +1081,7 @@ def export_keras(spec, arrays, path):
     import tf2onnx
     keras = _keras()
     keras.utils.set_random_seed(seed_of(spec.name))
+    _tf_keras().utils.set_random_seed(seed_of(spec.name))
     m = spec.build()
     randomize_keras_bn(m, seed_of(spec.name) + 1)
     sig = [tf.TensorSpec(i.shape, getattr(tf, i.dtype), name=i.name) for i in spec.inputs]
@@ -1063,6 +1092,7 @@ def export_keras(spec, arrays, path):
     params = int(m.count_params())
     del m
     keras.backend.clear_session()
+    _tf_keras().backend.clear_session()
     return ref, params
 
 
@@ -1158,7 +1188,7 @@ def build_one(spec, out_dir, check):
 def versions():
     v = {"python": sys.version.split()[0], "numpy": np.__version__}
     for mod in ("torch", "torchvision", "timm", "transformers", "onnx", "onnxscript", "onnxruntime",
-                "tensorflow", "keras", "tf2onnx"):
+                "tensorflow", "keras", "tf_keras", "tf2onnx"):
         try:
             v[mod] = __import__(mod).__version__
         except Exception:  # noqa: BLE001
@@ -1244,7 +1274,7 @@ def main():
                 prev_failed = json.load(fh).get("failed", {})
         except Exception:  # noqa: BLE001
             prev_failed = {}
-    prev_failed = {k: v for k, v in prev_failed.items() if k not in entries}
+    prev_failed = {k: v for k, v in prev_failed.items() if k not in entries and k in order}
     prev_failed.update(failed)
     manifest = {"generator": "tests/models/corpus/make_corpus.py", "versions": versions(), "count": len(models),
                 "total_bytes": sum(m["size_bytes"] for m in models), "models": models, "failed": prev_failed}

@@ -170,7 +170,7 @@ def run_model(meta, corpus, kiln, work, args):
     try:
         ref = ort_outputs(model, arrays)
     except Exception as e:  # noqa: BLE001
-        res["status"], res["detail"] = "ort-failed", (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        res["status"], res["detail"] = "ort-failed", (str(e).strip().splitlines() or [type(e).__name__])[0]
         return res
 
     pkg = os.path.join(work, name + ".kpkg")
@@ -191,7 +191,7 @@ def run_model(meta, corpus, kiln, work, args):
         msg = first_error_line(p.stderr + "\n" + p.stdout, "kiln compile:")
         if p.returncode < 0:
             msg = f"{describe_rc(p.returncode)}: {msg}"
-        res["status"], res["detail"] = "compile-failed", msg[:300]
+        res["status"], res["detail"] = "compile-failed", msg
         return res
 
     out_dir = os.path.join(work, name + ".out")
@@ -211,7 +211,7 @@ def run_model(meta, corpus, kiln, work, args):
         msg = first_error_line(p.stderr + "\n" + p.stdout, "kiln run:")
         if p.returncode < 0:
             msg = f"{describe_rc(p.returncode)}: {msg}"
-        res["status"], res["detail"] = "run-failed", msg[:300]
+        res["status"], res["detail"] = "run-failed", msg
         return res
 
     worst, notes, per_output = 0.0, [], {}
@@ -257,11 +257,18 @@ def fmt_err(e):
     return f"{e:.2e}"
 
 
+DETAIL_WIDTH = 240
+
+
+def short(text, width=DETAIL_WIDTH):
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 def table(results):
     cols = ["model", "opset", "exporter", "category", "groups", "compile_s", "max_err", "status"]
     rows = []
     for r in results:
-        status = r["status"] + (f": {r['detail']}" if r["detail"] else "")
+        status = r["status"] + (f": {short(r['detail'])}" if r["detail"] else "")
         rows.append([r["model"], str(r["opset"] if r["opset"] is not None else "?"), r["exporter"], r["category"],
                      "-" if r["groups"] is None else str(r["groups"]),
                      "-" if r["compile_s"] is None else f"{r['compile_s']:.1f}", fmt_err(r["max_err"]), status])
@@ -319,7 +326,7 @@ def main():
             r = run_model(meta, a.corpus, kiln, work, a)
             results.append(r)
             print(f"[{i}/{len(metas)}] {r['model']}: {r['status']}"
-                  + (f" ({r['detail']})" if r["detail"] else "")
+                  + (f" ({short(r['detail'])})" if r["detail"] else "")
                   + f" [{time.time() - t0:.1f} s]", file=sys.stderr, flush=True)
             if not a.keep:
                 for suffix in (".kpkg", ".out"):
