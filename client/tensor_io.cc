@@ -30,6 +30,9 @@ constexpr NpyDtype kNpyDtypes[] = {
     {"<i4", DType::kInt32},   {"<i2", DType::kInt16},   {"|i1", DType::kInt8},    {"|u1", DType::kUInt8},
     {"<u2", DType::kUInt16},  {"<u4", DType::kUInt32},  {"<u8", DType::kUInt64},
     {"|b1", DType::kBool},
+    // NumPy has no bfloat16: ml_dtypes saves it as 2-byte void, and
+    // np.load(path).view(ml_dtypes.bfloat16) reads it back.
+    {"<V2", DType::kBFloat16},
 };
 
 // Element count and byte size of dims, or an error for negative dims or overflow.
@@ -301,7 +304,8 @@ absl::StatusOr<Tensor> DecodeTensorProto(std::string_view bytes, const std::stri
     case DType::kInt64: CopyConverted<int64_t>(proto.int64_data(), &t); break;
     case DType::kInt32: CopyConverted<int32_t>(proto.int32_data(), &t); break;
     case DType::kInt16: CopyConverted<int16_t>(proto.int32_data(), &t); break;
-    case DType::kFloat16: CopyConverted<uint16_t>(proto.int32_data(), &t); break;  // IEEE half bits
+    case DType::kFloat16: CopyConverted<uint16_t>(proto.int32_data(), &t); break;   // IEEE half bits
+    case DType::kBFloat16: CopyConverted<uint16_t>(proto.int32_data(), &t); break;  // upper f32 bits
     case DType::kInt8: CopyConverted<int8_t>(proto.int32_data(), &t); break;
     case DType::kUInt8: CopyConverted<uint8_t>(proto.int32_data(), &t); break;
     case DType::kUInt16: CopyConverted<uint16_t>(proto.int32_data(), &t); break;

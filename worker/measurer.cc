@@ -17,6 +17,7 @@
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/frontend/graph_proto.h"
 #include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/ir/float16.h"
 
 namespace kiln::worker {
 namespace {
@@ -44,44 +45,12 @@ struct SplitMix64 {
   double NextSymmetric() { return static_cast<double>(Next() >> 40) / 8388608.0 - 1.0; }
 };
 
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  float v;
-  if (exp == 0) {
-    v = std::ldexp(static_cast<float>(mant), -24);
-  } else if (exp == 31) {
-    v = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  } else {
-    v = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
-  }
-  return sign ? -v : v;
-}
-
-uint16_t FloatToHalf(float f) {
-  // Round-to-nearest for the small values used as inputs ([-1, 1)); no overflow.
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
-  const float a = std::fabs(f);
-  if (a < 6.103515625e-05f) {  // subnormal half
-    return sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f));
-  }
-  int e;
-  float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
-  int mant = static_cast<int>(std::nearbyint((m * 2.0f - 1.0f) * 1024.0f));
-  int exp = e - 1 + 15;
-  if (mant == 1024) {
-    mant = 0;
-    ++exp;
-  }
-  return sign | static_cast<uint16_t>(exp << 10) | static_cast<uint16_t>(mant);
-}
-
 double ElementAt(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
     case DType::kFloat32: return t.data<float>()[i];
     case DType::kFloat64: return t.data<double>()[i];
-    case DType::kFloat16: return HalfToFloat(t.data<uint16_t>()[i]);
+    case DType::kFloat16:
+    case DType::kBFloat16: return NarrowToFloat(t.dtype(), t.data<uint16_t>()[i]);
     case DType::kInt8: return t.data<int8_t>()[i];
     case DType::kInt16: return t.data<int16_t>()[i];
     case DType::kInt32: return t.data<int32_t>()[i];
@@ -103,7 +72,8 @@ void FillRandom(Tensor* t, SplitMix64* rng) {
       case DType::kFloat32: t->data<float>()[i] = static_cast<float>(rng->NextSymmetric()); break;
       case DType::kFloat64: t->data<double>()[i] = rng->NextSymmetric(); break;
       case DType::kFloat16:
-        t->data<uint16_t>()[i] = FloatToHalf(static_cast<float>(rng->NextSymmetric()));
+      case DType::kBFloat16:
+        t->data<uint16_t>()[i] = FloatToNarrow(t->dtype(), static_cast<float>(rng->NextSymmetric()));
         break;
       case DType::kInt8: t->data<int8_t>()[i] = static_cast<int8_t>(rng->Next() % 4); break;
       case DType::kInt16: t->data<int16_t>()[i] = static_cast<int16_t>(rng->Next() % 4); break;

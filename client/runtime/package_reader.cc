@@ -48,6 +48,7 @@ int64_t DataTypeSize(kiln::v1::DataType dtype) {
   switch (dtype) {
     case kiln::v1::FLOAT32: return 4;
     case kiln::v1::FLOAT16: return 2;
+    case kiln::v1::BFLOAT16: return 2;
     case kiln::v1::FLOAT64: return 8;
     case kiln::v1::INT8: return 1;
     case kiln::v1::INT16: return 2;

@@ -197,7 +197,8 @@ absl::StatusOr<Tensor> TensorFromOnnx(const onnx::TensorProto& proto) {
     case DType::kBool:
       RETURN_IF_ERROR(check_count(proto.int32_data_size(), "int32_data"));
       return FromField<uint8_t>(dtype, std::move(dims), proto.int32_data());
-    case DType::kFloat16:  // IEEE half bit patterns in int32_data
+    case DType::kFloat16:   // IEEE half bit patterns in int32_data
+    case DType::kBFloat16:  // bf16 bit patterns in int32_data
     case DType::kUInt16:
       RETURN_IF_ERROR(check_count(proto.int32_data_size(), "int32_data"));
       return FromField<uint16_t>(dtype, std::move(dims), proto.int32_data());

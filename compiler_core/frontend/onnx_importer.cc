@@ -367,7 +367,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportGraph(const onnx::GraphProto& gp, i
     while (num_outputs > 0 && n.output(num_outputs - 1).empty()) --num_outputs;  // omitted trailing outputs
     if (num_outputs == 0) return Invalid(ctx, "node has no outputs");
     for (int o = 0; o < num_outputs; ++o) {
-      if (n.output(o).empty()) return Invalid(ctx, absl::StrCat("output ", o, " has an empty name"));
+      if (n.output(o).empty()) continue;  // an omitted output before a present one: named below
       if (graph->FindValue(n.output(o))) {
         return Invalid(ctx, absl::StrCat("output '", n.output(o), "' is already defined"));
       }
@@ -382,7 +382,28 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportGraph(const onnx::GraphProto& gp, i
       RETURN_IF_ERROR(graph->AddConstant(n.output(0), std::move(*t)).status());
       continue;
     }
-    for (int o = 0; o < num_outputs; ++o) RETURN_IF_ERROR(graph->AddValue(n.output(o)).status());
+    for (int o = 0; o < num_outputs; ++o) {
+      if (!n.output(o).empty()) RETURN_IF_ERROR(graph->AddValue(n.output(o)).status());
+    }
+  }
+  // Omitted outputs followed by present ones (LSTM's Y when only Y_h is
+  // wanted) get a fresh name once every named value exists, so nothing can
+  // collide with it; nothing reads them.
+  std::vector<std::vector<Value*>> node_outputs(num_nodes);
+  for (int i = 0; i < num_nodes; ++i) {
+    const onnx::NodeProto& n = gp.node(i);
+    if (is_constant[i]) continue;
+    int num_outputs = n.output_size();
+    while (num_outputs > 0 && n.output(num_outputs - 1).empty()) --num_outputs;
+    for (int o = 0; o < num_outputs; ++o) {
+      if (!n.output(o).empty()) {
+        node_outputs[i].push_back(graph->FindValue(n.output(o)));
+        continue;
+      }
+      ASSIGN_OR_RETURN(Value * unused,
+                       graph->AddValue(graph->UniqueValueName(absl::StrCat(names[i], "_omitted_output", o))));
+      node_outputs[i].push_back(unused);
+    }
   }
 
   // Resolve inputs and order the nodes (Kahn's algorithm, ties by model order).
@@ -455,10 +476,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportGraph(const onnx::GraphProto& gp, i
     const std::string ctx = NodeCtx(names[i], n);
     auto attrs = ConvertAttrs(n);
     if (!attrs.ok()) return Invalid(ctx, attrs.status().message());
-    std::vector<Value*> outs;
-    for (const std::string& o : n.output()) {
-      if (!o.empty()) outs.push_back(graph->FindValue(o));
-    }
+    std::vector<Value*> outs = std::move(node_outputs[i]);
     std::string domain = IsDefaultDomain(n.domain()) ? "" : n.domain();
     RETURN_IF_ERROR(AddCanonicalNode(*graph, opset, names[i], n, std::move(inputs[i]), std::move(*attrs),
                                      std::move(outs), domain));

@@ -27,6 +27,7 @@ std::map<std::string, OpDef, std::less<>> BuildTable() {
   ops::RegisterResizeOps(&defs);
   ops::RegisterTopKOps(&defs);
   ops::RegisterShapeOps(&defs);
+  ops::RegisterRnnOps(&defs);
   std::map<std::string, OpDef, std::less<>> table;
   for (OpDef& d : defs) {
     std::string name = d.op_type;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "compiler_core/frontend/op_registry.h"
+#include "compiler_core/ir/float16.h"
 
 namespace kiln {
 
@@ -94,7 +95,7 @@ absl::StatusOr<bool> FoldNode(Graph& graph, Node& node) {
   if (def == nullptr || !def->eval) return false;
   for (Value* o : node.outputs()) {
     if (!o->type().IsStatic() || NumElements(o->type().StaticDims()) > kMaxFoldElements) return false;
-    if (o->type().dtype == DType::kFloat16 || o->type().dtype == DType::kUnknown) return false;
+    if (IsNarrowFloat(o->type().dtype) || o->type().dtype == DType::kUnknown) return false;
   }
   std::vector<Tensor> outs;
   for (Value* o : node.outputs()) outs.emplace_back(o->type().dtype, o->type().StaticDims());

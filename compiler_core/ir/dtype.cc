@@ -9,6 +9,7 @@ int64_t DTypeSize(DType t) {
   switch (t) {
     case DType::kFloat32: return 4;
     case DType::kFloat16: return 2;
+    case DType::kBFloat16: return 2;
     case DType::kFloat64: return 8;
     case DType::kInt8: return 1;
     case DType::kInt16: return 2;
@@ -28,6 +29,7 @@ const char* DTypeName(DType t) {
   switch (t) {
     case DType::kFloat32: return "f32";
     case DType::kFloat16: return "f16";
+    case DType::kBFloat16: return "bf16";
     case DType::kFloat64: return "f64";
     case DType::kInt8: return "i8";
     case DType::kInt16: return "i16";
@@ -46,7 +48,7 @@ const char* DTypeName(DType t) {
 absl::StatusOr<DType> DTypeFromName(std::string_view name) {
   for (DType t : {DType::kFloat32, DType::kFloat16, DType::kFloat64, DType::kInt8, DType::kInt16,
                   DType::kInt32, DType::kInt64, DType::kUInt8, DType::kBool, DType::kUInt16,
-                  DType::kUInt32, DType::kUInt64}) {
+                  DType::kUInt32, DType::kUInt64, DType::kBFloat16}) {
     if (name == DTypeName(t)) return t;
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", std::string(name), "'"));
@@ -63,6 +65,7 @@ absl::StatusOr<DType> DTypeFromOnnx(int onnx_type) {
     case 7: return DType::kInt64;
     case 9: return DType::kBool;
     case 10: return DType::kFloat16;
+    case 16: return DType::kBFloat16;
     case 11: return DType::kFloat64;
     case 4: return DType::kUInt16;
     case 12: return DType::kUInt32;
@@ -83,6 +86,7 @@ int DTypeToOnnx(DType t) {
     case DType::kInt64: return 7;
     case DType::kBool: return 9;
     case DType::kFloat16: return 10;
+    case DType::kBFloat16: return 16;
     case DType::kFloat64: return 11;
     case DType::kUInt16: return 4;
     case DType::kUInt32: return 12;

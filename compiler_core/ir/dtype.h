@@ -23,6 +23,7 @@ enum class DType : int {
   kUInt16 = 10,
   kUInt32 = 11,
   kUInt64 = 12,
+  kBFloat16 = 13,
 };
 
 // Bytes per element; 0 for kUnknown.

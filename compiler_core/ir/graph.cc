@@ -73,6 +73,11 @@ std::vector<float> Node::GetFloats(std::string_view name, std::vector<float> def
   return v ? *v : def;
 }
 
+std::vector<std::string> Node::GetStrings(std::string_view name, std::vector<std::string> def) const {
+  const auto* v = GetAttr<std::vector<std::string>>(attrs_, name);
+  return v ? *v : def;
+}
+
 void Node::ReplaceInput(int i, Value* v) {
   Value* old = inputs_[i];
   inputs_[i] = v;

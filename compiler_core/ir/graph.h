@@ -97,6 +97,7 @@ class Node {
   std::string GetString(std::string_view name, std::string def) const;
   std::vector<int64_t> GetInts(std::string_view name, std::vector<int64_t> def) const;
   std::vector<float> GetFloats(std::string_view name, std::vector<float> def) const;
+  std::vector<std::string> GetStrings(std::string_view name, std::vector<std::string> def) const;
 
   // Replaces input i (keeps users lists consistent).
   void ReplaceInput(int i, Value* v);

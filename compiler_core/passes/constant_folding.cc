@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/frontend/op_registry.h"
+#include "compiler_core/ir/float16.h"
 
 namespace kiln {
 namespace {
@@ -22,7 +23,7 @@ absl::StatusOr<std::optional<std::vector<Tensor>>> TryEvaluate(const Node& node,
   std::vector<Tensor> outs;
   for (const Value* o : node.outputs()) {
     const TensorType& t = o->type();
-    if (!t.IsStatic() || t.dtype == DType::kUnknown || t.dtype == DType::kFloat16) return std::nullopt;
+    if (!t.IsStatic() || t.dtype == DType::kUnknown || IsNarrowFloat(t.dtype)) return std::nullopt;
     if (NumElements(t.StaticDims()) > max_elements) return std::nullopt;
     outs.emplace_back(t.dtype, t.StaticDims());
   }

@@ -25,22 +25,13 @@ bool Contains(const Labels& l, int x) { return std::find(l.begin(), l.end(), x) 
 class Rewriter {
  public:
   Rewriter(Graph& graph, const Node& einsum, const ops::EinsumSpec& spec)
-      : graph_(graph), name_(einsum.name()), spec_(spec) {}
+      : build_(graph, einsum.name()), spec_(spec) {}
 
   int64_t Extent(int label) const { return spec_.extents.at(label).value; }
 
-  // A new node with one output (type left to shape inference).
   absl::StatusOr<Value*> Op(const std::string& op, std::vector<Value*> inputs,
                             std::map<std::string, AttrValue> attrs = {}) {
-    const std::string base = absl::StrCat(name_, "/", op, "_", count_++);
-    ASSIGN_OR_RETURN(Value * out, graph_.AddValue(graph_.UniqueValueName(base)));
-    RETURN_IF_ERROR(graph_.AddNode(op, base, std::move(inputs), {out}, std::move(attrs)).status());
-    return out;
-  }
-
-  Value* Shape(const std::vector<int64_t>& dims) {
-    return AddFreshConstant(graph_, absl::StrCat(name_, "_shape"),
-                            Tensor::FromVector(DType::kInt64, {static_cast<int64_t>(dims.size())}, dims));
+    return build_.Op(op, std::move(inputs), std::move(attrs));
   }
 
   // `v` (labels `have`) summed over every label not in `keep`.
@@ -55,10 +46,8 @@ class Rewriter {
       }
     }
     if (axes.empty()) return v;
-    Value* a = AddFreshConstant(graph_, absl::StrCat(name_, "_axes"),
-                                Tensor::FromVector(DType::kInt64, {static_cast<int64_t>(axes.size())}, axes));
     *have = left;
-    return Op("ReduceSum", {v, a}, {{"keepdims", int64_t{0}}});
+    return Op("ReduceSum", {v, build_.Int64s(axes)}, {{"keepdims", int64_t{0}}});
   }
 
   // `v` (labels `have`) with its dims in the order `want` (a permutation).
@@ -71,7 +60,7 @@ class Rewriter {
     return Op("Transpose", {v}, {{"perm", perm}});
   }
 
-  absl::StatusOr<Value*> Reshape(Value* v, const std::vector<int64_t>& dims) { return Op("Reshape", {v, Shape(dims)}); }
+  absl::StatusOr<Value*> Reshape(Value* v, const std::vector<int64_t>& dims) { return build_.Reshape(v, dims); }
 
   int64_t Product(const Labels& labels) const {
     int64_t p = 1;
@@ -80,10 +69,8 @@ class Rewriter {
   }
 
  private:
-  Graph& graph_;
-  std::string name_;
+  NodeBuilder build_;
   const ops::EinsumSpec& spec_;
-  int count_ = 0;
 };
 
 // Replaces `n`; false when it does not decompose (left as it is).
@@ -178,16 +165,8 @@ absl::StatusOr<bool> Decompose(Graph& graph, Node* n) {
     result_labels.insert(result_labels.end(), free_b.begin(), free_b.end());
   }
   ASSIGN_OR_RETURN(Value * last, r.Permute(result, result_labels, o));
-  if (last == inputs[0]) {
-    ASSIGN_OR_RETURN(last, r.Op("Identity", {last}));
-  }
   // The last node writes the Einsum's own output value (its name and readers).
-  Node* producer = last->producer();
-  std::vector<Value*> ins = producer->inputs();
-  std::map<std::string, AttrValue> attrs = producer->attrs();
-  std::string op = producer->op_type(), pname = producer->name();
-  graph.RemoveNode(producer);
-  RETURN_IF_ERROR(graph.AddNode(op, pname, std::move(ins), {out}, std::move(attrs)).status());
+  RETURN_IF_ERROR(ProduceInto(graph, last, out));
   return true;
 }
 

@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "compiler_core/frontend/op_registry.h"
 
 namespace kiln {
@@ -142,6 +144,55 @@ bool ForwardOutput(Graph& graph, Node* n, Value* replacement) {
 
 Value* AddFreshConstant(Graph& graph, const std::string& hint, Tensor t) {
   return *graph.AddConstant(graph.UniqueValueName(hint), std::move(t));
+}
+
+absl::StatusOr<Value*> NodeBuilder::Op(const std::string& op, std::vector<Value*> inputs,
+                                       std::map<std::string, AttrValue> attrs) {
+  const std::string name = absl::StrCat(prefix_, "/", op, "_", count_++);
+  ASSIGN_OR_RETURN(Value * out, graph_.AddValue(graph_.UniqueValueName(name)));
+  RETURN_IF_ERROR(graph_.AddNode(op, name, std::move(inputs), {out}, std::move(attrs)).status());
+  return out;
+}
+
+Value* NodeBuilder::Constant(Tensor t) { return AddFreshConstant(graph_, absl::StrCat(prefix_, "_const"), std::move(t)); }
+
+Value* NodeBuilder::Int64s(const std::vector<int64_t>& v) {
+  Value*& c = int64s_[v];
+  if (c == nullptr) c = Constant(Tensor::FromVector(DType::kInt64, {static_cast<int64_t>(v.size())}, v));
+  return c;
+}
+
+Value* NodeBuilder::Int64(int64_t v) {
+  Value*& c = int64_[v];
+  if (c == nullptr) c = Constant(Tensor::FromVector(DType::kInt64, {}, std::vector<int64_t>{v}));
+  return c;
+}
+
+Value* NodeBuilder::Float(float v) {
+  Value*& c = floats_[v];
+  if (c == nullptr) c = Constant(Tensor::FromVector(DType::kFloat32, {}, std::vector<float>{v}));
+  return c;
+}
+
+absl::StatusOr<Value*> NodeBuilder::Reshape(Value* v, const std::vector<int64_t>& dims) {
+  return Op("Reshape", {v, Int64s(dims)});
+}
+
+absl::StatusOr<Value*> NodeBuilder::Slice(Value* v, int64_t axis, int64_t start, int64_t end) {
+  return Op("Slice", {v, Int64s({start}), Int64s({end}), Int64s({axis})});
+}
+
+absl::Status ProduceInto(Graph& graph, Value* computed, Value* target) {
+  Node* producer = computed->producer();
+  if (producer == nullptr || !computed->users().empty() || IsGraphOutput(graph, computed)) {
+    return graph.AddNode("Identity", absl::StrCat(target->name(), "/Identity"), {computed}, {target}).status();
+  }
+  std::vector<Value*> ins = producer->inputs(), outs = producer->outputs();
+  std::replace(outs.begin(), outs.end(), computed, target);
+  std::map<std::string, AttrValue> attrs = producer->attrs();
+  const std::string op = producer->op_type(), name = producer->name(), domain = producer->domain();
+  graph.RemoveNode(producer);
+  return graph.AddNode(op, name, std::move(ins), std::move(outs), std::move(attrs), domain).status();
 }
 
 void RestoreTopologicalOrder(Graph& graph) {

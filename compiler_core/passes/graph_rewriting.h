@@ -70,6 +70,38 @@ bool ForwardOutput(Graph& graph, Node* n, Value* replacement);
 // Adds a constant with a fresh name derived from `hint`.
 Value* AddFreshConstant(Graph& graph, const std::string& hint, Tensor t);
 
+// Builds the nodes replacing one node, named after it ("<prefix>/<Op>_<n>"),
+// each with one fresh output value whose type shape inference fills in.
+// Small constants of equal value are made once.
+class NodeBuilder {
+ public:
+  NodeBuilder(Graph& graph, std::string prefix) : graph_(graph), prefix_(std::move(prefix)) {}
+
+  absl::StatusOr<Value*> Op(const std::string& op, std::vector<Value*> inputs,
+                            std::map<std::string, AttrValue> attrs = {});
+  Value* Constant(Tensor t);
+  Value* Int64s(const std::vector<int64_t>& v);  // 1-D i64
+  Value* Int64(int64_t v);                       // i64 scalar
+  Value* Float(float v);                         // f32 scalar
+  absl::StatusOr<Value*> Reshape(Value* v, const std::vector<int64_t>& dims);
+  // v[start:end] along `axis`.
+  absl::StatusOr<Value*> Slice(Value* v, int64_t axis, int64_t start, int64_t end);
+
+ private:
+  Graph& graph_;
+  std::string prefix_;
+  int count_ = 0;
+  std::map<std::vector<int64_t>, Value*> int64s_;
+  std::map<int64_t, Value*> int64_;
+  std::map<float, Value*> floats_;
+};
+
+// Makes `target` (a value whose producer was removed; its name, type and
+// readers stay) the output of the node computing `computed`: that node is
+// re-created writing `target` when nothing else reads `computed`; otherwise
+// (or when `computed` is an input or constant) an Identity copies it.
+absl::Status ProduceInto(Graph& graph, Value* computed, Value* target);
+
 // Re-creates nodes so that `graph.nodes()` is in topological order again
 // (AddNode appends). Node pointers of moved nodes change. A no-op when the
 // order already holds.

@@ -45,11 +45,8 @@ struct Report {
   double interpreter_seconds = 0;
 };
 
-// The operators the suite covers: a case runs when all its nodes' op types
-// are in this set, and is skipped otherwise.
-const std::set<std::string>& CoveredOps();
-
-// Runs one case folder (model.onnx + test_data_set_*/).
+// Runs one case folder (model.onnx + test_data_set_*/). A case whose nodes
+// use an operator outside the operator table is skipped ("not covered").
 CaseResult RunCase(const std::string& case_dir, bool compiled);
 
 // Runs every case folder under options.data_dir (sorted by name).

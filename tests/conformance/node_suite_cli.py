@@ -66,10 +66,27 @@ def close(got, want):
     return ""
 
 
+def as_declared(path, declared, work):
+    """The suite stores bf16 data as UINT16 tensors of the same bits (numpy has
+    no bfloat16); a user hands Kiln a BFLOAT16 tensor. Returns the path to give
+    `kiln eval`: a BFLOAT16 copy when the graph declares bf16, else `path`."""
+    if declared != onnx.TensorProto.BFLOAT16:
+        return path
+    t = onnx.load_tensor(path)
+    if t.data_type != onnx.TensorProto.UINT16:
+        return path
+    t.data_type = onnx.TensorProto.BFLOAT16
+    os.makedirs(work, exist_ok=True)
+    copy = os.path.join(work, "bf16_" + os.path.basename(path))
+    onnx.save_tensor(t, copy)
+    return copy
+
+
 def run_case(kiln, case_dir, work):
     model = onnx.load(os.path.join(case_dir, "model.onnx"))
     inits = {t.name for t in model.graph.initializer}
     inputs = [i.name for i in model.graph.input if i.name not in inits]
+    declared = {i.name: i.type.tensor_type.elem_type for i in model.graph.input}
     outputs = [o.name for o in model.graph.output]
     sets = sorted(d for d in os.listdir(case_dir) if d.startswith("test_data_set_"))
     for ds in sets:
@@ -78,7 +95,7 @@ def run_case(kiln, case_dir, work):
         for k, name in enumerate(inputs):
             path = os.path.join(ds_dir, f"input_{k}.pb")
             if os.path.exists(path):  # an omitted optional input
-                flags += ["--input", f"{name}={path}"]
+                flags += ["--input", f"{name}={as_declared(path, declared[name], work)}"]
         out_dir = os.path.join(work, ds)
         r = subprocess.run([kiln, "eval", os.path.join(case_dir, "model.onnx"), *flags, "--output-dir", out_dir],
                            capture_output=True, text=True, timeout=300)
@@ -89,7 +106,10 @@ def run_case(kiln, case_dir, work):
             got_path = os.path.join(out_dir, file_name_for(name) + ".npy")
             if not os.path.exists(got_path):
                 return f"{ds}: output '{name}' was not written"
-            why = close(np.load(got_path), want)
+            got = np.load(got_path)
+            if got.dtype == np.dtype("V2"):  # bf16 (.npy "<V2"): the suite's UINT16 bits
+                got = got.view(np.uint16)
+            why = close(got, want)
             if why:
                 return f"{ds}: output '{name}': {why}"
     return ""

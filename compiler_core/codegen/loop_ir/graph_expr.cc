@@ -9,6 +9,7 @@
 #include "compiler_core/codegen/loop_ir/lower_elementwise.h"
 #include "compiler_core/codegen/loop_ir/schedule.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
+#include "compiler_core/ir/float16.h"
 
 namespace kiln::loop_ir {
 
@@ -38,6 +39,7 @@ ScalarType ScalarTypeOf(DType t) {
   switch (t) {
     case DType::kFloat64: return ScalarType::kF64;
     case DType::kFloat16: return ScalarType::kF16;
+    case DType::kBFloat16: return ScalarType::kBF16;
     case DType::kInt8: return ScalarType::kI8;
     case DType::kInt16: return ScalarType::kI16;
     case DType::kInt32: return ScalarType::kI32;
@@ -51,7 +53,7 @@ ScalarType ScalarTypeOf(DType t) {
   }
 }
 
-ScalarType ComputeTypeOf(DType t) { return t == DType::kFloat16 ? ScalarType::kF32 : ScalarTypeOf(t); }
+ScalarType ComputeTypeOf(DType t) { return IsNarrowFloat(t) ? ScalarType::kF32 : ScalarTypeOf(t); }
 
 bool IsInlinableElementwise(const std::string& op) { return FindElementwiseRule(op) != nullptr; }
 

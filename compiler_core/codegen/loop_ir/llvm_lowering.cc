@@ -74,14 +74,15 @@ class Lowerer {
 
  private:
   Value* I64(int64_t v) { return llvm::ConstantInt::get(i64_, v, true); }
-  // Register type of a value of type `t` (f16 values live widened in f32).
+  // Register type of a value of type `t` (f16 and bf16 values live widened in f32).
   Type* ScalarTy(ScalarType t) {
     switch (t) {
       case ScalarType::kF32: return f32_;
       case ScalarType::kI64: return i64_;
       case ScalarType::kBool: return i1_;
       case ScalarType::kF64: return Type::getDoubleTy(ctx_);
-      case ScalarType::kF16: return f32_;
+      case ScalarType::kF16:
+      case ScalarType::kBF16: return f32_;
       case ScalarType::kI8:
       case ScalarType::kU8: return Type::getInt8Ty(ctx_);
       case ScalarType::kI16:
@@ -92,10 +93,10 @@ class Lowerer {
     }
     return f32_;
   }
-  // In-memory element type: bool is a byte, f16 its 16 bits.
+  // In-memory element type: bool is a byte, f16 and bf16 their 16 bits.
   Type* MemTy(ScalarType t) {
     if (t == ScalarType::kBool) return Type::getInt8Ty(ctx_);
-    if (t == ScalarType::kF16) return Type::getInt16Ty(ctx_);
+    if (t == ScalarType::kF16 || t == ScalarType::kBF16) return Type::getInt16Ty(ctx_);
     return ScalarTy(t);
   }
   llvm::Align AlignOf(ScalarType t) { return llvm::Align(ScalarTypeBytes(t)); }
@@ -104,16 +105,18 @@ class Lowerer {
   Value* FromMem(Value* m, ScalarType t) {
     if (t == ScalarType::kBool) return b_.CreateICmpNE(m, llvm::Constant::getNullValue(m->getType()));
     if (t == ScalarType::kF16) return math::HalfToFloat(b_, m);
+    if (t == ScalarType::kBF16) return math::BFloat16ToFloat(b_, m);
     return m;
   }
   Value* ToMem(Value* v, ScalarType t) {
     if (t == ScalarType::kBool) return b_.CreateZExt(v, Like(MemTy(t), v));
     if (t == ScalarType::kF16) return math::FloatToHalf(b_, v);
+    if (t == ScalarType::kBF16) return math::FloatToBFloat16(b_, v);
     return v;
   }
   // ONNX Cast between any two scalar types (see ExprKind::kCast).
   Value* CastValue(Value* v, ScalarType from, ScalarType to) {
-    if (from == ScalarType::kF16) from = ScalarType::kF32;
+    if (from == ScalarType::kF16 || from == ScalarType::kBF16) from = ScalarType::kF32;
     if (from == to) return v;
     Type* tt = Like(ScalarTy(to), v);
     if (to == ScalarType::kBool) {
@@ -123,6 +126,10 @@ class Lowerer {
     if (to == ScalarType::kF16) {
       Value* f = CastValue(v, from, ScalarType::kF32);
       return math::HalfToFloat(b_, math::FloatToHalf(b_, f));
+    }
+    if (to == ScalarType::kBF16) {
+      Value* f = CastValue(v, from, ScalarType::kF32);
+      return math::BFloat16ToFloat(b_, math::FloatToBFloat16(b_, f));
     }
     if (from == ScalarType::kBool) return IsFloat(to) ? b_.CreateUIToFP(v, tt) : b_.CreateZExt(v, tt);
     if (IsFloat(from) && IsFloat(to)) return IsFloatBits(to, 64) ? b_.CreateFPExt(v, tt) : b_.CreateFPTrunc(v, tt);
@@ -326,6 +333,9 @@ class Lowerer {
         if (n == "sigmoid") return un(vector_math::Sigmoid);
         if (n == "sin") return un(math::Sin);
         if (n == "cos") return un(math::Cos);
+        if (n == "atan") return un(math::Atan);
+        if (n == "asin") return un(math::Asin);
+        if (n == "acos") return un(math::Acos);
         if (n == "expm1") return un(math::Expm1);
         if (n == "log1p") return un(math::Log1p);
         if (n == "pow") {

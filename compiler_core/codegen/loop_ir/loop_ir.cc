@@ -78,6 +78,7 @@ const char* ScalarTypeName(ScalarType t) {
     case ScalarType::kBool: return "bool";
     case ScalarType::kF64: return "f64";
     case ScalarType::kF16: return "f16";
+    case ScalarType::kBF16: return "bf16";
     case ScalarType::kI8: return "i8";
     case ScalarType::kI16: return "i16";
     case ScalarType::kI32: return "i32";
@@ -90,7 +91,7 @@ const char* ScalarTypeName(ScalarType t) {
 }
 
 bool IsFloat(ScalarType t) {
-  return t == ScalarType::kF32 || t == ScalarType::kF64 || t == ScalarType::kF16;
+  return t == ScalarType::kF32 || t == ScalarType::kF64 || t == ScalarType::kF16 || t == ScalarType::kBF16;
 }
 bool IsInteger(ScalarType t) { return !IsFloat(t) && t != ScalarType::kBool; }
 bool IsSigned(ScalarType t) {
@@ -103,6 +104,7 @@ int ScalarTypeBytes(ScalarType t) {
     case ScalarType::kI8:
     case ScalarType::kU8: return 1;
     case ScalarType::kF16:
+    case ScalarType::kBF16:
     case ScalarType::kI16:
     case ScalarType::kU16: return 2;
     case ScalarType::kF32:
@@ -143,7 +145,8 @@ Buffer MakeBuffer(std::string name, std::vector<int64_t> shape, BufferRole role,
 
 bool IsKnownCall(const std::string& name, int n) {
   static const char* const kUnary[] = {"exp", "log", "sqrt", "tanh", "erf", "sigmoid", "abs", "neg", "floor",
-                                       "sin", "cos", "ceil", "round", "trunc", "expm1", "log1p"};
+                                       "sin", "cos", "atan", "asin", "acos", "ceil", "round", "trunc", "expm1",
+                                       "log1p"};
   for (const char* u : kUnary) {
     if (name == u) return n == 1;
   }

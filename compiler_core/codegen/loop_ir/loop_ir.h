@@ -30,7 +30,7 @@ namespace kiln::loop_ir {
 // one byte (0 or 1; any non-zero byte loads as true) and an f16 is IEEE half;
 // f16 values are storage only in practice (graph lowerings compute in f32 and
 // Cast at the boundaries, the lowering converts without F16C or libcalls).
-enum class ScalarType { kF32, kI64, kBool, kF64, kF16, kI8, kI16, kI32, kU8, kU16, kU32, kU64 };
+enum class ScalarType { kF32, kI64, kBool, kF64, kF16, kI8, kI16, kI32, kU8, kU16, kU32, kU64, kBF16 };
 const char* ScalarTypeName(ScalarType t);
 bool IsFloat(ScalarType t);     // f16, f32, f64
 bool IsInteger(ScalarType t);   // i8..i64, u8..u64 (not bool)

@@ -5,12 +5,14 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numbers>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
+#include "compiler_core/ir/float16.h"
 
 namespace kiln::loop_ir {
 namespace {
@@ -93,11 +95,41 @@ std::map<std::string, ElementwiseRule> MakeRules() {
                                                                 {"Tanh", "tanh"},
                                                                 {"Sin", "sin"},
                                                                 {"Cos", "cos"},
+                                                                {"Atan", "atan"},
+                                                                {"Asin", "asin"},
+                                                                {"Acos", "acos"},
                                                                 {"Floor", "floor"},
                                                                 {"Ceil", "ceil"},
                                                                 {"Round", "round"}}) {
     r[op] = CallRule(f);
   }
+  r["Tan"] = Rule([](const Operands& o) { return Div(o.call("sin", {o.x()}), o.call("cos", {o.x()})); });
+  r["Sinh"] = Rule([](const Operands& o) {
+    return Mul(o.k(0.5), Sub(o.call("expm1", {o.x()}), o.call("expm1", {o.call("neg", {o.x()})})));
+  });
+  r["Cosh"] = Rule([](const Operands& o) {
+    return Mul(o.k(0.5), Add(o.call("exp", {o.x()}), o.call("exp", {o.call("neg", {o.x()})})));
+  });
+  // Past 2^20, x^2 + 1 rounds to x^2 in f32: asinh(x) = log(2|x|) there,
+  // which also keeps x^2 from overflowing.
+  r["Asinh"] = Rule([](const Operands& o) {
+    Expr a = o.call("abs", {o.x()});
+    Expr a2 = Mul(a, a);
+    Expr near = o.call("log1p", {Add(a, Div(a2, Add(o.k(1), o.call("sqrt", {Add(a2, o.k(1))}))))});
+    Expr far = Add(o.call("log", {a}), o.k(std::numbers::ln2));
+    Expr y = Select(Gt(a, o.k(1 << 20)), far, near);
+    return Select(Lt(o.x(), o.k(0)), o.call("neg", {y}), y);
+  });
+  // log(x + sqrt(x^2 - 1)) written around t = x - 1 (accurate near 1).
+  r["Acosh"] = Rule([](const Operands& o) {
+    Expr t = Sub(o.x(), o.k(1));
+    Expr near = o.call("log1p", {Add(t, o.call("sqrt", {Mul(t, Add(o.x(), o.k(1)))}))});
+    Expr far = Add(o.call("log", {o.x()}), o.k(std::numbers::ln2));
+    return Select(Gt(o.x(), o.k(1 << 20)), far, near);
+  });
+  r["Atanh"] = Rule([](const Operands& o) {
+    return Mul(o.k(0.5), o.call("log1p", {Div(Add(o.x(), o.x()), Sub(o.k(1), o.x()))}));
+  });
   // trunc(erf(x)) in double for integer x: 0 unless erf rounds to +-1 (|x| >= 6).
   r["Erf"] = Rule([](const Operands& o) {
     if (o.fl()) return o.call("erf", {o.x()});
@@ -319,8 +351,8 @@ const ElementwiseRule* FindElementwiseRule(const std::string& op_type) {
 }
 
 Expr RoundTo(DType d, Expr e) {
-  if (d != DType::kFloat16) return e;
-  return Cast(ScalarType::kF32, Cast(ScalarType::kF16, std::move(e)));
+  if (!IsNarrowFloat(d)) return e;
+  return Cast(ScalarType::kF32, Cast(ScalarTypeOf(d), std::move(e)));
 }
 
 WorkloadLowering ElementwiseLowering() { return InlinedNestLowering(false); }

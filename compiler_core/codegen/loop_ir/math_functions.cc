@@ -1,5 +1,5 @@
-// Inline polynomial math for the loop-IR lowering (sin, cos, pow, fmod, expm1,
-// log1p, half conversion); see math_functions.h.
+// Inline polynomial math for the loop-IR lowering (sin, cos, atan, asin, acos,
+// pow, fmod, expm1, log1p, half conversion); see math_functions.h.
 #include "compiler_core/codegen/loop_ir/math_functions.h"
 
 #include <cmath>
@@ -61,7 +61,51 @@ Value* SinQuadrant(llvm::IRBuilderBase& b, Value* x, int64_t shift) {
   return b.CreateSelect(neg, b.CreateFNeg(v), v);
 }
 
+// asin(u) for |u| <= 0.5.
+Value* AsinCore(llvm::IRBuilderBase& b, Value* u) {
+  Value* z = b.CreateFMul(u, u);
+  Value* p = Poly(b, z, {4.2163199048e-2, 2.4181311049e-2, 4.5470025998e-2, 7.4953002686e-2, 1.6666752422e-1});
+  return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {u->getType()}, {b.CreateFMul(p, z), u, u});
+}
+
 }  // namespace
+
+Value* Atan(llvm::IRBuilderBase& b, Value* x) {
+  Type* t = x->getType();
+  Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  Value* big = b.CreateFCmpOGT(a, F(t, 2.414213562373095));
+  Value* mid = b.CreateFCmpOGT(a, F(t, 0.4142135623730950));
+  Value* r = b.CreateSelect(big, b.CreateFDiv(F(t, -1.0), a),
+                            b.CreateSelect(mid, b.CreateFDiv(b.CreateFSub(a, F(t, 1.0)), b.CreateFAdd(a, F(t, 1.0))), a));
+  Value* base = b.CreateSelect(big, F(t, std::numbers::pi / 2), b.CreateSelect(mid, F(t, std::numbers::pi / 4), F(t, 0.0)));
+  Value* z = b.CreateFMul(r, r);
+  Value* p = Poly(b, z, {8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1});
+  Value* y = b.CreateFAdd(base, b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {t}, {b.CreateFMul(p, z), r, r}));
+  return b.CreateIntrinsic(llvm::Intrinsic::copysign, {t}, {y, x});
+}
+
+Value* Asin(llvm::IRBuilderBase& b, Value* x) {
+  Type* t = x->getType();
+  Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  Value* far = b.CreateFCmpOGT(a, F(t, 0.5));
+  // |x| > 0.5: asin(a) = pi/2 - 2 asin(sqrt((1 - a) / 2)); NaN past 1 from the sqrt.
+  Value* s = b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, b.CreateFMul(F(t, 0.5), b.CreateFSub(F(t, 1.0), a)));
+  Value* c = AsinCore(b, b.CreateSelect(far, s, a));
+  Value* y = b.CreateSelect(far, b.CreateFSub(F(t, std::numbers::pi / 2), b.CreateFAdd(c, c)), c);
+  return b.CreateIntrinsic(llvm::Intrinsic::copysign, {t}, {y, x});
+}
+
+Value* Acos(llvm::IRBuilderBase& b, Value* x) {
+  Type* t = x->getType();
+  Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  Value* far = b.CreateFCmpOGT(a, F(t, 0.5));
+  // |x| > 0.5: acos(x) = 2 asin(sqrt((1 - |x|) / 2)), or pi minus that for x < 0.
+  Value* s = b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, b.CreateFMul(F(t, 0.5), b.CreateFSub(F(t, 1.0), a)));
+  Value* c = AsinCore(b, b.CreateSelect(far, s, x));
+  Value* twice = b.CreateFAdd(c, c);
+  Value* outer = b.CreateSelect(b.CreateFCmpOLT(x, F(t, 0.0)), b.CreateFSub(F(t, std::numbers::pi), twice), twice);
+  return b.CreateSelect(far, outer, b.CreateFSub(F(t, std::numbers::pi / 2), c));
+}
 
 Value* Sin(llvm::IRBuilderBase& b, Value* x) { return SinQuadrant(b, x, 0); }
 Value* Cos(llvm::IRBuilderBase& b, Value* x) { return SinQuadrant(b, x, 1); }
@@ -180,6 +224,23 @@ Value* IntPow(llvm::IRBuilderBase& b, Value* base, Value* e, bool is_signed) {
     neg = b.CreateSelect(b.CreateICmpEQ(base, minus_one), b.CreateSelect(odd, minus_one, one), neg);
   }
   return b.CreateSelect(b.CreateICmpSLT(e, c(et, 0)), neg, result);
+}
+
+Value* BFloat16ToFloat(llvm::IRBuilderBase& b, Value* h) {
+  Type* it = WithScalar(h->getType(), b.getInt32Ty());
+  Type* ft = WithScalar(h->getType(), b.getFloatTy());
+  return b.CreateBitCast(b.CreateShl(b.CreateZExt(h, it), 16), ft);
+}
+
+Value* FloatToBFloat16(llvm::IRBuilderBase& b, Value* f) {
+  Type* it = WithScalar(f->getType(), b.getInt32Ty());
+  Type* ht = WithScalar(f->getType(), b.getInt16Ty());
+  Value* bits = b.CreateBitCast(f, it);
+  Value* nan = b.CreateICmpUGT(b.CreateAnd(bits, I(it, 0x7fffffffu)), I(it, 0x7f800000u));
+  Value* odd = b.CreateAnd(b.CreateLShr(bits, 16), I(it, 1));
+  Value* rounded = b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(odd, I(it, 0x7fff))), 16);
+  Value* quiet = b.CreateOr(b.CreateLShr(bits, 16), I(it, 0x40));
+  return b.CreateTrunc(b.CreateSelect(nan, quiet, rounded), ht);
 }
 
 }  // namespace kiln::loop_ir::math

@@ -65,7 +65,9 @@ std::string Print(const Expr& e) {
         }
         return t;
       }
-      if (e->type == ScalarType::kF16) return absl::StrCat("f16(", FloatText(e->float_value), ")");
+      if (e->type == ScalarType::kF16 || e->type == ScalarType::kBF16) {
+        return absl::StrCat(ScalarTypeName(e->type), "(", FloatText(e->float_value), ")");
+      }
       return FloatText(e->float_value);
     case ExprKind::kVar: return e->type == ScalarType::kI64 ? e->name : absl::StrCat(e->name);
     case ExprKind::kMin: return absl::StrCat("min(", Print(e->args[0]), ", ", Print(e->args[1]), ")");

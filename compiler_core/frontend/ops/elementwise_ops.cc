@@ -25,6 +25,7 @@
 #include "compiler_core/frontend/ops/op_families.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
 #include "compiler_core/frontend/shape_inference.h"
+#include "compiler_core/ir/float16.h"
 
 namespace kiln::ops {
 namespace {
@@ -34,13 +35,13 @@ namespace {
 
 using DTypeSet = std::vector<DType>;
 
-const DTypeSet kFloatTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16};
-const DTypeSet kSignedTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kInt8,
+const DTypeSet kFloatTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
+const DTypeSet kSignedTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt8,
                                DType::kInt16,   DType::kInt32,   DType::kInt64};
-const DTypeSet kNumericTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kInt8,
+const DTypeSet kNumericTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt8,
                                 DType::kInt16,   DType::kInt32,   DType::kInt64,   DType::kUInt8,
                                 DType::kUInt16,  DType::kUInt32,  DType::kUInt64};
-const DTypeSet kAllTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kInt8,   DType::kInt16,
+const DTypeSet kAllTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt8,   DType::kInt16,
                             DType::kInt32,   DType::kInt64,   DType::kUInt8,   DType::kUInt16, DType::kUInt32,
                             DType::kUInt64,  DType::kBool};
 const DTypeSet kBoolTypes = {DType::kBool};
@@ -338,44 +339,43 @@ absl::Status CheckIntDivisor(const Node& node, const Tensor& b) {
 
 using EvalFn = std::function<absl::Status(const Node&, const InputTensors&, std::vector<Tensor>&)>;
 
-Tensor ConvertHalf(const Tensor& t, DType to) {
+// f16/bf16 <-> f32 (`to` f32 widens, otherwise narrows f32 to `to`).
+Tensor ConvertNarrow(const Tensor& t, DType to) {
   Tensor out(to, t.dims());
   for (int64_t i = 0; i < t.num_elements(); ++i) {
     if (to == DType::kFloat32) {
-      out.data<float>()[i] = HalfToFloat(t.data<uint16_t>()[i]);
+      out.data<float>()[i] = NarrowToFloat(t.dtype(), t.data<uint16_t>()[i]);
     } else {
-      out.data<uint16_t>()[i] = FloatToHalf(t.data<float>()[i]);
+      out.data<uint16_t>()[i] = FloatToNarrow(to, t.data<float>()[i]);
     }
   }
   return out;
 }
 
-// Runs `eval` with f16 inputs widened to f32 and f16 outputs computed as f32
-// and narrowed back, so kernels need no half arithmetic.
-EvalFn WidenF16(EvalFn eval) {
+// Runs `eval` with f16/bf16 inputs widened to f32 and f16/bf16 outputs
+// computed as f32 and narrowed back, so kernels need no 16-bit arithmetic.
+EvalFn WidenNarrowFloats(EvalFn eval) {
   return [eval](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
     bool any = false;
-    for (const Tensor* t : in) any |= t != nullptr && t->dtype() == DType::kFloat16;
-    for (const Tensor& t : out) any |= t.dtype() == DType::kFloat16;
+    for (const Tensor* t : in) any |= t != nullptr && IsNarrowFloat(t->dtype());
+    for (const Tensor& t : out) any |= IsNarrowFloat(t.dtype());
     if (!any) return eval(node, in, out);
     std::vector<Tensor> widened;
     widened.reserve(in.size());
     InputTensors in2;
     for (const Tensor* t : in) {
-      if (t != nullptr && t->dtype() == DType::kFloat16) {
-        widened.push_back(ConvertHalf(*t, DType::kFloat32));
+      if (t != nullptr && IsNarrowFloat(t->dtype())) {
+        widened.push_back(ConvertNarrow(*t, DType::kFloat32));
         in2.push_back(&widened.back());
       } else {
         in2.push_back(t);
       }
     }
     std::vector<Tensor> out2;
-    for (const Tensor& t : out) {
-      out2.emplace_back(t.dtype() == DType::kFloat16 ? DType::kFloat32 : t.dtype(), t.dims());
-    }
+    for (const Tensor& t : out) out2.emplace_back(IsNarrowFloat(t.dtype()) ? DType::kFloat32 : t.dtype(), t.dims());
     RETURN_IF_ERROR(eval(node, in2, out2));
     for (size_t i = 0; i < out.size(); ++i) {
-      out[i] = out[i].dtype() == DType::kFloat16 ? ConvertHalf(out2[i], DType::kFloat16) : std::move(out2[i]);
+      out[i] = IsNarrowFloat(out[i].dtype()) ? ConvertNarrow(out2[i], out[i].dtype()) : std::move(out2[i]);
     }
     return absl::OkStatus();
   };
@@ -407,7 +407,7 @@ OpDef UnaryMath(std::string op_type, DTypeSet types, UnaryFactory make, std::vec
     RETURN_IF_ERROR(CheckDType(node, in, 0, types));
     return std::vector<TensorType>{MakeType(in[0]->dtype, in[0]->dims)};
   };
-  def.eval = WidenF16([make](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
+  def.eval = WidenNarrowFloats([make](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
     const UnaryFn f = make(node);
     const Tensor& x = *in[0];
     Tensor& y = out[0];
@@ -436,7 +436,7 @@ OpDef UnaryExact(std::string op_type, DTypeSet types, F f) {
     RETURN_IF_ERROR(CheckDType(node, in, 0, types));
     return std::vector<TensorType>{MakeType(in[0]->dtype, in[0]->dims)};
   };
-  def.eval = WidenF16([f](const Node&, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
+  def.eval = WidenNarrowFloats([f](const Node&, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
     const Tensor& x = *in[0];
     Tensor& y = out[0];
     return DispatchDType(x.dtype(), [&](auto tag) -> absl::Status {
@@ -591,7 +591,7 @@ OpDef Binary(std::string op_type, DTypeSet types, bool bool_out, F f, bool int_d
     RETURN_IF_ERROR(CheckAllSameDType(node, in, types));
     return BroadcastResult(node, in, bool_out ? DType::kBool : in[0]->dtype);
   };
-  def.eval = WidenF16([f, bool_out, int_divisor](const Node& node, const InputTensors& in,
+  def.eval = WidenNarrowFloats([f, bool_out, int_divisor](const Node& node, const InputTensors& in,
                                                  std::vector<Tensor>& out) -> absl::Status {
     if (int_divisor && out[0].num_elements() > 0) RETURN_IF_ERROR(CheckIntDivisor(node, *in[1]));
     const Tensor& a = *in[0];
@@ -622,7 +622,7 @@ OpDef Variadic(std::string op_type, DTypeSet types, Fold fold) {
     RETURN_IF_ERROR(CheckAllSameDType(node, in, types));
     return BroadcastResult(node, in, in[0]->dtype);
   };
-  def.eval = WidenF16([fold](const Node&, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
+  def.eval = WidenNarrowFloats([fold](const Node&, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
     const std::vector<const Tensor*> ops = Present(in);
     Tensor& y = out[0];
     return ForEachTypedElement(y.dtype(), y, ops, [&](auto tag, int64_t i, const int64_t* off) {
@@ -650,12 +650,12 @@ OpDef PowOp() {
   def.op_type = "Pow";
   def.min_inputs = def.max_inputs = 2;
   def.infer = [](const Node& node, const InputTypes& in) -> absl::StatusOr<std::vector<TensorType>> {
-    RETURN_IF_ERROR(CheckDType(node, in, 0, {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kInt32,
+    RETURN_IF_ERROR(CheckDType(node, in, 0, {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt32,
                                              DType::kInt64}));
     RETURN_IF_ERROR(CheckDType(node, in, 1, kNumericTypes));
     return BroadcastResult(node, in, in[0]->dtype);
   };
-  def.eval = WidenF16([](const Node&, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
+  def.eval = WidenNarrowFloats([](const Node&, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
     const Tensor& a = *in[0];
     const Tensor& b = *in[1];
     Tensor& y = out[0];
@@ -693,7 +693,7 @@ OpDef ModOp() {
     }
     return BroadcastResult(node, in, in[0]->dtype);
   };
-  def.eval = WidenF16([](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
+  def.eval = WidenNarrowFloats([](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
     if (out[0].num_elements() > 0) RETURN_IF_ERROR(CheckIntDivisor(node, *in[1]));
     const bool fmod = node.GetInt("fmod", 0) == 1;
     const Tensor& a = *in[0];
@@ -717,7 +717,7 @@ OpDef WhereOp() {
     RETURN_IF_ERROR(CheckSameDType(node, in, 1, 2));
     return BroadcastResult(node, in, in[1]->dtype);
   };
-  def.eval = WidenF16([](const Node&, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
+  def.eval = WidenNarrowFloats([](const Node&, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
     const Tensor& c = *in[0];
     const Tensor& x = *in[1];
     const Tensor& z = *in[2];
@@ -736,7 +736,7 @@ OpDef PReluOp() {
   def.op_type = "PRelu";
   def.min_inputs = def.max_inputs = 2;
   def.infer = [](const Node& node, const InputTypes& in) -> absl::StatusOr<std::vector<TensorType>> {
-    RETURN_IF_ERROR(CheckAllSameDType(node, in, {DType::kFloat32, DType::kFloat64, DType::kFloat16,
+    RETURN_IF_ERROR(CheckAllSameDType(node, in, {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
                                                  DType::kInt32, DType::kInt64}));
     ASSIGN_OR_RETURN(std::vector<Dim> dims, BroadcastInputs(node, in));
     bool same = dims.size() == in[0]->dims.size();
@@ -747,7 +747,7 @@ OpDef PReluOp() {
     }
     return std::vector<TensorType>{MakeType(in[0]->dtype, in[0]->dims)};
   };
-  def.eval = WidenF16([](const Node&, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
+  def.eval = WidenNarrowFloats([](const Node&, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
     const Tensor& x = *in[0];
     const Tensor& s = *in[1];
     Tensor& y = out[0];
@@ -808,7 +808,7 @@ OpDef ClipOp() {
     }
     return std::vector<TensorType>{MakeType(in[0]->dtype, in[0]->dims)};
   };
-  def.eval = WidenF16([](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
+  def.eval = WidenNarrowFloats([](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
     const Tensor& x = *in[0];
     Tensor& y = out[0];
     return DispatchDType(x.dtype(), [&](auto tag) -> absl::Status {
@@ -873,7 +873,7 @@ OpDef CastOp() {
     ASSIGN_OR_RETURN(DType to, CastTarget(node));
     return std::vector<TensorType>{MakeType(to, in[0]->dims)};
   };
-  def.eval = WidenF16(CastKernel);
+  def.eval = WidenNarrowFloats(CastKernel);
   return def;
 }
 
@@ -887,7 +887,7 @@ OpDef CastLikeOp() {
     RETURN_IF_ERROR(CheckDType(node, in, 1, kAllTypes));
     return std::vector<TensorType>{MakeType(in[1]->dtype, in[0]->dims)};
   };
-  def.eval = WidenF16(CastKernel);
+  def.eval = WidenNarrowFloats(CastKernel);
   return def;
 }
 
@@ -924,7 +924,7 @@ OpDef DropoutOp() {
     if (training) {
       double ratio = node.GetFloat("ratio", 0.5f);
       if (in.size() > 1 && in[1] != nullptr) {
-        ratio = in[1]->dtype() == DType::kFloat16 ? HalfToFloat(in[1]->data<uint16_t>()[0])
+        ratio = IsNarrowFloat(in[1]->dtype()) ? NarrowToFloat(in[1]->dtype(), in[1]->data<uint16_t>()[0])
                 : in[1]->dtype() == DType::kFloat64 ? in[1]->data<double>()[0]
                                                     : in[1]->data<float>()[0];
       }

@@ -21,6 +21,7 @@ void RegisterPoolOps(std::vector<OpDef>* defs);          // MaxPool, AveragePool
 void RegisterResizeOps(std::vector<OpDef>* defs);        // Resize, Upsample
 void RegisterTopKOps(std::vector<OpDef>* defs);          // TopK
 void RegisterShapeOps(std::vector<OpDef>* defs);         // Constant, Shape, Size, ConstantOfShape, Range
+void RegisterRnnOps(std::vector<OpDef>* defs);           // LSTM, GRU, RNN (unrolled by a pass)
 
 // `def` with its traits set: the family files register every operator with
 // its class (and the few per-operator flags) through these.

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "compiler_core/ir/float16.h"
 
 namespace kiln::ops {
 
@@ -222,7 +223,7 @@ absl::StatusOr<double> ConstantScalar(const Node& node, int i, absl::string_view
     return absl::InvalidArgumentError(absl::StrCat(what, " '", node.input(i)->name(),
                                                    "' must hold one element, got ", t->num_elements()));
   }
-  if (t->dtype() == DType::kFloat16 || t->dtype() == DType::kUnknown) {
+  if (IsNarrowFloat(t->dtype()) || t->dtype() == DType::kUnknown) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " '", node.input(i)->name(), "' has unsupported dtype ", DTypeName(t->dtype())));
   }
@@ -249,46 +250,6 @@ std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims) {
   std::vector<int64_t> s(dims.size(), 1);
   for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
   return s;
-}
-
-// --- IEEE half precision ---
-
-float HalfToFloat(uint16_t h) {
-  const bool negative = (h & 0x8000) != 0;
-  const uint32_t exp = (h >> 10) & 0x1f;
-  const uint32_t mant = h & 0x3ff;
-  if (exp == 0) {  // zero or subnormal: mant * 2^-24, exact in float
-    float v = std::ldexp(static_cast<float>(mant), -24);
-    return negative ? -v : v;
-  }
-  uint32_t bits = (negative ? 0x80000000u : 0u) | (mant << 13);
-  bits |= exp == 31 ? 0x7f800000u : (exp + 112) << 23;  // inf/NaN, or rebias 15 -> 127
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-uint16_t FloatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof x);
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
-  const uint32_t abs = x & 0x7fffffff;
-  if (abs > 0x7f800000) return sign | 0x7e00 | ((abs >> 13) & 0x3ff);  // NaN, kept quiet
-  if (abs >= 0x477ff000) return sign | 0x7c00;  // >= 65520 rounds to infinity
-  if (abs < 0x38800000) {  // below 2^-14: subnormal half, round(|f| * 2^24) to even
-    float a;
-    std::memcpy(&a, &abs, sizeof a);
-    double scaled = static_cast<double>(a) * 16777216.0;
-    double r = std::floor(scaled);
-    double frac = scaled - r;
-    if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0)) r += 1;
-    return sign | static_cast<uint16_t>(r);  // 1024 is the smallest normal, also correct
-  }
-  const uint32_t mant = abs & 0x7fffff;
-  uint32_t h = (((abs >> 23) - 112) << 10) | (mant >> 13);
-  const uint32_t rest = mant & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;  // a carry into the exponent is right
-  return sign | static_cast<uint16_t>(h);
 }
 
 bool IsNumeric(DType t) {

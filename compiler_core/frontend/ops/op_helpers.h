@@ -115,13 +115,6 @@ void MapElements(const Tensor& in, Tensor& out, const void* fill, F&& src) {
   }
 }
 
-// --- IEEE half precision (f16 tensors store the bit patterns as uint16_t) ---
-
-// Exact widening of an f16 bit pattern.
-float HalfToFloat(uint16_t h);
-// Narrowing with round-to-nearest-even; overflow gives infinity, NaN stays NaN.
-uint16_t FloatToHalf(float f);
-
 // f32, f64, i32 or i64 (the reductions' and index operators' types).
 bool IsNumeric(DType t);
 absl::Status RequireNumeric(const Node& node, const TensorType& t, int i);

@@ -48,6 +48,8 @@ class GraphBuilder {
     return out;
   }
   void Output(Value* v) { g_->AddOutput(v); }
+  // For what the helpers above do not cover (several outputs, other dtypes).
+  Graph* graph() { return g_.get(); }
   // Infers shapes (which folds tiny constant subgraphs) and verifies.
   std::unique_ptr<Graph> Finish() {
     absl::Status s = InferShapes(*g_);

@@ -19,6 +19,7 @@
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
 #include "compiler_core/frontend/shape_inference.h"
+#include "compiler_core/ir/float16.h"
 #include "compiler_core/ir/graph.h"
 #include "tests/compiler_core/codegen/loop_ir/lowering_testing.h"
 
@@ -31,7 +32,7 @@ using Dims = std::vector<int64_t>;
 
 const std::vector<DType> kInts = {DType::kInt8,  DType::kInt16,  DType::kInt32,  DType::kInt64,
                                   DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64};
-const std::vector<DType> kFloats = {DType::kFloat32, DType::kFloat64, DType::kFloat16};
+const std::vector<DType> kFloats = {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
 
 std::vector<DType> Numeric() {
   std::vector<DType> v = kFloats;
@@ -39,13 +40,13 @@ std::vector<DType> Numeric() {
   return v;
 }
 
-bool IsFloatD(DType t) { return t == DType::kFloat32 || t == DType::kFloat64 || t == DType::kFloat16; }
+bool IsFloatD(DType t) { return t == DType::kFloat32 || t == DType::kFloat64 || IsNarrowFloat(t); }
 bool IsSignedD(DType t) {
   return IsFloatD(t) || t == DType::kInt8 || t == DType::kInt16 || t == DType::kInt32 || t == DType::kInt64;
 }
 
 // What values an input takes.
-enum class Range { kDefault, kNonZero, kSmall, kExponent, kWide };
+enum class Range { kDefault, kNonZero, kSmall, kExponent, kWide, kUnit };
 
 template <typename T>
 void Fill(Tensor& t, const std::function<double(int64_t)>& f) {
@@ -58,7 +59,7 @@ Tensor RandomTensor(DType d, const Dims& dims, Range r, uint32_t seed) {
   auto value = [&](int64_t i) -> double {
     if (d == DType::kBool) return rng() % 2;
     if (IsFloatD(d)) {
-      double lo = r == Range::kWide ? -300 : r == Range::kExponent ? -3 : -4;
+      double lo = r == Range::kWide ? -300 : r == Range::kExponent ? -3 : r == Range::kUnit ? -1 : -4;
       double u = std::uniform_real_distribution<double>(lo, -lo)(rng);
       if (i % 3 == 0) u = std::round(u * 2) / 2;  // halves: Round, Floor, Ceil, Sign edge cases
       if (r == Range::kNonZero && u == 0) u = 1.5;
@@ -75,7 +76,8 @@ Tensor RandomTensor(DType d, const Dims& dims, Range r, uint32_t seed) {
     case DType::kFloat32: Fill<float>(t, value); break;
     case DType::kFloat64: Fill<double>(t, value); break;
     case DType::kFloat16:
-      for (int64_t i = 0; i < t.num_elements(); ++i) t.data<uint16_t>()[i] = ops::FloatToHalf(float(value(i)));
+    case DType::kBFloat16:
+      for (int64_t i = 0; i < t.num_elements(); ++i) t.data<uint16_t>()[i] = FloatToNarrow(d, float(value(i)));
       break;
     case DType::kInt8: Fill<int8_t>(t, value); break;
     case DType::kInt16: Fill<int16_t>(t, value); break;
@@ -92,7 +94,7 @@ Tensor RandomTensor(DType d, const Dims& dims, Range r, uint32_t seed) {
 }
 
 double ElementOf(const Tensor& t, int64_t i) {
-  if (t.dtype() == DType::kFloat16) return ops::HalfToFloat(t.data<uint16_t>()[i]);
+  if (IsNarrowFloat(t.dtype())) return NarrowToFloat(t.dtype(), t.data<uint16_t>()[i]);
   return ops::ElementAsDouble(t, i);
 }
 
@@ -147,8 +149,9 @@ void Check(const std::string& op, const std::vector<Input>& inputs, Attrs attrs 
                          static_cast<const char*>(got.raw()) + i * DTypeSize(want.dtype()),
                          DTypeSize(want.dtype())) == 0;
       } else {
-        double rtol = want.dtype() == DType::kFloat16 ? 2e-3 : 2e-5;
-        double atol = want.dtype() == DType::kFloat16 ? 1e-3 : 1e-5;
+        // One unit in the last place of the output type.
+        double rtol = want.dtype() == DType::kFloat16 ? 2e-3 : want.dtype() == DType::kBFloat16 ? 8e-3 : 2e-5;
+        double atol = want.dtype() == DType::kFloat16 ? 1e-3 : want.dtype() == DType::kBFloat16 ? 8e-3 : 1e-5;
         ok = (std::isnan(w) && std::isnan(v)) || w == v || std::fabs(w - v) <= atol + rtol * std::fabs(w);
       }
       if (!ok) {
@@ -226,6 +229,18 @@ TEST(ElementwiseDTypeTest, UnaryMath) {
     }
   }
   for (DType d : {DType::kInt32, DType::kInt8}) Check("Erf", {{d, {7}, Range::kSmall}});
+}
+
+// Domains: [-4, 4] reaches NaN outside asin/acos/atanh/acosh's; [-1, 1] and
+// [-300, 300] cover their inside and the large-argument forms.
+TEST(ElementwiseDTypeTest, TrigonometricAndHyperbolic) {
+  for (DType d : kFloats) {
+    for (const char* op : {"Tan", "Atan", "Asin", "Acos", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"}) {
+      Check(op, {{d, {3, 37}}});
+      Check(op, {{d, {3, 37}, Range::kUnit}});
+    }
+    for (const char* op : {"Atan", "Asinh", "Acosh"}) Check(op, {{d, {3, 37}, Range::kWide}});
+  }
 }
 
 TEST(ElementwiseDTypeTest, ClipCastPowPRelu) {

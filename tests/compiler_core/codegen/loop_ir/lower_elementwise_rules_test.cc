@@ -1,10 +1,6 @@
 // The expression rules of the elementwise and data-movement families agree
 // with the operators' traits (OpDef): a rule exists only for an operator of
-// its family, and every elementwise operator has one, except the few listed
-// here that code generation does not inline yet.
-#include <set>
-#include <string>
-
+// its family, and every elementwise operator has one.
 #include "compiler_core/codegen/loop_ir/lower_data_movement.h"
 #include "compiler_core/codegen/loop_ir/lower_elementwise.h"
 #include "compiler_core/frontend/op_registry.h"
@@ -12,11 +8,6 @@
 
 namespace kiln::loop_ir {
 namespace {
-
-// Elementwise operators with no inline expression yet: a group holding one is
-// refused by the code generator (the conformance runner lists their cases).
-const std::set<std::string> kNotInlinedYet = {"Acos", "Acosh", "Asin", "Asinh", "Atan",
-                                              "Atanh", "Cosh", "Sinh", "Tan"};
 
 TEST(ElementwiseRulesTest, RulesFollowTheOperatorTraits) {
   int elementwise = 0, movement = 0;
@@ -33,8 +24,7 @@ TEST(ElementwiseRulesTest, RulesFollowTheOperatorTraits) {
       EXPECT_EQ(def->traits.op_class, OpClass::kDataMovement) << def->op_type;
     }
     if (def->traits.op_class == OpClass::kElementwise) {
-      EXPECT_NE(has_elementwise_rule, kNotInlinedYet.count(def->op_type) > 0)
-          << def->op_type << ": give it an expression rule in lower_elementwise.cc (or list it here)";
+      EXPECT_TRUE(has_elementwise_rule) << def->op_type << ": give it an expression rule in lower_elementwise.cc";
     }
     if (def->traits.layout_only) EXPECT_TRUE(has_movement_rule) << def->op_type;
   }
