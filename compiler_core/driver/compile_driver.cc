@@ -9,6 +9,7 @@
 #include "base/status_macros.h"
 #include "compiler_core/codegen/kernel_emitter.h"
 #include "compiler_core/codegen/loop_ir/loop_ir.h"
+#include "compiler_core/codegen/loop_ir/lower.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/frontend/graph_proto.h"
 #include "compiler_core/frontend/onnx_importer.h"
@@ -77,11 +78,14 @@ absl::Status CheckCompilable(const PreparedModel& model, const CpuTarget& target
   std::set<std::string> checked;
   for (size_t i = 0; i < model.partition.groups.size(); ++i) {
     const FusionGroup& g = model.partition.groups[i];
+    const Workload& w = model.workloads[i];
     if (g.kind == "unsupported") {
-      problems.push_back(absl::StrCat("no code generator for ", NodeList(g)));
+      absl::Status why;
+      loop_ir::FindLowering(*w.graph, &why);
+      problems.push_back(absl::StrCat("no code generator for ", NodeList(g),
+                                      why.ok() ? "" : absl::StrCat(": ", InModelTerms(std::string(why.message()), g))));
       continue;
     }
-    const Workload& w = model.workloads[i];
     if (!checked.insert(w.key).second) continue;
     absl::Status lowered = LowerWorkload(*w.graph, DefaultSchedule(*w.graph, target), target).status();
     if (!lowered.ok()) {

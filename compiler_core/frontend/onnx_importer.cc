@@ -15,6 +15,7 @@
 #include "compiler_core/frontend/graph_proto.h"
 #include "compiler_core/frontend/op_registry.h"
 #include "compiler_core/frontend/ops/index_ops.h"
+#include "compiler_core/frontend/ops/op_helpers.h"
 #include "compiler_core/frontend/shape_inference.h"
 #include "compiler_core/frontend/verifier.h"
 #include "onnx/onnx.pb.h"
@@ -224,8 +225,58 @@ constexpr AttrToInput kAttrToInput[] = {
     {"ReduceL2", 18, "axes", 1},     {"ReduceLogSum", 18, "axes", 1},
     {"ReduceLogSumExp", 18, "axes", 1}, {"ReduceSumSquare", 18, "axes", 1},
     {"TopK", 10, "k", 1},            {"Upsample", 9, "scales", 1},
-    {"Dropout", 12, "ratio", 1},
+    {"Dropout", 12, "ratio", 1},     {"Reshape", 5, "shape", 1},
 };
+
+// The binary operators whose opset < 7 versions take `broadcast` and `axis`.
+bool HasLegacyBroadcast(const std::string& op_type) {
+  static const char* const kOps[] = {"Add", "Sub", "Mul", "Div", "Pow", "And",
+                                     "Or", "Xor", "Equal", "Greater", "Less"};
+  for (const char* op : kOps) {
+    if (op_type == op) return true;
+  }
+  return false;
+}
+
+// Attribute forms of opsets 1-8 that a newer form expresses (before operands
+// are canonicalized). `inputs` are the node's, for PRelu's slope rank.
+absl::Status CanonicalizeLegacyAttributes(int64_t opset, const std::string& op_type,
+                                          const std::vector<Value*>& inputs,
+                                          std::map<std::string, AttrValue>& attrs) {
+  auto int_attr = [&](const char* name, int64_t def) {
+    auto it = attrs.find(name);
+    const int64_t* v = it == attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
+    return v == nullptr ? def : *v;
+  };
+  if (opset < 7) {
+    attrs.erase("consumed_inputs");  // a buffer-reuse hint of opsets 1-5, no semantics
+    if (HasLegacyBroadcast(op_type)) {
+      // broadcast=1 with `axis`: input 1 aligned at `axis`; without `axis`
+      // (or broadcast=0, equal shapes) the numpy broadcast of opset 7 is the same.
+      const bool broadcast = int_attr("broadcast", 0) != 0;
+      if (broadcast && attrs.count("axis")) attrs[ops::kBroadcastAxisAttr] = int_attr("axis", 0);
+      attrs.erase("broadcast");
+      attrs.erase("axis");
+    }
+    if (op_type == "Gemm") attrs.erase("broadcast");  // Gemm-7 broadcasts C unidirectionally
+    if (op_type == "Dropout" || op_type == "BatchNormalization") attrs.erase("is_test");
+    if (op_type == "PRelu" && inputs.size() > 1 && inputs[1] != nullptr && inputs[1]->type().known &&
+        inputs[1]->type().dims.size() == 1) {
+      attrs[ops::kBroadcastAxisAttr] = int64_t{1};  // a [C] slope is per channel
+    }
+    if (op_type == "Pad" && attrs.count("paddings")) {  // Pad-1's name for `pads`
+      attrs["pads"] = attrs["paddings"];
+      attrs.erase("paddings");
+    }
+  }
+  if (opset < 9 && op_type == "BatchNormalization") {
+    if (int_attr("spatial", 1) == 0) {
+      return absl::InvalidArgumentError("attribute 'spatial' 0 (statistics per activation) is not supported");
+    }
+    attrs.erase("spatial");
+  }
+  return absl::OkStatus();
+}
 
 // The operand tensor an attribute becomes: ints -> i64[n] (TopK's k -> i64[1]),
 // float -> f32 scalar, floats -> f32[n].
@@ -251,6 +302,7 @@ absl::StatusOr<Tensor> AttrAsOperand(const std::string& op_type, const std::stri
 absl::Status CanonicalizeOperands(Graph& graph, int64_t opset, const std::string& node_name,
                                   const std::string& op_type, std::vector<Value*>& inputs,
                                   std::map<std::string, AttrValue>& attrs) {
+  RETURN_IF_ERROR(CanonicalizeLegacyAttributes(opset, op_type, inputs, attrs));
   bool rewritten = false;
   for (const AttrToInput& r : kAttrToInput) {
     if (op_type != r.op_type || opset >= r.below_opset) continue;

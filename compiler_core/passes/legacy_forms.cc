@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "compiler_core/frontend/onnx_importer.h"
+#include "compiler_core/frontend/ops/op_helpers.h"
+#include "compiler_core/frontend/shape_inference.h"
 #include "compiler_core/passes/graph_rewriting.h"
 
 namespace kiln {
@@ -54,19 +56,53 @@ absl::StatusOr<bool> CanonicalizeSoftmax(Graph& graph, Node* n) {
   return true;
 }
 
+// One opset < 7 axis-aligned broadcast (ops::kBroadcastAxisAttr) as an
+// Unsqueeze of input 1 and the numpy-broadcasting node; false when the ranks
+// are not known yet.
+absl::StatusOr<bool> CanonicalizeBroadcastAxis(Graph& graph, Node* n) {
+  const Value* a = n->input(0);
+  Value* b = n->input(1);
+  if (!a->type().known || !b->type().known) return false;
+  std::vector<Dim> b_dims = b->type().dims;
+  const size_t b_rank = b_dims.size();
+  ASSIGN_OR_RETURN(std::vector<Dim> aligned, ops::AlignedAtBroadcastAxis(*n, a->type().dims.size(), b_dims));
+  std::vector<Value*> inputs = n->inputs();
+  std::map<std::string, AttrValue> attrs = n->attrs();
+  attrs.erase(ops::kBroadcastAxisAttr);
+  const std::string op = n->op_type(), name = n->name();
+  const std::vector<Value*> outs = n->outputs();
+  graph.RemoveNode(n);
+  if (aligned.size() > b_rank) {
+    std::vector<int64_t> axes;
+    for (size_t d = b_rank; d < aligned.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+    NodeBuilder build(graph, name);
+    ASSIGN_OR_RETURN(inputs[1], build.Op("Unsqueeze", {b, build.Int64s(axes)}));
+  }
+  RETURN_IF_ERROR(graph.AddNode(op, name, std::move(inputs), outs, std::move(attrs)).status());
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<bool> LegacyFormCanonicalization::Run(Graph& graph) {
-  std::vector<Node*> legacy;
+  std::vector<Node*> softmax, broadcast;
   for (const auto& n : graph.nodes()) {
-    if (IsSoftmaxFamily(*n) && n->has_attr(kOpsetAttr)) legacy.push_back(n.get());
+    if (IsSoftmaxFamily(*n) && n->has_attr(kOpsetAttr)) softmax.push_back(n.get());
+    if (n->has_attr(ops::kBroadcastAxisAttr)) broadcast.push_back(n.get());
   }
   bool changed = false;
-  for (Node* n : legacy) {
+  for (Node* n : softmax) {
     ASSIGN_OR_RETURN(bool c, CanonicalizeSoftmax(graph, n));
     changed = changed || c;
   }
-  if (changed) FinishRewrites(graph);
+  for (Node* n : broadcast) {
+    ASSIGN_OR_RETURN(bool c, CanonicalizeBroadcastAxis(graph, n));
+    changed = changed || c;
+  }
+  if (changed) {
+    FinishRewrites(graph);
+    RETURN_IF_ERROR(InferShapes(graph));  // the Unsqueezes' types
+  }
   return changed;
 }
 

@@ -19,7 +19,7 @@ namespace kiln::loop_ir {
 namespace {
 
 bool IsExprOp(const std::string& op) {
-  return op == "Gather" || op == "GatherElements" || op == "DepthToSpace" || op == "SpaceToDepth" ||
+  return op == "Gather" || op == "GatherElements" || op == "GatherND" || op == "DepthToSpace" || op == "SpaceToDepth" ||
          op == "Trilu" || op == "Split";
 }
 bool IsScanOp(const std::string& op) { return op == "CumSum" || op == "ArgMax" || op == "ArgMin"; }
@@ -27,7 +27,7 @@ bool IsScanOp(const std::string& op) { return op == "CumSum" || op == "ArgMax" |
 // The input slot of `op` that holds integer indices or an integer scalar
 // read at run time, or -1.
 int IntOperand(const std::string& op) {
-  if (op == "Gather" || op == "GatherElements" || op == "Trilu" || op == "CumSum") return 1;
+  if (op == "Gather" || op == "GatherElements" || op == "GatherND" || op == "Trilu" || op == "CumSum") return 1;
   return -1;
 }
 
@@ -56,13 +56,19 @@ absl::StatusOr<int64_t> SplitOffset(const Node& n, int64_t axis) {
 absl::Status CheckIndexNode(const Node& n) {
   const std::string& op = n.op_type();
   if (n.num_outputs() != 1) return NodeError(n, "extra outputs");
-  if (n.input(0) == nullptr || n.input(0)->type().dtype != DType::kFloat32) return NodeError(n, "data is not f32");
+  if (n.input(0) == nullptr) return NodeError(n, "no data input");
+  // Index expressions move elements of any type; scans compute in f32.
+  if (IsScanOp(op) && n.input(0)->type().dtype != DType::kFloat32) return NodeError(n, "data is not f32");
   const int64_t rank = Rank(n.input(0));
   if (op == "Gather" || op == "GatherElements") {
     RETURN_IF_ERROR(ops::NormalizeAxis(n.GetInt("axis", 0), rank, "axis").status());
     if (n.input(1) == nullptr) return NodeError(n, "missing indices");
     if (op == "GatherElements" && Rank(n.input(1)) != rank) return NodeError(n, "indices rank differs from data");
     return absl::OkStatus();
+  }
+  if (op == "GatherND") {
+    if (n.input(1) == nullptr) return NodeError(n, "missing indices");
+    return absl::OkStatus();  // shape inference checked batch_dims and the index tuple length
   }
   if (op == "DepthToSpace" || op == "SpaceToDepth") {
     if (rank != 4) return NodeError(n, "input is not 4-D");
@@ -138,9 +144,8 @@ absl::StatusOr<IndexForm> Analyze(const Graph& g) {
   for (const Value* v : g.values()) {
     if (v->is_constant() && v->users().empty()) continue;
     const TensorType& t = v->type();
-    if (t.dtype == DType::kFloat32) continue;
-    const bool integer = t.dtype == DType::kInt64 || t.dtype == DType::kInt32;
-    if (integer && v->is_constant()) continue;  // structural operand, read at lowering time
+    if (t.dtype != DType::kInt64 && t.dtype != DType::kInt32) continue;  // data: moved as its own type
+    if (v->is_constant()) continue;  // structural operand, read at lowering time
     if (t.dtype == DType::kInt64 && v->producer() == nullptr) {
       for (const Node* u : v->users()) {
         for (int i = 0; i < u->num_inputs(); ++i) {
@@ -157,7 +162,8 @@ absl::StatusOr<IndexForm> Analyze(const Graph& g) {
       continue;
     }
     return absl::UnimplementedError(
-        absl::StrCat("value ", v->name(), " is ", DTypeName(t.dtype), " (only f32 data and i64 indices)"));
+        absl::StrCat("value ", v->name(), " is ", DTypeName(t.dtype),
+                     " (integer values are i64 indices read from workload inputs or constants)"));
   }
   return f;
 }
@@ -186,7 +192,8 @@ class IndexExpr {
     int k = 0;
     for (const auto& n : g.nodes()) {
       if (!IsExprOp(n->op_type())) continue;
-      Buffer m = MakeBuffer(absl::StrCat("marker", k++), DimsOf(n->output(0)), BufferRole::kTemp);
+      Buffer m = MakeBuffer(absl::StrCat("marker", k++), DimsOf(n->output(0)), BufferRole::kTemp, -1,
+                            ScalarTypeOf(n->output(0)->type().dtype));
       markers_[m.get()] = n.get();
       ge_.Bind(n->output(0), m);
     }
@@ -279,6 +286,20 @@ class IndexExpr {
       std::vector<Expr> sub(idx.begin(), idx.begin() + axis);
       sub.push_back(NormalizeIndex(i, xd[axis]));
       sub.insert(sub.end(), idx.begin() + axis + q, idx.end());
+      return At(x, sub);
+    }
+    if (op == "GatherND") {
+      const int64_t b = n.GetInt("batch_dims", 0);
+      std::vector<int64_t> id = DimsOf(n.input(1));
+      const int64_t q = static_cast<int64_t>(id.size()), k = id[q - 1];
+      std::vector<Expr> sub(idx.begin(), idx.begin() + b);
+      for (int64_t j = 0; j < k; ++j) {
+        std::vector<Expr> at(idx.begin(), idx.begin() + (q - 1));
+        at.push_back(IntImm(j));
+        ASSIGN_OR_RETURN(Expr i, IntAt(n.input(1), FlatIndex(id, at)));
+        sub.push_back(NormalizeIndex(i, xd[b + j]));
+      }
+      sub.insert(sub.end(), idx.begin() + (q - 1), idx.end());
       return At(x, sub);
     }
     if (op == "GatherElements") {
@@ -506,7 +527,8 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
         err = v.status();
         return Block({});
       }
-      return Store(ie.output_buffer(static_cast<int>(j)), idx, *v);
+      const Buffer& out = ie.output_buffer(static_cast<int>(j));
+      return Store(out, idx, Cast(out->dtype, *v));
     });
     RETURN_IF_ERROR(err);
     ASSIGN_OR_RETURN(nest, ScheduleNest(nest, dims, prefix, vw, tasks));

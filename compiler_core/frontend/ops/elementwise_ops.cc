@@ -579,6 +579,20 @@ void RegisterUnary(std::vector<OpDef>* defs) {
 // ---------------------------------------------------------------------------
 // Broadcasting binary and variadic operators
 
+// Input 1 as numpy broadcasting should see it (see kBroadcastAxisAttr): `b`
+// itself, or its aligned copy in `storage`.
+absl::StatusOr<const Tensor*> AlignedSecondOperand(const Node& node, const Tensor& a, const Tensor& b,
+                                                   Tensor* storage) {
+  if (!node.has_attr(kBroadcastAxisAttr)) return &b;
+  std::vector<Dim> dims;
+  for (int64_t d : b.dims()) dims.push_back(Dim::Static(d));
+  ASSIGN_OR_RETURN(dims, AlignedAtBroadcastAxis(node, a.dims().size(), std::move(dims)));
+  std::vector<int64_t> aligned;
+  for (const Dim& d : dims) aligned.push_back(d.value);
+  *storage = b.Reshaped(aligned);
+  return storage;
+}
+
 // A broadcasting binary operator over inputs of one dtype from `types`: `f` is
 // a generic lambda (T, T) -> T, or -> bool with `bool_out`.
 template <typename F>
@@ -586,16 +600,21 @@ OpDef Binary(std::string op_type, DTypeSet types, bool bool_out, F f, bool int_d
   OpDef def;
   def.op_type = std::move(op_type);
   def.min_inputs = def.max_inputs = 2;
+  def.attrs = {{kBroadcastAxisAttr, AttrKind::kInt}};
   def.infer = [types, bool_out](const Node& node,
                                 const InputTypes& in) -> absl::StatusOr<std::vector<TensorType>> {
     RETURN_IF_ERROR(CheckAllSameDType(node, in, types));
-    return BroadcastResult(node, in, bool_out ? DType::kBool : in[0]->dtype);
+    TensorType b = *in[1];
+    ASSIGN_OR_RETURN(b.dims, AlignedAtBroadcastAxis(node, in[0]->dims.size(), b.dims));
+    return BroadcastResult(node, {in[0], &b}, bool_out ? DType::kBool : in[0]->dtype);
   };
   def.eval = WidenNarrowFloats([f, bool_out, int_divisor](const Node& node, const InputTensors& in,
                                                  std::vector<Tensor>& out) -> absl::Status {
     if (int_divisor && out[0].num_elements() > 0) RETURN_IF_ERROR(CheckIntDivisor(node, *in[1]));
     const Tensor& a = *in[0];
-    const Tensor& b = *in[1];
+    Tensor aligned;
+    ASSIGN_OR_RETURN(const Tensor* b_ptr, AlignedSecondOperand(node, a, *in[1], &aligned));
+    const Tensor& b = *b_ptr;
     Tensor& y = out[0];
     return ForEachTypedElement(a.dtype(), y, {&a, &b}, [&](auto tag, int64_t i, const int64_t* off) {
       using T = decltype(tag);
@@ -735,21 +754,26 @@ OpDef PReluOp() {
   OpDef def;
   def.op_type = "PRelu";
   def.min_inputs = def.max_inputs = 2;
+  def.attrs = {{kBroadcastAxisAttr, AttrKind::kInt}};
   def.infer = [](const Node& node, const InputTypes& in) -> absl::StatusOr<std::vector<TensorType>> {
     RETURN_IF_ERROR(CheckAllSameDType(node, in, {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
                                                  DType::kInt32, DType::kInt64}));
-    ASSIGN_OR_RETURN(std::vector<Dim> dims, BroadcastInputs(node, in));
+    TensorType slope = *in[1];
+    ASSIGN_OR_RETURN(slope.dims, AlignedAtBroadcastAxis(node, in[0]->dims.size(), slope.dims));
+    ASSIGN_OR_RETURN(std::vector<Dim> dims, BroadcastInputs(node, {in[0], &slope}));
     bool same = dims.size() == in[0]->dims.size();
     for (size_t i = 0; same && i < dims.size(); ++i) same = SameDim(dims[i], in[0]->dims[i]);
     if (!same) {
-      return absl::InvalidArgumentError(absl::StrCat("slope ", in[1]->ToString(),
+      return absl::InvalidArgumentError(absl::StrCat("slope ", slope.ToString(),
                                                      " does not broadcast to the shape of X ", in[0]->ToString()));
     }
     return std::vector<TensorType>{MakeType(in[0]->dtype, in[0]->dims)};
   };
-  def.eval = WidenNarrowFloats([](const Node&, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
+  def.eval = WidenNarrowFloats([](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
     const Tensor& x = *in[0];
-    const Tensor& s = *in[1];
+    Tensor aligned;
+    ASSIGN_OR_RETURN(const Tensor* s_ptr, AlignedSecondOperand(node, x, *in[1], &aligned));
+    const Tensor& s = *s_ptr;
     Tensor& y = out[0];
     return ForEachTypedElement(x.dtype(), y, {&x, &s}, [&](auto tag, int64_t i, const int64_t* off) {
       using T = decltype(tag);

@@ -126,6 +126,65 @@ OpDef GatherElementsOp() {
   return def;
 }
 
+// GatherND: the last axis of `indices` (length k) addresses data's axes
+// [b, b + k) after the b = batch_dims leading axes both share; the output is
+// indices.shape[:-1] + data.shape[b + k:].
+OpDef GatherNDOp() {
+  OpDef def;
+  def.op_type = "GatherND";
+  def.min_inputs = def.max_inputs = 2;
+  def.attrs = {{"batch_dims", AttrKind::kInt}};
+  def.infer = [](const Node& node, const InputTypes& in) -> TypesOr {
+    RETURN_IF_ERROR(CheckIndices(node, *in[1], 1));
+    const int64_t r = in[0]->rank(), q = in[1]->rank(), b = node.GetInt("batch_dims", 0);
+    if (r < 1 || q < 1) return absl::InvalidArgumentError("data and indices must have rank >= 1");
+    if (b < 0 || b >= std::min(r, q)) {
+      return absl::InvalidArgumentError(absl::StrCat("batch_dims ", b, " must be in [0, ", std::min(r, q), ")"));
+    }
+    const Dim& last = in[1]->dims[q - 1];
+    if (!last.is_static()) return absl::InvalidArgumentError("the last extent of indices must be static");
+    const int64_t k = last.value;
+    if (k < 1 || k > r - b) {
+      return absl::InvalidArgumentError(absl::StrCat("indices' last extent ", k, " must be in [1, ", r - b, "]"));
+    }
+    for (int64_t d = 0; d < b; ++d) {
+      const Dim &x = in[0]->dims[d], &i = in[1]->dims[d];
+      if (x.is_static() && i.is_static() && x.value != i.value) {
+        return absl::InvalidArgumentError(absl::StrCat("batch axis ", d, ": data has ", x.value, ", indices ", i.value));
+      }
+    }
+    std::vector<Dim> out(in[1]->dims.begin(), in[1]->dims.end() - 1);
+    out.insert(out.end(), in[0]->dims.begin() + b + k, in[0]->dims.end());
+    return std::vector<TensorType>{MakeType(in[0]->dtype, std::move(out))};
+  };
+  def.eval = [](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
+    const Tensor& x = *in[0];
+    const Tensor& idx = *in[1];
+    const int64_t b = node.GetInt("batch_dims", 0), q = idx.rank(), k = idx.dims()[q - 1];
+    int64_t batches = 1, per_batch = 1, slice = 1;
+    for (int64_t d = 0; d < b; ++d) batches *= x.dims()[d];
+    for (int64_t d = b; d < q - 1; ++d) per_batch *= idx.dims()[d];
+    for (int64_t d = b + k; d < x.rank(); ++d) slice *= x.dims()[d];
+    const std::vector<int64_t> strides = RowMajorStrides(x.dims());
+    const int64_t es = DTypeSize(x.dtype());
+    const char* src = static_cast<const char*>(x.raw());
+    char* dst = static_cast<char*>(out[0].raw());
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      for (int64_t t = 0; t < per_batch; ++t) {
+        const int64_t tuple = (bi * per_batch + t) * k;
+        int64_t offset = bi * (b > 0 ? strides[b - 1] : 0);
+        for (int64_t j = 0; j < k; ++j) {
+          ASSIGN_OR_RETURN(int64_t i, IndexAt(idx, tuple + j, x.dims()[b + j]));
+          offset += i * strides[b + j];
+        }
+        std::memcpy(dst + (bi * per_batch + t) * slice * es, src + offset * es, slice * es);
+      }
+    }
+    return absl::OkStatus();
+  };
+  return def;
+}
+
 // ---------------------------------------------------------------- DepthToSpace / SpaceToDepth
 
 absl::StatusOr<int64_t> BlockSize(const Node& node) {
@@ -437,6 +496,7 @@ OpDef CumSumOp() {
 void RegisterIndexOps(std::vector<OpDef>* defs) {
   defs->push_back(ReadsOutputSizedInput0(WithClass(OpClass::kDataMovement, GatherOp())));
   defs->push_back(ReadsOutputSizedInput0(WithClass(OpClass::kDataMovement, GatherElementsOp())));
+  defs->push_back(ReadsOutputSizedInput0(WithClass(OpClass::kDataMovement, GatherNDOp())));
   defs->push_back(WithClass(OpClass::kDataMovement, DepthToSpaceOp()));
   defs->push_back(WithClass(OpClass::kDataMovement, SpaceToDepthOp()));
   defs->push_back(WithClass(OpClass::kDataMovement, SplitOp()));

@@ -13,7 +13,7 @@ namespace kiln::ops {
 
 void RegisterElementwiseOps(std::vector<OpDef>* defs);   // arithmetic, activations, logic, Cast, BatchNormalization
 void RegisterDataMovementOps(std::vector<OpDef>* defs);  // Transpose, Reshape, Slice, Concat, Pad, Tile, Expand, ...
-void RegisterIndexOps(std::vector<OpDef>* defs);         // Gather*, DepthToSpace, SpaceToDepth, Split, Trilu, ArgMax, CumSum
+void RegisterIndexOps(std::vector<OpDef>* defs);         // Gather*, GatherND, DepthToSpace, SpaceToDepth, Split, Trilu, ArgMax, CumSum
 void RegisterMatMulOps(std::vector<OpDef>* defs);        // MatMul, Gemm, Einsum
 void RegisterReductionOps(std::vector<OpDef>* defs);     // Reduce*, Softmax family, LayerNorm, InstanceNorm, global pools
 void RegisterConvOps(std::vector<OpDef>* defs);          // Conv, ConvTranspose

@@ -230,6 +230,21 @@ absl::StatusOr<double> ConstantScalar(const Node& node, int i, absl::string_view
   return ElementAsDouble(*t, 0);
 }
 
+absl::StatusOr<std::vector<Dim>> AlignedAtBroadcastAxis(const Node& node, size_t rank0, std::vector<Dim> dims1) {
+  if (!node.has_attr(kBroadcastAxisAttr)) return dims1;
+  const int64_t rank = static_cast<int64_t>(rank0);
+  int64_t axis = node.GetInt(kBroadcastAxisAttr, 0);
+  if (axis < 0) axis += rank;
+  const int64_t pad = rank - axis - static_cast<int64_t>(dims1.size());
+  if (axis < 0 || pad < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("legacy broadcast axis ", node.GetInt(kBroadcastAxisAttr, 0),
+                                                   " does not fit input 1 of rank ", dims1.size(),
+                                                   " into input 0 of rank ", rank));
+  }
+  dims1.insert(dims1.end(), pad, Dim::Static(1));
+  return dims1;
+}
+
 absl::StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank, absl::string_view what) {
   if (axis < -rank || axis >= rank) {
     return absl::InvalidArgumentError(

@@ -15,6 +15,16 @@
 
 namespace kiln::ops {
 
+// The broadcast of opset < 7 binary operators (`broadcast` 1 with `axis` k)
+// and of PRelu < 7's per-channel slope: input 1's dims align with input 0's
+// starting at axis k. The importer records k under this attribute; shape
+// inference and the interpreter honour it, and the legacy_forms pass turns the
+// node into a Reshape of input 1 and the numpy-broadcasting form.
+inline constexpr char kBroadcastAxisAttr[] = "_kiln_broadcast_axis";
+// Input 1's dims padded with trailing ones so that numpy broadcasting aligns
+// them at the node's kBroadcastAxisAttr (unchanged without it).
+absl::StatusOr<std::vector<Dim>> AlignedAtBroadcastAxis(const Node& node, size_t rank0, std::vector<Dim> dims1);
+
 using TypesOr = absl::StatusOr<std::vector<TensorType>>;
 
 TensorType MakeType(DType dtype, std::vector<Dim> dims);

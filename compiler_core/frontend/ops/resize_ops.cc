@@ -85,8 +85,13 @@ OpDef ResizeOp() {
                {"cubic_coeff_a", AttrKind::kFloat},
                {"exclude_outside", AttrKind::kInt},
                {"extrapolation_value", AttrKind::kFloat},
-               {"antialias", AttrKind::kInt}};
+               {"antialias", AttrKind::kInt},
+               {"keep_aspect_ratio_policy", AttrKind::kString}};
   def.validate = [](const Node& node) -> absl::Status {
+    // Only with `sizes` would another policy change the result; exporters
+    // write the default explicitly.
+    RETURN_IF_ERROR(CheckChoice("keep_aspect_ratio_policy", node.GetString("keep_aspect_ratio_policy", "stretch"),
+                                {"stretch"}));
     RETURN_IF_ERROR(CheckChoice("mode", node.GetString("mode", "nearest"), {"nearest", "linear", "cubic"}));
     RETURN_IF_ERROR(CheckChoice("coordinate_transformation_mode",
                                 node.GetString("coordinate_transformation_mode", "half_pixel"),

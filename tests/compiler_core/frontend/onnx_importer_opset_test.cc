@@ -67,6 +67,69 @@ TEST(ImporterOpsetTest, ClipAttributesAndInputsAgree) {
   EXPECT_EQ(Floats(a->at("y")), Floats(b->at("y")));
 }
 
+// Opset 1-6 forms of older exporters (Caffe2, early PyTorch): binary ops with
+// `broadcast`/`axis`, Gemm's `broadcast`, BatchNormalization's `is_test`,
+// `spatial` and `consumed_inputs`, PRelu's [C] slope, Reshape's `shape`.
+TEST(ImporterOpsetTest, Opset4FormsGiveTheOpset7Numbers) {
+  OnnxModelBuilder m(4);
+  m.Input("x", {"1", "2", "2", "2"});
+  m.Initializer("bias", {2}, {10.f, 20.f});
+  m.Initializer("slope", {2}, {0.5f, 0.25f});
+  m.Initializer("scale", {2}, {1.f, 2.f});
+  m.Initializer("shift", {2}, {0.f, 1.f});
+  m.Initializer("mean", {2}, {0.f, 0.f});
+  m.Initializer("var", {2}, {1.f, 1.f});
+  m.Initializer("w", {8, 2}, {1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1});
+  m.Initializer("c", {2}, {100.f, 200.f});
+  onnx::NodeProto* add = m.Node("Add", "add", {"x", "bias"}, {"a"});
+  OnnxModelBuilder::AttrInt(add, "broadcast", 1);
+  OnnxModelBuilder::AttrInt(add, "axis", 1);
+  Ints(add, "consumed_inputs", {0, 0});
+  m.Node("PRelu", "prelu", {"a", "slope"}, {"p"});
+  onnx::NodeProto* bn = m.Node("BatchNormalization", "bn", {"p", "scale", "shift", "mean", "var"}, {"n"});
+  OnnxModelBuilder::AttrInt(bn, "is_test", 1);
+  OnnxModelBuilder::AttrInt(bn, "spatial", 1);
+  OnnxModelBuilder::AttrFloat(bn, "epsilon", 0.f);
+  Ints(bn, "consumed_inputs", {0, 0, 0, 1, 1});
+  Ints(m.Node("Reshape", "flat", {"n"}, {"f"}), "shape", {1, 8});
+  OnnxModelBuilder::AttrInt(m.Node("Gemm", "fc", {"f", "w", "c"}, {"y"}), "broadcast", 1);
+  m.Output("y");
+  // Channel 0 is negative after its bias, channel 1 mixed.
+  Tensor x = Tensor::FromVector(DType::kFloat32, {1, 2, 2, 2}, std::vector<float>{-15, -14, -13, -12, -21, -20, 0, 4});
+  std::string text;
+  auto r = ImportAndRun(m, x, &text);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // a = x + bias per channel; p = PRelu per channel; n = p * scale + shift.
+  std::vector<float> n;
+  const float xs[8] = {-15, -14, -13, -12, -21, -20, 0, 4};
+  for (int i = 0; i < 8; ++i) {
+    const int ch = i / 4;
+    const float a = xs[i] + (ch == 0 ? 10.f : 20.f);
+    const float p = a < 0 ? a * (ch == 0 ? 0.5f : 0.25f) : a;
+    n.push_back(p * (ch == 0 ? 1.f : 2.f) + (ch == 0 ? 0.f : 1.f));
+  }
+  float y0 = 100, y1 = 200;
+  for (int k = 0; k < 8; ++k) (k % 2 == 0 ? y0 : y1) += n[k];
+  EXPECT_EQ(Floats(r->at("y")), (std::vector<float>{y0, y1}));
+  EXPECT_THAT(text, HasSubstr("Add(%x, %bias) {name=\"add\", _kiln_broadcast_axis=1}"));
+  EXPECT_THAT(text, HasSubstr("PRelu(%a, %slope) {name=\"prelu\", _kiln_broadcast_axis=1}"));
+  EXPECT_THAT(text, HasSubstr("Reshape(%n, %flat_shape)"));
+}
+
+TEST(ImporterOpsetTest, PerActivationBatchNormIsRefusedByName) {
+  OnnxModelBuilder m(7);
+  m.Input("x", {"1", "2"});
+  for (const char* p : {"s", "b", "mu", "v"}) m.Initializer(p, {2}, {1.f, 1.f});
+  OnnxModelBuilder::AttrInt(m.Node("BatchNormalization", "bn", {"x", "s", "b", "mu", "v"}, {"y"}), "spatial", 0);
+  m.Output("y");
+  auto g = ImportOnnxModel(m.Bytes(), {});
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(g.status().message(),
+              HasSubstr("node 'bn' (BatchNormalization): attribute 'spatial' 0 (statistics per activation) is not "
+                        "supported"));
+}
+
 TEST(ImporterOpsetTest, ClipWithOnlyMaxKeepsMinOmitted) {
   OnnxModelBuilder m(9);
   m.Input("x", {"2"});

@@ -7,6 +7,8 @@
 
 #include "compiler_core/driver/compile_driver.h"
 #include "compiler_core/frontend/onnx_importer.h"
+#include "compiler_core/frontend/ops/op_helpers.h"
+#include "compiler_core/frontend/shape_inference.h"
 #include "tests/compiler_core/passes/pass_test_support.h"
 
 namespace kiln {
@@ -66,6 +68,42 @@ TEST(LegacyFormsTest, Opset9SoftmaxCompiles) {
   auto prepared = PrepareModel(std::move(g));
   ASSERT_TRUE(prepared.ok()) << prepared.status();
   EXPECT_TRUE(CheckCompilable(*prepared, CpuTarget::Host()).ok()) << CheckCompilable(*prepared, CpuTarget::Host());
+}
+
+// Opset < 7 `broadcast`/`axis`: input 1 aligned at the axis becomes an
+// Unsqueeze to trailing unit dims, then a numpy-broadcasting Add; the numbers
+// stay the interpreter's, and the graph compiles.
+TEST(LegacyFormsTest, AxisAlignedBroadcastBecomesUnsqueeze) {
+  GraphBuilder b;
+  Value* x = b.Input("x", {2, 3, 4, 5});
+  Value* bias = b.Input("bias", {3});
+  b.Output(b.Op("Add", {x, bias}, {{ops::kBroadcastAxisAttr, int64_t{1}}}, "y"));
+  auto g = b.Finish();
+  auto original = g->Clone();
+  PassPipeline p("legacy");
+  p.Add(std::make_unique<LegacyFormCanonicalization>());
+  EXPECT_TRUE(testing::RunPasses(*g, p));
+  EXPECT_EQ(g->ToText(),
+            "graph main(%x: f32[2,3,4,5], %bias: f32[3]) -> (%y) {\n"
+            "  %Add_y_const: i64[2] = const i64[2]{1,2}\n"
+            "  %Add_y/Unsqueeze_0: f32[3,1,1] = Unsqueeze(%bias, %Add_y_const) {name=\"Add_y/Unsqueeze_0\"}\n"
+            "  %y: f32[2,3,4,5] = Add(%x, %Add_y/Unsqueeze_0) {name=\"Add_y\"}\n"
+            "}\n")
+      << g->ToText();
+  testing::ExpectSameOutputs(*original, *g, 0);
+  auto prepared = PrepareModel(std::move(g));
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  EXPECT_TRUE(CheckCompilable(*prepared, CpuTarget::Host()).ok());
+}
+
+TEST(LegacyFormsTest, AxisThatDoesNotFitNamesTheNode) {
+  GraphBuilder b;
+  Value* x = b.Input("x", {2, 3});
+  Value* bias = b.Input("bias", {3, 4});
+  b.Output(b.Op("Mul", {x, bias}, {{ops::kBroadcastAxisAttr, int64_t{1}}}, "y"));
+  auto g = b.Release();
+  absl::Status s = InferShapes(*g);
+  EXPECT_EQ(s.message(), "node 'Mul_y' (Mul): legacy broadcast axis 1 does not fit input 1 of rank 2 into input 0 of rank 2");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // ArgMin on odd shapes, JIT-compiled at several schedule points and compared
 // with the reference interpreter (exactly; CumSum to 1e-5, as the interpreter
 // sums in double).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -107,6 +108,35 @@ TEST(IndexLoweringTest, GatherEmbeddingLookup) {
       auto g = b.Finish({b.Op("Gather", {x, i}, {{"axis", int64_t{0}}})});
       CheckIndex(*g, b);
     }
+  }
+}
+
+// Index expressions move elements of any type: a bool mask row lookup (the
+// attention masks of exported transformers) and f16 rows.
+TEST(IndexLoweringTest, GatherOfBoolAndHalfData) {
+  for (int64_t to : {int64_t{9}, int64_t{10}}) {
+    SCOPED_TRACE(to);
+    IndexGraph b;
+    Value* x = b.F32({32, 1});
+    Value* i = b.I64({1, 1, 1, 32}, 0, 32);
+    Value* data = b.Op("Cast", {x}, {{"to", to}});
+    auto g = b.Finish({b.Op("Gather", {data, i}, {{"axis", int64_t{0}}})});
+    CheckIndex(*g, b);
+  }
+}
+
+// GatherND with and without batch axes, index tuples addressing one axis up
+// to all of them, negative indices (wrapped) included.
+TEST(IndexLoweringTest, GatherND) {
+  struct Case { Ints data, ind; int64_t batch_dims; };
+  for (const Case& c : {Case{{5, 7}, {3, 2}, 0}, Case{{5, 7, 3}, {2, 4, 1}, 0}, Case{{1, 32}, {1, 1, 1, 32, 2}, 0},
+                        Case{{2, 5, 3}, {2, 4, 1}, 1}, Case{{2, 3, 4, 5}, {2, 3, 2}, 2}}) {
+    SCOPED_TRACE(c.batch_dims);
+    IndexGraph b;
+    Value* x = b.F32(c.data);
+    Value* i = b.I64(c.ind, -1, *std::min_element(c.data.begin() + c.batch_dims, c.data.end()));
+    auto g = b.Finish({b.Op("GatherND", {x, i}, {{"batch_dims", c.batch_dims}})});
+    CheckIndex(*g, b);
   }
 }
 
