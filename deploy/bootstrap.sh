@@ -21,8 +21,9 @@ PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev opencl-headers
   python3 python3-venv python3-pip
 )
-# Test-only Python tools: models are exported with PyPI's torch/torchvision.
-PY_PACKAGES=(torch torchvision onnx onnxscript numpy)
+# Test-only Python tools: models are exported with PyPI's torch/torchvision
+# (timm and transformers for the corpus subset) and checked against ONNX Runtime.
+PY_PACKAGES=(torch torchvision onnx onnxscript numpy onnxruntime timm transformers)
 VENV=${KILN_VENV:-$ROOT/.venv}
 
 install_deps() {
@@ -44,7 +45,7 @@ install_deps() {
 
 install_python() {
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-  if "$VENV/bin/python" -c "import torch, torchvision, onnx, onnxscript, numpy" 2>/dev/null; then
+  if "$VENV/bin/python" -c "import torch, torchvision, onnx, onnxscript, numpy, onnxruntime, timm, transformers" 2>/dev/null; then
     echo "bootstrap: Python packages present in $VENV"
     return
   fi

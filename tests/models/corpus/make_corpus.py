@@ -2,7 +2,7 @@
 """Builds Kiln's real-model corpus: other people's architectures, random weights, several exporters.
 
 Usage:
-  make_corpus.py OUT_DIR [--only NAME,...] [--list] [--no-check]
+  make_corpus.py OUT_DIR [--only NAME,... | --subset ci] [--list] [--no-check]
 
 For every model it writes
   OUT_DIR/<name>.onnx              the model (static input shapes, weights embedded)
@@ -31,13 +31,18 @@ import time
 import traceback
 import zlib
 
+if os.environ.get("PYTHONHASHSEED") != "0" and __name__ == "__main__":
+    # tf2onnx names folded constants in set-iteration order: fix the hash seed (it only takes effect
+    # at interpreter start) so that the same run writes byte-identical files.
+    os.environ["PYTHONHASHSEED"] = "0"
+    os.execv(sys.executable, [sys.executable] + sys.argv)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
-os.environ.setdefault("PYTHONHASHSEED", "0")
 
 import numpy as np  # noqa: E402
 
@@ -1031,6 +1036,28 @@ def flatten(o):
     raise TypeError(type(o))
 
 
+def strip_stack_traces(path):
+    """The dynamo exporter records each node's Python stack trace (absolute paths and line numbers of
+    this script and the venv) in metadata_props; drop that one key so the bytes do not depend on where
+    the checkout and the venv live. Everything else the exporter wrote is kept."""
+    import onnx
+    mp = onnx.load(path)
+
+    def walk(g):
+        for n in g.node:
+            keep = [p for p in n.metadata_props if p.key != "pkg.torch.onnx.stack_trace"]
+            if len(keep) != len(n.metadata_props):
+                del n.metadata_props[:]
+                n.metadata_props.extend(keep)
+            for attr in n.attribute:
+                for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                    walk(sub)
+    walk(mp.graph)
+    for f in mp.functions:
+        walk(f)
+    onnx.save(mp, path)
+
+
 def export_torch(spec, arrays, path):
     torch = _torch()
     torch.manual_seed(seed_of(spec.name))
@@ -1048,6 +1075,7 @@ def export_torch(spec, arrays, path):
         else:
             torch.onnx.export(m, args, path, opset_version=spec.opset, dynamo=True, external_data=False,
                               input_names=names, output_names=spec.outputs, optimize=True)
+            strip_stack_traces(path)
     params = sum(p.numel() for p in m.parameters())
     del m
     return ref, params
@@ -1076,6 +1104,159 @@ def randomize_keras_bn(model, seed):
     return count
 
 
+def canonicalize_names(path):
+    """Makes a tf2onnx export byte-reproducible. tf2onnx names the tensors it makes '<base>__<counter>'
+    with counters that follow the (run-dependent) order TensorFlow hands out its graph, it merges duplicate
+    constants and nodes under whichever name it met first, and independent branches come out in varying
+    order. So (1) the nodes of every graph are put in a canonical topological order (ties broken by a
+    structural hash of each node: op, attributes, and the hashes of its inputs, down to the initializers'
+    bytes and the graph inputs), then (2) every internal name is replaced by one derived from its position:
+    node k of a graph becomes '<OpType>_<k>' (its outputs '<OpType>_<k>:<j>'), initializers 'const_<r>' in
+    order of first use, subgraphs nest as '<parent node>/<...>'. The model's own input and output names
+    are kept; semantics are unchanged."""
+    import heapq
+    import onnx
+    mp = onnx.load(path)
+    keep = {v.name for v in mp.graph.input} | {v.name for v in mp.graph.output}
+    vmap = {}
+
+    def sha(*parts):
+        h = hashlib.sha256()
+        for p_ in parts:
+            h.update(p_ if isinstance(p_, bytes) else str(p_).encode())
+            h.update(b"\0")
+        return h.hexdigest()
+
+    def subgraphs(n):
+        for attr in n.attribute:
+            if attr.HasField("g"):
+                yield attr.g
+            yield from attr.graphs
+
+    def free_inputs(g):
+        made = {v.name for v in g.input} | {t.name for t in g.initializer}
+        out = []
+        for n in g.node:
+            for sub in subgraphs(n):
+                out += [x for x in free_inputs(sub) if x not in made]
+            out += [x for x in n.input if x and x not in made]
+            made.update(n.output)
+        return out
+
+    def order(g, outer):
+        """Sorts g.node canonically; returns the structural signature of g."""
+        keys = dict(outer)
+        for i, v in enumerate(g.input):
+            keys[v.name] = f"in:{v.name}" if v.name in keep else f"in:{i}"
+        for t in g.initializer:
+            c = onnx.TensorProto()
+            c.CopyFrom(t)
+            c.name = ""
+            keys[t.name] = "c:" + sha(c.SerializeToString())
+        producer = {o: i for i, n in enumerate(g.node) for o in n.output if o}
+        deps = []
+        for n in g.node:
+            needed = list(n.input)
+            for sub in subgraphs(n):
+                needed += free_inputs(sub)  # a subgraph's outer-scope values are dependencies too
+            deps.append({producer[x] for x in needed if x in producer})
+        users = [[] for _ in g.node]
+        for i, d in enumerate(deps):
+            for j in d:
+                users[j].append(i)
+
+        def toposort(prio):
+            left = [len(d) for d in deps]
+            ready = [(prio[i], i) for i in range(len(g.node)) if not left[i]]
+            heapq.heapify(ready)
+            out = []
+            while ready:
+                _, i = heapq.heappop(ready)
+                out.append(i)
+                for u in users[i]:
+                    left[u] -= 1
+                    if not left[u]:
+                        heapq.heappush(ready, (prio[u], u))
+            if len(out) != len(g.node):
+                raise RuntimeError("graph is not acyclic")
+            return out
+
+        # hash every node once all it reads (subgraphs' outer-scope reads included) has a hash; tf2onnx
+        # does not always list a Loop after the values its body reads from the outer graph
+        nkey = [None] * len(g.node)
+        for i in toposort(list(range(len(g.node)))):
+            n = g.node[i]
+            if n.domain == "":
+                n.ClearField("domain")
+            attrs = []
+            for attr in sorted(n.attribute, key=lambda a: a.name):
+                if attr.HasField("g") or len(attr.graphs):
+                    attrs.append((attr.name, [order(sg, keys) for sg in subgraphs(n)]))
+                else:
+                    attrs.append((attr.name, attr.SerializeToString().hex()))
+            h = sha(n.op_type, n.domain, attrs, [keys.get(x, "?") for x in n.input])
+            nkey[i] = h
+            for j, o in enumerate(n.output):
+                keys[o] = f"{h}:{j}"
+        sorted_idx = toposort(nkey)
+        nodes = [g.node[i] for i in sorted_idx]
+        copies = []
+        for n in nodes:
+            c = onnx.NodeProto()
+            c.CopyFrom(n)
+            copies.append(c)
+        g.ClearField("node")
+        g.node.extend(copies)
+        return sha([nkey[i] for i in sorted_idx], [keys.get(v.name, "?") for v in g.output])
+
+    order(mp.graph, {})
+
+    def uses(g, out):
+        for n in g.node:
+            for x in n.input:
+                out.setdefault(x, len(out))
+            for sub in subgraphs(n):
+                uses(sub, out)
+        return out
+
+    def assign(g, prefix):
+        for i, v in enumerate(g.input):
+            if v.name not in keep:
+                vmap[v.name] = f"{prefix}input_{i}"
+        first = uses(g, {})
+        inits = sorted(g.initializer, key=lambda t: (first.get(t.name, len(first)), t.name))
+        for r, t in enumerate(inits):
+            if t.name not in keep:
+                vmap[t.name] = f"{prefix}const_{r}"
+        g.ClearField("initializer")
+        g.initializer.extend(inits)
+        for k, n in enumerate(g.node):
+            base = f"{prefix}{n.op_type}_{k}"
+            n.name = base
+            for j, x in enumerate(n.output):
+                if x and x not in keep:
+                    vmap[x] = f"{base}:{j}"
+            for sub in subgraphs(n):
+                assign(sub, base + "/")
+
+    def rename(g):
+        for v in list(g.input) + list(g.output) + list(g.value_info):
+            v.name = vmap.get(v.name, v.name)
+        for t in g.initializer:
+            t.name = vmap.get(t.name, t.name)
+        for n in g.node:
+            for i, x in enumerate(n.input):
+                n.input[i] = vmap.get(x, x)
+            for i, x in enumerate(n.output):
+                n.output[i] = vmap.get(x, x)
+            for sub in subgraphs(n):
+                rename(sub)
+
+    assign(mp.graph, "")
+    rename(mp.graph)
+    onnx.save(mp, path)
+
+
 def export_keras(spec, arrays, path):
     import tensorflow as tf
     import tf2onnx
@@ -1086,6 +1267,7 @@ def export_keras(spec, arrays, path):
     randomize_keras_bn(m, seed_of(spec.name) + 1)
     sig = [tf.TensorSpec(i.shape, getattr(tf, i.dtype), name=i.name) for i in spec.inputs]
     tf2onnx.convert.from_keras(m, input_signature=sig, opset=spec.opset, output_path=path)
+    canonicalize_names(path)
     feed = [arrays[i.name] for i in spec.inputs]
     ref = m(feed[0] if len(feed) == 1 else feed, training=False)
     ref = [np.asarray(r) for r in (ref if isinstance(ref, (list, tuple)) else [ref])]
@@ -1200,11 +1382,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir", nargs="?")
     ap.add_argument("--only", help="comma-separated model names")
+    ap.add_argument("--subset", help="a subset named in run_corpus.py's SUBSETS (e.g. ci)")
     ap.add_argument("--list", action="store_true", help="print the registry and exit")
     ap.add_argument("--no-check", action="store_true", help="skip the ORT-vs-framework sanity check")
     a = ap.parse_args()
 
     specs = REGISTRY
+    if a.subset:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from run_corpus import SUBSETS  # one home for the subsets
+        if a.subset not in SUBSETS:
+            ap.error(f"unknown subset '{a.subset}' (known: {', '.join(sorted(SUBSETS))})")
+        a.only = ",".join(SUBSETS[a.subset])
     if a.only:
         want = [n.strip() for n in a.only.split(",") if n.strip()]
         unknown = [n for n in want if n not in {s.name for s in REGISTRY}]

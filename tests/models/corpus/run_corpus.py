@@ -32,21 +32,59 @@ import time
 
 import numpy as np
 
-# Small and fast: a mix of exporters (torchscript, dynamo, tf2onnx), opsets and categories.
+# Named subsets (make_corpus.py --subset reads them too). "ci" is what the README's test command
+# makes and runs: small and fast, both torch exporters (CI installs torch, timm and transformers but
+# not tensorflow), opsets 9 to 22, every category but detection.
 SUBSETS = {
     "ci": [
-        "resnet18_op9",               # torchscript opset 9, classic CNN + Softmax
+        "resnet18_op9",               # torchscript opset 9, classic CNN + opset-9 Softmax
         "mobilenet_v2_op10",          # torchscript opset 10, depthwise convs, Clip
         "squeezenet1_0_op22",         # dynamo, newest opset
         "timm_lcnet_050_op21",        # dynamo, hard-swish/SE
-        "keras_mobilenet_op13",       # tf2onnx, NHWC front end
-        "bert_op14",                  # torchscript transformer encoder, int64 token ids
+        "deeplabv3_mobilenet_v3_large_op11",  # torchscript segmentation, dilated convs, Resize
+        "bert_op14",                  # torchscript transformer encoder, int64 token ids, bool masks
         "gpt2_op18",                  # dynamo transformer decoder, causal mask
         "crnn_op11",                  # torchscript CNN + bidirectional LSTM (text recognition)
+        "whisper_encoder_op17",       # torchscript speech encoder
     ],
 }
 
 TOL = 1e-3
+
+
+def snapshot_kiln(kiln, dest, wait_s=900):
+    """Copies the kiln binary and the shared libraries it loads from outside the system directories
+    (libkiln_runtime.so, libkiln_proto.so: found through its RUNPATH into the build tree) into dest, so
+    that a rebuild of the build tree during the run cannot swap or remove them under a model. Waits
+    while the binary is missing or being relinked. Returns (path, environment, description)."""
+    import hashlib
+    deadline = time.time() + wait_s
+    while True:
+        ok = os.access(kiln, os.X_OK) and time.time() - os.path.getmtime(kiln) > 5
+        if ok:
+            ldd = subprocess.run(["ldd", kiln], capture_output=True, text=True)
+            ok = ldd.returncode == 0 and "not found" not in ldd.stdout
+        if ok:
+            break
+        if time.time() > deadline:
+            raise SystemExit(f"run_corpus: {kiln} is not a usable executable (waited {wait_s} s)")
+        print(f"run_corpus: waiting for {kiln} (missing or being rebuilt)", file=sys.stderr, flush=True)
+        time.sleep(10)
+    os.makedirs(dest, exist_ok=True)
+    libs = []
+    for line in ldd.stdout.splitlines():
+        m = re.search(r"=>\s+(/\S+)", line)
+        if m and not m.group(1).startswith(("/lib/", "/lib64/", "/usr/")):
+            libs.append(m.group(1))
+    for f in [kiln] + libs:
+        shutil.copy2(f, os.path.join(dest, os.path.basename(f)))
+    copy = os.path.join(dest, os.path.basename(kiln))
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = dest + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    with open(copy, "rb") as fh:
+        digest = hashlib.sha256(fh.read()).hexdigest()
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(os.path.getmtime(kiln)))
+    return copy, env, f"{kiln} (built {when}, sha256 {digest[:16]}; run from a snapshot with {len(libs)} libs)"
 
 
 def load_models(corpus):
@@ -178,10 +216,13 @@ def run_model(meta, corpus, kiln, work, args):
     cmd += symbolic_shapes(model, arrays)
     t0 = time.time()
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.compile_timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.compile_timeout, env=args.kiln_env)
     except subprocess.TimeoutExpired:
         res["compile_s"] = round(time.time() - t0, 2)
         res["status"], res["detail"] = "compile-failed", f"timeout after {args.compile_timeout} s"
+        return res
+    except OSError as e:
+        res["status"], res["detail"] = "compile-failed", f"cannot start kiln: {e}"
         return res
     res["compile_s"] = round(time.time() - t0, 2)
     m = re.search(r"(\d+) groups", p.stdout) or re.search(r"(\d+) groups", p.stderr)
@@ -201,10 +242,13 @@ def run_model(meta, corpus, kiln, work, args):
         cmd += ["--input", f"{k}={v}"]
     t0 = time.time()
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.run_timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.run_timeout, env=args.kiln_env)
     except subprocess.TimeoutExpired:
         res["run_s"] = round(time.time() - t0, 2)
         res["status"], res["detail"] = "run-failed", f"timeout after {args.run_timeout} s"
+        return res
+    except OSError as e:
+        res["status"], res["detail"] = "run-failed", f"cannot start kiln: {e}"
         return res
     res["run_s"] = round(time.time() - t0, 2)
     if p.returncode != 0:
@@ -292,11 +336,13 @@ def main():
     ap.add_argument("--compile-timeout", type=int, default=600)
     ap.add_argument("--run-timeout", type=int, default=600)
     ap.add_argument("--tol", type=float, default=TOL)
+    ap.add_argument("--no-snapshot", action="store_true",
+                    help="run KILN in place (default: copy it and its build-tree libraries to WORKDIR first)")
     a = ap.parse_args()
 
     kiln = os.path.abspath(a.kiln)
-    if not os.access(kiln, os.X_OK):
-        ap.error(f"{kiln} is not an executable")
+    if not os.path.exists(kiln):
+        ap.error(f"{kiln} does not exist")
     metas = load_models(a.corpus)
     by_name = {m["name"]: m for m in metas}
     want = None
@@ -321,6 +367,11 @@ def main():
     results = []
     t_all = time.time()
     try:
+        if a.no_snapshot:
+            a.kiln_env, kiln_desc = None, kiln
+        else:
+            kiln, a.kiln_env, kiln_desc = snapshot_kiln(kiln, os.path.join(work, "kiln-bin"))
+        print(f"kiln: {kiln_desc}", file=sys.stderr, flush=True)
         for i, meta in enumerate(metas, 1):
             t0 = time.time()
             r = run_model(meta, a.corpus, kiln, work, a)
@@ -338,6 +389,9 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
     total_s = time.time() - t_all
 
+    print(f"kiln: {kiln_desc}")
+    print(f"corpus: {os.path.abspath(a.corpus)}")
+    print()
     print(table(results))
     n_ok = sum(r["status"] == "ok" for r in results)
     counts = {}
@@ -366,7 +420,7 @@ def main():
 
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(finite({"kiln": kiln, "corpus": os.path.abspath(a.corpus), "seconds": round(total_s, 1),
+            json.dump(finite({"kiln": kiln_desc, "corpus": os.path.abspath(a.corpus), "seconds": round(total_s, 1),
                               "passed": n_ok, "total": len(results), "counts": counts, "results": results,
                               "unexpected_failures": [r["model"] for r in unexpected_fail],
                               "unexpected_passes": [r["model"] for r in unexpected_pass]}),
