@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
 #include "client/kiln_client.h"
+#include "client/onnx_model_file.h"
 #include "server/embedded_farm.h"
 
 namespace kiln::client {
@@ -69,7 +70,7 @@ class ProgressPrinter {
 }  // namespace
 
 int RunCompile(const CompileOptions& o) {
-  auto model = ReadFile(o.model);
+  auto model = ReadOnnxModelFile(o.model);
   if (!model.ok()) return ReportError("compile", model.status());
   kiln::v1::CompileRequest request;
   request.set_onnx_model(*model);

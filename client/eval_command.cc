@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
+#include "client/onnx_model_file.h"
 #include "client/tensor_io.h"
 #include "compiler_core/driver/compile_driver.h"
 #include "compiler_core/frontend/interpreter.h"
@@ -11,7 +12,7 @@
 namespace kiln::client {
 
 int RunEval(const EvalOptions& o) {
-  auto bytes = ReadFile(o.model);
+  auto bytes = ReadOnnxModelFile(o.model);
   if (!bytes.ok()) return ReportError("eval", bytes.status());
   ModelSource source;
   source.onnx_model = std::move(*bytes);

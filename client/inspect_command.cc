@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
+#include "client/onnx_model_file.h"
 #include "compiler_core/driver/compile_driver.h"
 
 namespace kiln::client {
@@ -48,7 +49,7 @@ std::string DotId(const std::string& s) {
 std::string Megabytes(double bytes) { return absl::StrFormat("%.2f MB", bytes / 1e6); }
 
 absl::StatusOr<PreparedModel> Inspect(const InspectOptions& o) {
-  auto bytes = ReadFile(o.model);
+  auto bytes = ReadOnnxModelFile(o.model);
   if (!bytes.ok()) return bytes.status();
   ModelSource source;
   source.onnx_model = std::move(*bytes);

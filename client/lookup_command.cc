@@ -6,11 +6,12 @@
 #include "base/digest.h"
 #include "client/commands.h"
 #include "client/kiln_client.h"
+#include "client/onnx_model_file.h"
 
 namespace kiln::client {
 
 int RunLookup(const LookupOptions& o) {
-  auto model = ReadFile(o.model);
+  auto model = ReadOnnxModelFile(o.model);
   if (!model.ok()) return ReportError("lookup", model.status());
   kiln::v1::LookupRequest request;
   request.set_onnx_model(*model);
