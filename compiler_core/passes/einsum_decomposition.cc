@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "compiler_core/frontend/ops/einsum.h"
-#include "compiler_core/frontend/shape_inference.h"
 #include "compiler_core/passes/graph_rewriting.h"
 
 namespace kiln {
@@ -173,19 +172,8 @@ absl::StatusOr<bool> Decompose(Graph& graph, Node* n) {
 }  // namespace
 
 absl::StatusOr<bool> EinsumDecomposition::Run(Graph& graph) {
-  std::vector<Node*> einsums;
-  for (const auto& n : graph.nodes()) {
-    if (n->domain().empty() && n->op_type() == "Einsum") einsums.push_back(n.get());
-  }
-  bool changed = false;
-  for (Node* n : einsums) {
-    ASSIGN_OR_RETURN(bool c, Decompose(graph, n));
-    changed = changed || c;
-  }
-  if (!changed) return false;
-  FinishRewrites(graph);
-  RETURN_IF_ERROR(InferShapes(graph));
-  return true;
+  return RewriteSelectedNodes(
+      graph, [](const Node& n) { return n.domain().empty() && n.op_type() == "Einsum"; }, Decompose);
 }
 
 }  // namespace kiln

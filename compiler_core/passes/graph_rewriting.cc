@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "compiler_core/frontend/op_registry.h"
+#include "compiler_core/frontend/shape_inference.h"
 
 namespace kiln {
 
@@ -239,6 +240,23 @@ void RestoreTopologicalOrder(Graph& graph) {
 void FinishRewrites(Graph& graph) {
   RestoreTopologicalOrder(graph);
   graph.RemoveDeadValues();
+}
+
+absl::StatusOr<bool> RewriteSelectedNodes(Graph& graph, const std::function<bool(const Node&)>& select,
+                                          const std::function<absl::StatusOr<bool>(Graph&, Node*)>& rewrite) {
+  std::vector<Node*> selected;
+  for (const auto& n : graph.nodes()) {
+    if (select(*n)) selected.push_back(n.get());
+  }
+  bool changed = false;
+  for (Node* n : selected) {
+    ASSIGN_OR_RETURN(bool c, rewrite(graph, n));
+    changed = changed || c;
+  }
+  if (!changed) return false;
+  FinishRewrites(graph);
+  RETURN_IF_ERROR(InferShapes(graph));
+  return true;
 }
 
 }  // namespace kiln

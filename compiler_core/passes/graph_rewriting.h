@@ -3,6 +3,8 @@
 // graph-output names, and restoring topological order after new nodes.
 #pragma once
 
+#include <functional>
+
 #include <map>
 #include <optional>
 #include <set>
@@ -110,5 +112,12 @@ void RestoreTopologicalOrder(Graph& graph);
 // What a pass that rewrote the graph does before it returns: restores the
 // topological order and drops values nothing reads any more.
 void FinishRewrites(Graph& graph);
+
+// The loop of a pass that rewrites nodes one at a time: runs `rewrite` on
+// every node `select` picks (collected first, as rewrites add and remove
+// nodes); when any rewrote, finishes the rewrites and infers the new values'
+// types. Returns whether any node was rewritten.
+absl::StatusOr<bool> RewriteSelectedNodes(Graph& graph, const std::function<bool(const Node&)>& select,
+                                          const std::function<absl::StatusOr<bool>(Graph&, Node*)>& rewrite);
 
 }  // namespace kiln

@@ -7,7 +7,6 @@
 #include "base/status_macros.h"
 #include "compiler_core/frontend/onnx_importer.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
-#include "compiler_core/frontend/shape_inference.h"
 #include "compiler_core/passes/graph_rewriting.h"
 
 namespace kiln {
@@ -85,25 +84,15 @@ absl::StatusOr<bool> CanonicalizeBroadcastAxis(Graph& graph, Node* n) {
 }  // namespace
 
 absl::StatusOr<bool> LegacyFormCanonicalization::Run(Graph& graph) {
-  std::vector<Node*> softmax, broadcast;
-  for (const auto& n : graph.nodes()) {
-    if (IsSoftmaxFamily(*n) && n->has_attr(kOpsetAttr)) softmax.push_back(n.get());
-    if (n->has_attr(ops::kBroadcastAxisAttr)) broadcast.push_back(n.get());
-  }
-  bool changed = false;
-  for (Node* n : softmax) {
-    ASSIGN_OR_RETURN(bool c, CanonicalizeSoftmax(graph, n));
-    changed = changed || c;
-  }
-  for (Node* n : broadcast) {
-    ASSIGN_OR_RETURN(bool c, CanonicalizeBroadcastAxis(graph, n));
-    changed = changed || c;
-  }
-  if (changed) {
-    FinishRewrites(graph);
-    RETURN_IF_ERROR(InferShapes(graph));  // the Unsqueezes' types
-  }
-  return changed;
+  ASSIGN_OR_RETURN(bool softmax,
+                   RewriteSelectedNodes(
+                       graph, [](const Node& n) { return IsSoftmaxFamily(n) && n.has_attr(kOpsetAttr); },
+                       CanonicalizeSoftmax));
+  ASSIGN_OR_RETURN(bool broadcast,
+                   RewriteSelectedNodes(
+                       graph, [](const Node& n) { return n.has_attr(ops::kBroadcastAxisAttr); },
+                       CanonicalizeBroadcastAxis));
+  return softmax || broadcast;
 }
 
 }  // namespace kiln

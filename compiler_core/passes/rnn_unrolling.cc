@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "compiler_core/frontend/ops/rnn.h"
-#include "compiler_core/frontend/shape_inference.h"
 #include "compiler_core/passes/graph_rewriting.h"
 
 namespace kiln {
@@ -318,21 +317,10 @@ absl::StatusOr<bool> Unroll(Graph& graph, Node* n) {
 }  // namespace
 
 absl::StatusOr<bool> RnnUnrolling::Run(Graph& graph) {
-  std::vector<Node*> rnns;
-  for (const auto& n : graph.nodes()) {
-    if (n->domain().empty() && (n->op_type() == "LSTM" || n->op_type() == "GRU" || n->op_type() == "RNN")) {
-      rnns.push_back(n.get());
-    }
-  }
-  bool changed = false;
-  for (Node* n : rnns) {
-    ASSIGN_OR_RETURN(bool c, Unroll(graph, n));
-    changed = changed || c;
-  }
-  if (!changed) return false;
-  FinishRewrites(graph);
-  RETURN_IF_ERROR(InferShapes(graph));
-  return true;
+  auto is_rnn = [](const Node& n) {
+    return n.domain().empty() && (n.op_type() == "LSTM" || n.op_type() == "GRU" || n.op_type() == "RNN");
+  };
+  return RewriteSelectedNodes(graph, is_rnn, Unroll);
 }
 
 }  // namespace kiln
