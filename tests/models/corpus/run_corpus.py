@@ -193,6 +193,29 @@ def rel_error(got, ref):
     return float(diff.max()) / scale, None
 
 
+def run_kiln(res, step, cmd, timeout, env):
+    """Runs `kiln compile` or `kiln run` (step), timing it into res["<step>_s"]. Returns the finished
+    process, or None after recording "<step>-failed" and the reason (timeout, no binary, non-zero exit)."""
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        why = None
+        if p.returncode != 0:
+            why = first_error_line(p.stderr + "\n" + p.stdout, f"kiln {step}:")
+            if p.returncode < 0:
+                why = f"{describe_rc(p.returncode)}: {why}"
+    except subprocess.TimeoutExpired:
+        p, why = None, f"timeout after {timeout} s"
+    except OSError as e:
+        res["status"], res["detail"] = f"{step}-failed", f"cannot start kiln: {e}"
+        return None
+    res[f"{step}_s"] = round(time.time() - t0, 2)
+    if why is not None:
+        res["status"], res["detail"] = f"{step}-failed", why
+        return None
+    return p
+
+
 def run_model(meta, corpus, kiln, work, args):
     name = meta["name"]
     res = {"model": name, "opset": meta.get("opset"), "exporter": meta.get("exporter", "?"),
@@ -214,25 +237,14 @@ def run_model(meta, corpus, kiln, work, args):
     pkg = os.path.join(work, name + ".kpkg")
     cmd = [kiln, "compile", model, "--trials", "0", "--db", os.path.join(work, "tuning.db"), "-o", pkg]
     cmd += symbolic_shapes(model, arrays)
-    t0 = time.time()
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.compile_timeout, env=args.kiln_env)
-    except subprocess.TimeoutExpired:
-        res["compile_s"] = round(time.time() - t0, 2)
-        res["status"], res["detail"] = "compile-failed", f"timeout after {args.compile_timeout} s"
+    p = run_kiln(res, "compile", cmd, args.compile_timeout, args.kiln_env)
+    if p is None:
         return res
-    except OSError as e:
-        res["status"], res["detail"] = "compile-failed", f"cannot start kiln: {e}"
-        return res
-    res["compile_s"] = round(time.time() - t0, 2)
     m = re.search(r"(\d+) groups", p.stdout) or re.search(r"(\d+) groups", p.stderr)
     if m:
         res["groups"] = int(m.group(1))
-    if p.returncode != 0 or not os.path.exists(pkg):
-        msg = first_error_line(p.stderr + "\n" + p.stdout, "kiln compile:")
-        if p.returncode < 0:
-            msg = f"{describe_rc(p.returncode)}: {msg}"
-        res["status"], res["detail"] = "compile-failed", msg
+    if not os.path.exists(pkg):
+        res["status"], res["detail"] = "compile-failed", "no package written"
         return res
 
     out_dir = os.path.join(work, name + ".out")
@@ -240,22 +252,7 @@ def run_model(meta, corpus, kiln, work, args):
     cmd = [kiln, "run", pkg, "--output-dir", out_dir]
     for k, v in files.items():
         cmd += ["--input", f"{k}={v}"]
-    t0 = time.time()
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.run_timeout, env=args.kiln_env)
-    except subprocess.TimeoutExpired:
-        res["run_s"] = round(time.time() - t0, 2)
-        res["status"], res["detail"] = "run-failed", f"timeout after {args.run_timeout} s"
-        return res
-    except OSError as e:
-        res["status"], res["detail"] = "run-failed", f"cannot start kiln: {e}"
-        return res
-    res["run_s"] = round(time.time() - t0, 2)
-    if p.returncode != 0:
-        msg = first_error_line(p.stderr + "\n" + p.stdout, "kiln run:")
-        if p.returncode < 0:
-            msg = f"{describe_rc(p.returncode)}: {msg}"
-        res["status"], res["detail"] = "run-failed", msg
+    if run_kiln(res, "run", cmd, args.run_timeout, args.kiln_env) is None:
         return res
 
     worst, notes, per_output = 0.0, [], {}
