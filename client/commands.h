@@ -33,6 +33,7 @@ struct RunOptions {
   int repeat = 0;
   int threads = 1;
   bool json = false;
+  int profile = 0;  // print the N fusion groups that take the most time
 };
 
 struct EvalOptions {

@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   r->add_option("--repeat", run.repeat, "time N more runs and print latency as JSON");
   r->add_option("--threads", run.threads, "threads of the runtime's pool")->capture_default_str();
   r->add_flag("--json", run.json, "print a JSON summary");
+  r->add_option("--profile", run.profile,
+                "time each kernel over the runs and print the N fusion groups that take the most time");
 
   EvalOptions eval;
   auto* e = app.add_subcommand("eval", "run a model through the reference interpreter");

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -22,6 +24,54 @@ double Percentile(std::vector<double> v, double q) {
   size_t lo = static_cast<size_t>(pos);
   size_t hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+// Where a run's time goes, by fusion group (a group may have several steps).
+struct GroupTime {
+  int group = -1;
+  std::string kind;
+  std::string nodes;  // the group's first model node, and how many more
+  double ms = 0;      // per run
+};
+
+std::vector<GroupTime> GroupTimes(const runtime::Session& s, const std::vector<double>& step_seconds, int runs) {
+  const kiln::v1::PackageManifest& m = s.package().manifest();
+  std::vector<GroupTime> groups(m.groups_size());
+  for (int g = 0; g < m.groups_size(); ++g) {
+    const kiln::v1::PackageGroup& pg = m.groups(g);
+    groups[g].group = g;
+    groups[g].kind = pg.kind();
+    if (pg.nodes_size() > 0) groups[g].nodes = pg.nodes(0);
+    if (pg.nodes_size() > 1) absl::StrAppend(&groups[g].nodes, " (+", pg.nodes_size() - 1, ")");
+  }
+  for (int i = 0; i < s.num_steps() && i < static_cast<int>(step_seconds.size()); ++i) {
+    int g = s.step_group(i);
+    if (g >= 0 && g < static_cast<int>(groups.size())) groups[g].ms += step_seconds[i] * 1e3 / runs;
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const GroupTime& a, const GroupTime& b) { return a.ms > b.ms; });
+  return groups;
+}
+
+void PrintProfile(const std::vector<GroupTime>& groups, int top) {
+  double total = 0;
+  for (const GroupTime& g : groups) total += g.ms;
+  std::printf("%-6s %-16s %9s %6s  %s\n", "group", "kind", "ms/run", "share", "nodes");
+  for (size_t i = 0; i < groups.size() && i < static_cast<size_t>(top); ++i) {
+    const GroupTime& g = groups[i];
+    std::printf("%-6d %-16s %9.3f %5.1f%%  %s\n", g.group, g.kind.c_str(), g.ms,
+                total > 0 ? 100.0 * g.ms / total : 0.0, g.nodes.c_str());
+  }
+  std::printf("%-6s %-16s %9.3f %5.1f%%  %zu groups\n", "all", "", total, 100.0, groups.size());
+}
+
+std::string JsonEscape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    out.push_back(c);
+  }
+  return out;
 }
 
 }  // namespace
@@ -62,11 +112,16 @@ int RunRun(const RunOptions& o) {
 
   if (absl::Status st = s.Run(); !st.ok()) return ReportError("run", st);
   std::vector<double> times_ms;
-  for (int i = 0; i < o.repeat; ++i) {
+  std::vector<double> step_seconds;
+  std::vector<double>* profile = o.profile > 0 ? &step_seconds : nullptr;
+  const int runs = o.profile > 0 ? std::max(o.repeat, 1) : o.repeat;
+  for (int i = 0; i < runs; ++i) {
     auto t0 = std::chrono::steady_clock::now();
-    if (absl::Status st = s.Run(); !st.ok()) return ReportError("run", st);
+    if (absl::Status st = s.Run(profile); !st.ok()) return ReportError("run", st);
     times_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
+  std::vector<GroupTime> groups;
+  if (profile != nullptr) groups = GroupTimes(s, step_seconds, runs);
 
   if (!o.output_dir.empty()) {
     std::error_code ec;
@@ -87,8 +142,18 @@ int RunRun(const RunOptions& o) {
       absl::StrAppend(&json, ",\"median_ms\":", Percentile(times_ms, 0.5),
                       ",\"p10_ms\":", Percentile(times_ms, 0.1), ",\"p90_ms\":", Percentile(times_ms, 0.9));
     }
+    if (profile != nullptr) {
+      absl::StrAppend(&json, ",\"profile\":[");
+      for (size_t i = 0; i < groups.size() && i < static_cast<size_t>(o.profile); ++i) {
+        const GroupTime& g = groups[i];
+        absl::StrAppend(&json, i > 0 ? "," : "", "{\"group\":", g.group, ",\"kind\":\"", g.kind,
+                        "\",\"ms\":", g.ms, ",\"nodes\":\"", JsonEscape(g.nodes), "\"}");
+      }
+      absl::StrAppend(&json, "]");
+    }
     absl::StrAppend(&json, "}");
     std::printf("%s\n", json.c_str());
+    if (profile != nullptr && !o.json) PrintProfile(groups, o.profile);
   } else if (o.output_dir.empty()) {
     for (int i = 0; i < s.num_outputs(); ++i) {
       std::printf("output %s: %zu bytes\n", s.output_info(i).name().c_str(), s.OutputBytes(i));

@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -125,20 +126,26 @@ absl::Status Session::SetInput(const std::string& name, const void* data, size_t
   return absl::NotFoundError(absl::StrCat("no input named '", name, "' (inputs: ", absl::StrJoin(names, ", "), ")"));
 }
 
-absl::Status Session::Run() {
+absl::Status Session::Run(std::vector<double>* step_seconds) {
   for (int i = 0; i < num_inputs(); ++i) {
     if (!input_bound_[i]) {
       return absl::FailedPreconditionError(absl::StrCat("input '", input_info(i).name(), "' is not bound"));
     }
   }
-  for (const Step& step : steps_) {
+  if (step_seconds != nullptr) step_seconds->resize(steps_.size(), 0.0);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& step = steps_[i];
     if (step.num_tasks == 0) continue;
+    auto start = step_seconds != nullptr ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     void* const* args = step.args.data();
     if (pool_ != nullptr && pool_->num_threads() > 1 && step.num_tasks > 1) {
       Kernel kernel = step.kernel;
       pool_->ParallelFor(step.num_tasks, [kernel, args](int64_t b, int64_t e) { kernel(args, b, e); });
     } else {
       step.kernel(args, 0, step.num_tasks);
+    }
+    if (step_seconds != nullptr) {
+      (*step_seconds)[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
   }
   return absl::OkStatus();

@@ -34,8 +34,13 @@ class Session {
   // Copies `bytes` bytes into the input named `name`. NOT_FOUND for an unknown
   // name, INVALID_ARGUMENT if the size differs from the manifest's.
   absl::Status SetInput(const std::string& name, const void* data, size_t bytes);
-  // FAILED_PRECONDITION if an input was never bound.
-  absl::Status Run();
+  // FAILED_PRECONDITION if an input was never bound. With `step_seconds`
+  // (resized to the number of steps), each step's wall time is added to its
+  // entry: the profile `kiln run --profile` prints by fusion group.
+  absl::Status Run(std::vector<double>* step_seconds = nullptr);
+  // The manifest's group of step `index` (PackageStep.group).
+  int step_group(int index) const { return package_->manifest().steps(index).group(); }
+  int num_steps() const { return static_cast<int>(steps_.size()); }
 
   int num_inputs() const { return package_->manifest().inputs_size(); }
   int num_outputs() const { return package_->manifest().outputs_size(); }

@@ -198,8 +198,7 @@ absl::Status BindInputShapes(Graph& graph, const std::map<std::string, InputDecl
 }
 
 std::string NodeCtx(const std::string& name, const onnx::NodeProto& n) {
-  std::string op = IsDefaultDomain(n.domain()) ? n.op_type() : absl::StrCat(n.domain(), ".", n.op_type());
-  return absl::StrCat("node '", name, "' (", op, "): ");
+  return absl::StrCat("node '", name, "' (", QualifiedOpName(n.domain(), n.op_type()), "): ");
 }
 
 
@@ -513,7 +512,7 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportGraph(const onnx::GraphProto& gp, i
   std::vector<std::string> unsupported;
   for (int i : order) {
     const onnx::NodeProto& n = gp.node(i);
-    if (FindOpDef(n.domain(), n.op_type()) == nullptr) {
+    if (FindOpDef(n.domain(), n.op_type()) == nullptr || n.domain() == kKilnDomain) {
       unsupported.push_back(NodeCtx(names[i], n).substr(0, NodeCtx(names[i], n).size() - 2));
     }
   }

@@ -30,7 +30,7 @@ std::map<std::string, OpDef, std::less<>> BuildTable() {
   ops::RegisterRnnOps(&defs);
   std::map<std::string, OpDef, std::less<>> table;
   for (OpDef& d : defs) {
-    std::string name = d.op_type;
+    std::string name = QualifiedOpName(d.domain, d.op_type);
     bool inserted = table.emplace(std::move(name), std::move(d)).second;
     assert(inserted && "operator registered twice");
     (void)inserted;
@@ -72,9 +72,15 @@ const std::map<std::string, OpDef, std::less<>>& Table() {
   return *table;
 }
 
+std::string QualifiedOpName(std::string_view domain, std::string_view op_type) {
+  return IsDefaultDomain(domain) ? std::string(op_type) : std::string(domain) + "." + std::string(op_type);
+}
+
 const OpDef* FindOpDef(std::string_view domain, std::string_view op_type) {
-  if (!IsDefaultDomain(domain)) return nullptr;
-  auto it = Table().find(op_type);
+  if (!IsDefaultDomain(domain) && domain != kKilnDomain) return nullptr;
+  // ONNX operator names have no '.', so a default-domain lookup never finds an
+  // internal entry.
+  auto it = Table().find(QualifiedOpName(domain, op_type));
   return it == Table().end() ? nullptr : &it->second;
 }
 
@@ -85,9 +91,7 @@ std::vector<const OpDef*> AllOpDefs() {
 }
 
 std::string NodeContext(const Node& node) {
-  std::string op = IsDefaultDomain(node.domain()) ? node.op_type()
-                                                  : absl::StrCat(node.domain(), ".", node.op_type());
-  return absl::StrCat("node '", node.name(), "' (", op, "): ");
+  return absl::StrCat("node '", node.name(), "' (", QualifiedOpName(node.domain(), node.op_type()), "): ");
 }
 
 absl::Status ValidateNode(const OpDef& def, const Node& node) {

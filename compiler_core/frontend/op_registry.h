@@ -57,8 +57,14 @@ struct OpTraits {
   bool reads_output_sized_input0 = false;
 };
 
+// The domain of Kiln's internal operators: passes make them (kiln.Recurrence
+// from LSTM/GRU/RNN), the interpreter and code generation run them, and the
+// ONNX importer never accepts them from a model.
+inline constexpr std::string_view kKilnDomain = "kiln";
+
 struct OpDef {
   std::string op_type;
+  std::string domain;  // "" for ONNX's default domain, else kKilnDomain
   int min_inputs = 1;
   int max_inputs = 1;
   // Outputs accepted: [min_outputs, num_outputs]; min_outputs -1 means exactly
@@ -78,10 +84,13 @@ struct OpDef {
   OpTraits traits;
 };
 
-// The entry for (domain, op_type), or nullptr. "" and "ai.onnx" are the default domain.
+// The entry for (domain, op_type), or nullptr. "" and "ai.onnx" are the
+// default domain; kKilnDomain holds the internal operators.
 const OpDef* FindOpDef(std::string_view domain, std::string_view op_type);
 bool IsDefaultDomain(std::string_view domain);
-// Every entry, ordered by op_type.
+// "Op" for the default domain, "domain.Op" otherwise (the table's key).
+std::string QualifiedOpName(std::string_view domain, std::string_view op_type);
+// Every entry, ordered by qualified name.
 std::vector<const OpDef*> AllOpDefs();
 
 // Checks arity, omitted required inputs, attribute names/kinds and op-specific

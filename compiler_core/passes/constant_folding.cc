@@ -16,17 +16,21 @@ absl::StatusOr<std::optional<std::vector<Tensor>>> TryEvaluate(const Node& node,
   const OpDef* def = FindOpDef(node.domain(), node.op_type());
   if (def == nullptr || !def->eval) return std::nullopt;
   InputTensors in;
+  int64_t input_elements = 0;
   for (const Value* v : node.inputs()) {
     if (v != nullptr && !v->is_constant()) return std::nullopt;
     in.push_back(v ? &v->constant() : nullptr);
+    if (v != nullptr) input_elements += v->constant().num_elements();
   }
   std::vector<Tensor> outs;
+  int64_t output_elements = 0;
   for (const Value* o : node.outputs()) {
     const TensorType& t = o->type();
     if (!t.IsStatic() || t.dtype == DType::kUnknown || IsNarrowFloat(t.dtype)) return std::nullopt;
-    if (NumElements(t.StaticDims()) > max_elements) return std::nullopt;
+    output_elements += NumElements(t.StaticDims());
     outs.emplace_back(t.dtype, t.StaticDims());
   }
+  if (output_elements > max_elements && output_elements > input_elements) return std::nullopt;
   absl::Status s = def->eval(node, in, outs);
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat(NodeContext(node), s.message()));
   return std::optional<std::vector<Tensor>>(std::move(outs));

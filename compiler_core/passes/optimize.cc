@@ -13,7 +13,7 @@
 #include "compiler_core/passes/hardswish_recognition.h"
 #include "compiler_core/passes/layer_norm_recognition.h"
 #include "compiler_core/passes/legacy_forms.h"
-#include "compiler_core/passes/rnn_unrolling.h"
+#include "compiler_core/passes/rnn_recurrence.h"
 #include "compiler_core/passes/softmax_recognition.h"
 
 namespace kiln {
@@ -22,7 +22,7 @@ PassPipeline DefaultOptimizationPipeline() {
   PassPipeline p("default_optimization");
   p.Add(std::make_unique<LegacyFormCanonicalization>())
       .Add(std::make_unique<EinsumDecomposition>())
-      .Add(std::make_unique<RnnUnrolling>())
+      .Add(std::make_unique<RnnRecurrence>())
       .Add(std::make_unique<ConstantFolding>())
       .Add(std::make_unique<AlgebraicSimplification>())
       .Add(std::make_unique<DeadCodeElimination>())

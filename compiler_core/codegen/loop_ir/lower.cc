@@ -7,6 +7,7 @@
 #include "compiler_core/codegen/loop_ir/lower_index.h"
 #include "compiler_core/codegen/loop_ir/lower_matmul.h"
 #include "compiler_core/codegen/loop_ir/lower_pool.h"
+#include "compiler_core/codegen/loop_ir/lower_recurrence.h"
 #include "compiler_core/codegen/loop_ir/lower_reduction.h"
 #include "compiler_core/codegen/loop_ir/lower_resize.h"
 #include "compiler_core/codegen/loop_ir/lower_topk.h"
@@ -16,7 +17,8 @@ namespace kiln::loop_ir {
 const std::vector<WorkloadLowering>& AllLowerings() {
   static const std::vector<WorkloadLowering>* all = new std::vector<WorkloadLowering>{
       ElementwiseLowering(), MatMulLowering(), ReductionLowering(), DataMovementLowering(), ConvLowering(),
-      ConvTransposeLowering(), PoolLowering(), ResizeLowering(), TopKLowering(), IndexLowering()};
+      ConvTransposeLowering(), PoolLowering(), ResizeLowering(), TopKLowering(), IndexLowering(),
+      RecurrenceLowering()};
   return *all;
 }
 

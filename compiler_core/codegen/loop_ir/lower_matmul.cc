@@ -136,6 +136,19 @@ absl::Status AnalyzeAnchor(const Node& node, const std::vector<std::vector<int64
   if (!b1) out_dims->push_back(spec->n);
   spec->has_m_dim = !a1;
   spec->has_n_dim = !b1;
+  // One B for every batch of a contiguous A: the batches are rows of one
+  // taller matrix (a batch of single rows is otherwise a run of matrix-vector
+  // products).
+  bool b_shared = !spec->batch_dims.empty() && !a1 && ab == spec->batch_dims;
+  for (int64_t st : spec->b_batch_strides) b_shared = b_shared && st == 0;
+  if (b_shared) {
+    spec->folded_batch_dims = spec->batch_dims;
+    spec->m_rows = spec->m;
+    spec->m *= NumElements(spec->batch_dims);
+    spec->batch_dims.clear();
+    spec->a_batch_strides.clear();
+    spec->b_batch_strides.clear();
+  }
   return absl::OkStatus();
 }
 
@@ -693,7 +706,18 @@ class MatMulBuilder {
       v = Add(v, c);
     }
     std::vector<Expr> index = batch_idx_;
-    if (s_.has_m_dim) index.push_back(mi);
+    if (!s_.folded_batch_dims.empty()) {  // row mi of the folded M: its batch, then its row
+      std::vector<Expr> folded;
+      Expr rest = Div(mi, I(s_.m_rows));
+      for (size_t d = s_.folded_batch_dims.size(); d-- > 0;) {
+        folded.insert(folded.begin(), d == 0 ? rest : Mod(rest, I(s_.folded_batch_dims[d])));
+        rest = Div(rest, I(s_.folded_batch_dims[d]));
+      }
+      index.insert(index.end(), folded.begin(), folded.end());
+      index.push_back(Mod(mi, I(s_.m_rows)));
+    } else if (s_.has_m_dim) {
+      index.push_back(mi);
+    }
     if (s_.has_n_dim) index.push_back(nj);
     std::vector<Stmt> stores;
     for (size_t o = 0; o < outs_.size(); ++o) {

@@ -56,6 +56,11 @@ struct MatMulSpec {
   float alpha = 1.0f, beta = 1.0f;
   std::vector<int64_t> out_dims;  // the anchor's output dims: batch_dims, then M, N
   bool has_m_dim = true;          // false for a 1-D A (numpy MatMul drops M)
+  // Batch dims of A folded into M because B is the same matrix for all of
+  // them (x[T, B, K] @ W[K, N]): M counts the rows of every such batch, row i
+  // is batch i / m_rows, row i % m_rows. Empty when nothing was folded.
+  std::vector<int64_t> folded_batch_dims;
+  int64_t m_rows = 0;
   bool has_n_dim = true;          // false for a 1-D B (drops N)
   int64_t num_batches() const;
 };

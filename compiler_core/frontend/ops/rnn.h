@@ -1,7 +1,8 @@
 // The recurrent family (LSTM, GRU, RNN), parsed: shared by the operators'
-// shape functions and reference kernels (rnn_ops.cc) and the pass that
-// unrolls them over a static sequence into MatMul/Gemm and elementwise nodes
-// (compiler_core/passes/rnn_unrolling.cc).
+// shape functions and reference kernels (rnn_ops.cc, also kiln.Recurrence's),
+// the pass that splits them into an input projection and a kiln.Recurrence
+// (compiler_core/passes/rnn_recurrence.cc) and the recurrence's lowering
+// (compiler_core/codegen/loop_ir/lower_recurrence.cc).
 #pragma once
 
 #include <cstdint>

@@ -39,7 +39,7 @@ TEST(ObjectEmitter, RelocatableWithOnlyAllowedImports) {
   auto sig = MakeWorkload("Sigmoid", {{1000}}, {1000});
   auto gemm = MakeWorkload("Gemm", {{13, 7}, {29, 13}, {29}}, {7, 29},
                            {{"transA", int64_t{1}}, {"transB", int64_t{1}}, {"alpha", 0.5f}});
-  auto mm = MakeWorkload("MatMul", {{2, 7, 13}, {13, 29}}, {2, 7, 29});
+  auto mm = MakeWorkload("MatMul", {{2, 7, 13}, {2, 13, 29}}, {2, 7, 29});
   std::vector<KernelRequest> req = {
       {add.get(), DefaultSchedule(*add, target), "k_add"},
       {sig.get(), DefaultSchedule(*sig, target), "k_sigmoid"},

@@ -16,7 +16,7 @@ namespace {
 // The rows "| `Op` | class | ..." of the table in docs/operators.md.
 std::map<std::string, std::string> DocumentedOperators(const std::string& text) {
   std::map<std::string, std::string> out;
-  static const std::regex row(R"(^\| `([A-Za-z0-9]+)` \| ([a-z_]+) \|)");
+  static const std::regex row(R"(^\| `([A-Za-z0-9.]+)` \| ([a-z_]+) \|)");
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     std::smatch m;
@@ -30,7 +30,9 @@ TEST(OpRegistryTest, DocsListEveryOperatorWithItsClass) {
   ASSERT_TRUE(text.ok()) << text.status();
   std::map<std::string, std::string> documented = DocumentedOperators(*text);
   std::map<std::string, std::string> table;
-  for (const OpDef* def : AllOpDefs()) table[def->op_type] = OpClassName(def->traits.op_class);
+  for (const OpDef* def : AllOpDefs()) {
+    table[QualifiedOpName(def->domain, def->op_type)] = OpClassName(def->traits.op_class);
+  }
   std::string rows;  // what the table should hold, to paste
   for (const auto& [op, cls] : table) rows += "| `" + op + "` | " + cls + " |\n";
   EXPECT_EQ(documented, table) << "docs/operators.md should list exactly these operators:\n" << rows;
@@ -38,11 +40,21 @@ TEST(OpRegistryTest, DocsListEveryOperatorWithItsClass) {
 
 TEST(OpRegistryTest, EveryEntryIsFoundByNameInBothSpellingsOfTheDefaultDomain) {
   for (const OpDef* def : AllOpDefs()) {
+    if (!def->domain.empty()) continue;
     EXPECT_EQ(FindOpDef("", def->op_type), def) << def->op_type;
     EXPECT_EQ(FindOpDef("ai.onnx", def->op_type), def) << def->op_type;
+    EXPECT_EQ(FindOpDef(kKilnDomain, def->op_type), nullptr) << def->op_type;
   }
   EXPECT_EQ(FindOpDef("", "NoSuchOperator"), nullptr);
   EXPECT_EQ(FindOpDef("com.example", "Relu"), nullptr);
+}
+
+TEST(OpRegistryTest, InternalOperatorsLiveOnlyInTheKilnDomain) {
+  const OpDef* rec = FindOpDef(kKilnDomain, "Recurrence");
+  ASSERT_NE(rec, nullptr);
+  EXPECT_EQ(rec->domain, kKilnDomain);
+  EXPECT_EQ(FindOpDef("", "Recurrence"), nullptr);
+  EXPECT_EQ(FindOpDef("ai.onnx", "Recurrence"), nullptr);
 }
 
 }  // namespace

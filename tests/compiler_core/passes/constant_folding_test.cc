@@ -69,18 +69,35 @@ TEST(ConstantFoldingTest, FoldedGraphOutputKeepsItsName) {
 
 TEST(ConstantFoldingTest, LeavesLargeResultsAndNonConstantInputs) {
   Graph g;
-  Value* x = *g.AddInput("x", F32({8}));
+  Value* x = *g.AddInput("x", F32({4, 8}));
   Value* c = *g.AddConstant("c", Tensor::FromVector<float>(DType::kFloat32, {8}, {1, 2, 3, 4, 5, 6, 7, 8}));
-  Value* big = *g.AddValue("big", F32({8}));
-  Value* y = *g.AddValue("y", F32({8}));
-  (void)*g.AddNode("Exp", "exp", {c}, {big});
+  Value* shape = *g.AddConstant("shape", Tensor::FromVector<int64_t>(DType::kInt64, {2}, {4, 8}));
+  Value* big = *g.AddValue("big", F32({4, 8}));
+  Value* y = *g.AddValue("y", F32({4, 8}));
+  (void)*g.AddNode("Expand", "expand", {c, shape}, {big});
   (void)*g.AddNode("Add", "add", {x, big}, {y});
   g.AddOutput(y);
   const std::string before = g.ToText();
-  ConstantFolding small(/*max_output_elements=*/4);
+  ConstantFolding small(/*max_output_elements=*/16);  // 32 elements from 10: it would grow
   EXPECT_FALSE(*small.Run(g));
   EXPECT_EQ(g.ToText(), before);
   EXPECT_TRUE(*ConstantFolding().Run(g));
+  EXPECT_EQ(testing::OpSequence(g), "Add");
+}
+
+// Past the limit a node still folds when its result is no larger than its
+// constant inputs: weights reshaped, transposed or combined.
+TEST(ConstantFoldingTest, FoldsLargeResultsThatDoNotGrowTheWeights) {
+  Graph g;
+  Value* x = *g.AddInput("x", F32({8}));
+  Value* c = *g.AddConstant("c", Tensor::FromVector<float>(DType::kFloat32, {8}, {1, 2, 3, 4, 5, 6, 7, 8}));
+  Value* e = *g.AddValue("e", F32({8}));
+  Value* y = *g.AddValue("y", F32({8}));
+  (void)*g.AddNode("Exp", "exp", {c}, {e});
+  (void)*g.AddNode("Add", "add", {x, e}, {y});
+  g.AddOutput(y);
+  ConstantFolding small(/*max_output_elements=*/4);
+  EXPECT_TRUE(*small.Run(g));
   EXPECT_EQ(testing::OpSequence(g), "Add");
 }
 

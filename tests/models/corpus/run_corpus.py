@@ -5,6 +5,7 @@ Usage:
   run_corpus.py CORPUS_DIR --kiln build/client/kiln [--only NAME,...] [--subset ci]
                 [--reviewed tests/models/corpus/reviewed.txt] [--json out.json] [--keep WORKDIR]
                 [--compile-timeout 600] [--run-timeout 600] [--tol 1e-3]
+                [--trials N] [--speed [--threads T] [--repeat R] [--rounds K]]
 
 For each model:
   1. ONNX Runtime (CPUExecutionProvider, ORT_ENABLE_ALL) on CORPUS_DIR/<name>.inputs/*.npy;
@@ -13,6 +14,12 @@ For each model:
   3. KILN run WORKDIR/<name>.kpkg --input NAME=FILE.npy ... --output-dir WORKDIR/<name>.out;
   4. every output: error = max|kiln - ort| / max(1, max|ort|); ok when <= --tol (1e-3).
 Statuses: ok, mismatch, compile-failed, run-failed, ort-failed.
+
+--trials N tunes every group with N measured candidates (the embedded farm, its database kept per run).
+--speed times the matching models against ONNX Runtime in the same run: `kiln run --repeat R
+--threads T` and an ORT session with intra_op_num_threads=T, alternating K rounds each; the best
+median of each is kept and the table gains kiln_ms, ort_ms and vs_ort (ORT time / Kiln time: above 1
+means Kiln is faster). The machine is shared: compare the ratio, not the absolute times.
 
 --reviewed FILE: lines 'name  # reason' name the models expected to fail. The exit status is 1
 when a model not listed fails or a listed model passes (so the list can only shrink), else 0.
@@ -162,16 +169,50 @@ def symbolic_shapes(model_path, arrays):
     return args
 
 
-def ort_outputs(model_path, arrays):
+def ort_session(model_path, threads=2):
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.intra_op_num_threads = 2
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
     so.log_severity_level = 3
-    s = ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
+
+
+def ort_outputs(model_path, arrays):
+    s = ort_session(model_path)
     feed = {i.name: arrays[i.name] for i in s.get_inputs()}
     names = [o.name for o in s.get_outputs()]
     return dict(zip(names, s.run(names, feed)))
+
+
+def ort_median_ms(session, arrays, repeat):
+    feed = {i.name: arrays[i.name] for i in session.get_inputs()}
+    session.run(None, feed)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        session.run(None, feed)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return float(np.median(times))
+
+
+def measure_speed(res, model, pkg, files, arrays, args):
+    """Kiln and ORT at the same thread count, alternating rounds; the best median of each."""
+    session = ort_session(model, args.threads)
+    cmd = [args.kiln_path, "run", pkg, "--repeat", str(args.repeat), "--threads", str(args.threads), "--json"]
+    for k, v in files.items():
+        cmd += ["--input", f"{k}={v}"]
+    kiln_ms, ort_ms = [], []
+    for _ in range(args.rounds):
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.run_timeout, env=args.kiln_env)
+        if p.returncode != 0:
+            res["detail"] = "speed: " + first_error_line(p.stderr + "\n" + p.stdout, "kiln run:")
+            return
+        kiln_ms.append(json.loads(p.stdout.strip().splitlines()[-1])["median_ms"])
+        ort_ms.append(ort_median_ms(session, arrays, args.repeat))
+    res["kiln_ms"], res["ort_ms"] = round(min(kiln_ms), 3), round(min(ort_ms), 3)
+    res["vs_ort"] = round(res["ort_ms"] / res["kiln_ms"], 3) if res["kiln_ms"] > 0 else None
 
 
 def rel_error(got, ref):
@@ -235,7 +276,7 @@ def run_model(meta, corpus, kiln, work, args):
         return res
 
     pkg = os.path.join(work, name + ".kpkg")
-    cmd = [kiln, "compile", model, "--trials", "0", "--db", os.path.join(work, "tuning.db"), "-o", pkg]
+    cmd = [kiln, "compile", model, "--trials", str(args.trials), "--db", os.path.join(work, "tuning.db"), "-o", pkg]
     cmd += symbolic_shapes(model, arrays)
     p = run_kiln(res, "compile", cmd, args.compile_timeout, args.kiln_env)
     if p is None:
@@ -272,6 +313,9 @@ def run_model(meta, corpus, kiln, work, args):
     res["output_errors"] = per_output
     if worst <= args.tol:
         res["status"] = "ok"
+        if args.speed:
+            args.kiln_path = kiln
+            measure_speed(res, model, pkg, files, arrays, args)
     else:
         res["status"] = "mismatch"
         worst_name = max(per_output, key=lambda k: float("inf") if per_output[k] is None else per_output[k])
@@ -305,14 +349,22 @@ def short(text, width=DETAIL_WIDTH):
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
-def table(results):
-    cols = ["model", "opset", "exporter", "category", "groups", "compile_s", "max_err", "status"]
+def table(results, speed=False):
+    cols = ["model", "opset", "exporter", "category", "groups", "compile_s", "max_err"]
+    if speed:
+        cols += ["kiln_ms", "ort_ms", "vs_ort"]
+    cols.append("status")
     rows = []
     for r in results:
         status = r["status"] + (f": {short(r['detail'])}" if r["detail"] else "")
-        rows.append([r["model"], str(r["opset"] if r["opset"] is not None else "?"), r["exporter"], r["category"],
-                     "-" if r["groups"] is None else str(r["groups"]),
-                     "-" if r["compile_s"] is None else f"{r['compile_s']:.1f}", fmt_err(r["max_err"]), status])
+        row = [r["model"], str(r["opset"] if r["opset"] is not None else "?"), r["exporter"], r["category"],
+               "-" if r["groups"] is None else str(r["groups"]),
+               "-" if r["compile_s"] is None else f"{r['compile_s']:.1f}", fmt_err(r["max_err"])]
+        if speed:
+            row += [f"{r['kiln_ms']:.2f}" if r.get("kiln_ms") is not None else "-",
+                    f"{r['ort_ms']:.2f}" if r.get("ort_ms") is not None else "-",
+                    f"{r['vs_ort']:.2f}" if r.get("vs_ort") is not None else "-"]
+        rows.append(row + [status])
     widths = [max(len(c), *(len(row[i]) for row in rows)) if rows else len(c) for i, c in enumerate(cols)]
     widths[-1] = len(cols[-1])
     line = lambda vals: "  ".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip()  # noqa: E731
@@ -333,6 +385,11 @@ def main():
     ap.add_argument("--compile-timeout", type=int, default=600)
     ap.add_argument("--run-timeout", type=int, default=600)
     ap.add_argument("--tol", type=float, default=TOL)
+    ap.add_argument("--trials", type=int, default=0, help="tuning trials per group (0: default schedules)")
+    ap.add_argument("--speed", action="store_true", help="time Kiln against ONNX Runtime (see above)")
+    ap.add_argument("--threads", type=int, default=1, help="--speed: threads of both runtimes")
+    ap.add_argument("--repeat", type=int, default=20, help="--speed: timed runs per round")
+    ap.add_argument("--rounds", type=int, default=2, help="--speed: alternating rounds per runtime")
     ap.add_argument("--no-snapshot", action="store_true",
                     help="run KILN in place (default: copy it and its build-tree libraries to WORKDIR first)")
     a = ap.parse_args()
@@ -389,7 +446,15 @@ def main():
     print(f"kiln: {kiln_desc}")
     print(f"corpus: {os.path.abspath(a.corpus)}")
     print()
-    print(table(results))
+    print(table(results, a.speed))
+    if a.speed:
+        ratios = [r["vs_ort"] for r in results if r.get("vs_ort")]
+        if ratios:
+            geo = float(np.exp(np.mean(np.log(ratios))))
+            print()
+            print(f"vs ONNX Runtime ({a.threads} thread(s), ORT time / Kiln time): geometric mean {geo:.2f}, "
+                  f"min {min(ratios):.2f}, max {max(ratios):.2f}; Kiln faster on "
+                  f"{sum(x > 1 for x in ratios)} of {len(ratios)}")
     n_ok = sum(r["status"] == "ok" for r in results)
     counts = {}
     for r in results:

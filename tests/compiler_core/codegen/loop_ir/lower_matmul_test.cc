@@ -173,6 +173,29 @@ TEST(MatMulLoweringTest, BatchedWithBroadcastBatchDims) {
   CheckAgainstInterpreter(*g3, RandomPoints(*g3, Host(), 4, 6));
 }
 
+// Batches of A sharing one B are rows of one taller matrix (an RNN's input
+// projection x[T, 1, I] @ W[I, N]); the epilogue still sees every batch index.
+TEST(MatMulLoweringTest, BatchesSharingBFoldIntoRows) {
+  Builder gb;
+  Value* x = gb.Input({3, 4, 1, 19});
+  Value* w = gb.Input({19, 21});
+  Value* per_batch = gb.Input({3, 4, 1, 1});
+  Value* outer = gb.Input({3, 1, 1, 21});
+  Value* mm = gb.Op("MatMul", {x, w});
+  auto g = gb.Finish({gb.Op("Add", {gb.Op("Mul", {mm, per_batch}), outer})});
+  auto spec = loop_ir::AnalyzeMatMul(*g);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->m, 12);
+  EXPECT_EQ(spec->num_batches(), 1);
+  EXPECT_EQ(spec->folded_batch_dims, (Ints{3, 4}));
+  CheckAgainstInterpreter(*g, RandomPoints(*g, Host(), 6, 10));
+  // A broadcast against B's batches does not fold.
+  auto g2 = PlainMatMul({5, 7}, {2, 7, 6});
+  auto spec2 = loop_ir::AnalyzeMatMul(*g2);
+  ASSERT_TRUE(spec2.ok()) << spec2.status();
+  EXPECT_TRUE(spec2->folded_batch_dims.empty());
+}
+
 TEST(MatMulLoweringTest, GemmTransposesAlphaBetaBroadcastC) {
   struct GemmCase {
     Ints a, b, c;

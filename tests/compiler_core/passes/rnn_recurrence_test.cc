@@ -1,15 +1,17 @@
-// RNN unrolling: LSTM, GRU and RNN become Gemm and elementwise nodes with the
-// interpreter's numbers unchanged, across directions, layouts, peepholes,
-// clip, input_forget, linear_before_reset, custom activations, initial states
-// and sequence_lens (constant or an input); the result compiles. The
-// interpreter's own LSTM/GRU/RNN kernels are checked against ONNX's reference
-// outputs by the node suite (tests/conformance).
-#include "compiler_core/passes/rnn_unrolling.h"
+// RNN recurrence: LSTM, GRU and RNN become an input-projection MatMul and a
+// kiln.Recurrence with the interpreter's numbers unchanged, across directions,
+// layouts, peepholes, clip, input_forget, linear_before_reset, custom
+// activations, initial states and sequence_lens (constant or an input); the
+// result compiles. The interpreter's own LSTM/GRU/RNN kernels are checked
+// against ONNX's reference outputs by the node suite (tests/conformance), the
+// recurrence's kernel against the interpreter by lower_recurrence_test.
+#include "compiler_core/passes/rnn_recurrence.h"
 
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/driver/compile_driver.h"
+#include "compiler_core/frontend/op_registry.h"
 #include "compiler_core/passes/graph_rewriting.h"
 #include "tests/compiler_core/passes/pass_test_support.h"
 
@@ -67,23 +69,31 @@ std::unique_ptr<Graph> Build(const Case& c) {
   return b.Finish();
 }
 
-// Unrolls, checks that no recurrent node is left, the numbers, and that the
-// optimised model compiles.
+// Splits, checks that no ONNX recurrent node is left, that one MatMul and one
+// kiln.Recurrence took its place, the numbers, and that the optimised model
+// compiles.
 void Check(const Case& c) {
   SCOPED_TRACE(absl::StrCat(c.op, " ", c.direction, " layout=", c.layout));
   auto g = Build(c);
   auto original = g->Clone();
   PassPipeline p("rnn");
-  p.Add(std::make_unique<RnnUnrolling>());
+  p.Add(std::make_unique<RnnRecurrence>());
   EXPECT_TRUE(testing::RunPasses(*g, p));
-  for (const auto& n : g->nodes()) EXPECT_NE(n->op_type(), c.op) << g->ToText();
+  int gemms = 0, recurrences = 0;
+  for (const auto& n : g->nodes()) {
+    EXPECT_NE(n->op_type(), c.op) << g->ToText();
+    gemms += n->op_type() == "MatMul";
+    recurrences += n->op_type() == "Recurrence" && n->domain() == kKilnDomain;
+  }
+  EXPECT_EQ(gemms, 1) << g->ToText();
+  EXPECT_EQ(recurrences, 1) << g->ToText();
   testing::ExpectSameOutputs(*original, *g, 2e-5);
   auto prepared = PrepareModel(std::move(original));
   ASSERT_TRUE(prepared.ok()) << prepared.status();
   EXPECT_TRUE(CheckCompilable(*prepared, CpuTarget::Host()).ok()) << CheckCompilable(*prepared, CpuTarget::Host());
 }
 
-TEST(RnnUnrollingTest, LstmDirectionsLayoutsPeepholes) {
+TEST(RnnRecurrenceTest, LstmDirectionsLayoutsPeepholes) {
   Check({});
   Check({.direction = "reverse", .initial = true});
   Check({.direction = "bidirectional", .layout = 1, .initial = true, .peepholes = true});
@@ -91,14 +101,14 @@ TEST(RnnUnrollingTest, LstmDirectionsLayoutsPeepholes) {
   Check({.outputs = {false, true, false}});  // only Y_h read: Y and Y_c are not built
 }
 
-TEST(RnnUnrollingTest, GruBothResetForms) {
+TEST(RnnRecurrenceTest, GruBothResetForms) {
   Check({.op = "GRU"});
   Check({.op = "GRU", .direction = "bidirectional", .initial = true,
          .attrs = {{"linear_before_reset", int64_t{1}}}});
   Check({.op = "GRU", .layout = 1, .attrs = {{"linear_before_reset", int64_t{1}}, {"clip", 0.7f}}});
 }
 
-TEST(RnnUnrollingTest, RnnCustomActivations) {
+TEST(RnnRecurrenceTest, RnnCustomActivations) {
   Check({.op = "RNN"});
   for (const char* f : {"Relu", "Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "HardSigmoid", "Elu",
                         "Softsign", "Softplus", "Sigmoid"}) {
@@ -113,15 +123,15 @@ TEST(RnnUnrollingTest, RnnCustomActivations) {
 
 // Sequences shorter than the tensor: past its end a sequence's state stays and
 // Y is zero, in both directions.
-TEST(RnnUnrollingTest, ConstantSequenceLengths) {
+TEST(RnnRecurrenceTest, ConstantSequenceLengths) {
   Check({.lens = {5, 2, 0}});
   Check({.direction = "bidirectional", .initial = true, .lens = {3, 5, 1}});
   Check({.op = "GRU", .direction = "reverse", .lens = {1, 4, 5}});
   Check({.op = "RNN", .layout = 1, .lens = {2, 2, 5}});
 }
 
-// sequence_lens as a graph input: masks computed at run time.
-TEST(RnnUnrollingTest, SequenceLengthsInput) {
+// sequence_lens as a graph input: read by the recurrence at run time.
+TEST(RnnRecurrenceTest, SequenceLengthsInput) {
   GraphBuilder b;
   Value* x = b.Input("x", {4, 2, 3});
   Value* lens = *b.graph()->AddInput("lens", TensorType::Static(DType::kInt32, {2}));
@@ -137,9 +147,9 @@ TEST(RnnUnrollingTest, SequenceLengthsInput) {
   auto unrolled = b.Finish();
   auto original = unrolled->Clone();
   PassPipeline p("rnn");
-  p.Add(std::make_unique<RnnUnrolling>());
+  p.Add(std::make_unique<RnnRecurrence>());
   EXPECT_TRUE(testing::RunPasses(*unrolled, p));
-  EXPECT_NE(testing::OpSequence(*unrolled).find("Less"), std::string::npos);
+  EXPECT_NE(testing::OpSequence(*unrolled).find("Recurrence"), std::string::npos);
   for (const std::vector<int32_t>& l : {std::vector<int32_t>{4, 2}, {0, 3}, {1, 4}}) {
     std::map<std::string, Tensor> feeds = testing::RandomInputs(*original, 3, 1);
     feeds.at("lens") = Tensor::FromVector(DType::kInt32, {2}, l);
@@ -156,7 +166,7 @@ TEST(RnnUnrollingTest, SequenceLengthsInput) {
   }
 }
 
-TEST(RnnUnrollingTest, DynamicSequenceStays) {
+TEST(RnnRecurrenceTest, DynamicSequenceStays) {
   GraphBuilder b;
   Graph& g = *b.graph();
   Value* x = *g.AddInput("x", TensorType{DType::kFloat32, {Dim::Symbol("T"), Dim::Static(1), Dim::Static(2)}, true});
@@ -167,7 +177,7 @@ TEST(RnnUnrollingTest, DynamicSequenceStays) {
   b.Output(y);
   auto graph = b.Finish();
   PassPipeline p("rnn");
-  p.Add(std::make_unique<RnnUnrolling>());
+  p.Add(std::make_unique<RnnRecurrence>());
   EXPECT_FALSE(testing::RunPasses(*graph, p));
 }
 
