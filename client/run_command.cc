@@ -32,6 +32,7 @@ struct GroupTime {
   std::string kind;
   std::string nodes;  // the group's first model node, and how many more
   double ms = 0;      // per run
+  double flops = 0, bytes = 0;  // the package's estimates, per run
 };
 
 std::vector<GroupTime> GroupTimes(const runtime::Session& s, const std::vector<double>& step_seconds, int runs) {
@@ -43,6 +44,8 @@ std::vector<GroupTime> GroupTimes(const runtime::Session& s, const std::vector<d
     groups[g].kind = pg.kind();
     if (pg.nodes_size() > 0) groups[g].nodes = pg.nodes(0);
     if (pg.nodes_size() > 1) absl::StrAppend(&groups[g].nodes, " (+", pg.nodes_size() - 1, ")");
+    groups[g].flops = pg.flops();
+    groups[g].bytes = pg.bytes();
   }
   for (int i = 0; i < s.num_steps() && i < static_cast<int>(step_seconds.size()); ++i) {
     int g = s.step_group(i);
@@ -52,16 +55,41 @@ std::vector<GroupTime> GroupTimes(const runtime::Session& s, const std::vector<d
   return groups;
 }
 
-void PrintProfile(const std::vector<GroupTime>& groups, int top) {
+// Triad (a = b + s*c) bandwidth in GB/s over arrays far larger than the
+// caches, on the pool's threads: what a memory-bound group can reach here.
+double MeasureTriadGBs(runtime::ThreadPool& pool) {
+  const int64_t n = int64_t{1} << 23;  // 32 MiB per array
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  auto triad = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) a[i] = b[i] + 3.0f * c[i];
+  };
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    auto t0 = std::chrono::steady_clock::now();
+    pool.ParallelFor(n / 4096, [&](int64_t b0, int64_t e0) { triad(b0 * 4096, e0 * 4096); });
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (rep > 0 && s > 0) best = std::max(best, 3.0 * 4.0 * static_cast<double>(n) / s / 1e9);
+  }
+  return best;
+}
+
+// Per group: time, share, achieved GFLOP/s and GB/s (from the package's
+// estimates), and the GB/s as a share of the triad bandwidth measured now.
+void PrintProfile(const std::vector<GroupTime>& groups, int top, double triad_gbs) {
   double total = 0;
   for (const GroupTime& g : groups) total += g.ms;
-  std::printf("%-6s %-16s %9s %6s  %s\n", "group", "kind", "ms/run", "share", "nodes");
+  std::printf("%-6s %-14s %9s %6s %8s %8s %6s  %s\n", "group", "kind", "ms/run", "share", "GFLOP/s", "GB/s",
+              "triad", "nodes");
   for (size_t i = 0; i < groups.size() && i < static_cast<size_t>(top); ++i) {
     const GroupTime& g = groups[i];
-    std::printf("%-6d %-16s %9.3f %5.1f%%  %s\n", g.group, g.kind.c_str(), g.ms,
-                total > 0 ? 100.0 * g.ms / total : 0.0, g.nodes.c_str());
+    const double s = g.ms / 1e3;
+    const double gflops = s > 0 ? g.flops / s / 1e9 : 0, gbs = s > 0 ? g.bytes / s / 1e9 : 0;
+    std::printf("%-6d %-14s %9.3f %5.1f%% %8.1f %8.1f %5.0f%%  %s\n", g.group, g.kind.c_str(), g.ms,
+                total > 0 ? 100.0 * g.ms / total : 0.0, gflops, gbs, triad_gbs > 0 ? 100.0 * gbs / triad_gbs : 0.0,
+                g.nodes.c_str());
   }
-  std::printf("%-6s %-16s %9.3f %5.1f%%  %zu groups\n", "all", "", total, 100.0, groups.size());
+  std::printf("%-6s %-14s %9.3f %5.1f%%  %zu groups; triad %.1f GB/s on this pool\n", "all", "", total, 100.0,
+              groups.size(), triad_gbs);
 }
 
 std::string JsonEscape(const std::string& text) {
@@ -147,13 +175,14 @@ int RunRun(const RunOptions& o) {
       for (size_t i = 0; i < groups.size() && i < static_cast<size_t>(o.profile); ++i) {
         const GroupTime& g = groups[i];
         absl::StrAppend(&json, i > 0 ? "," : "", "{\"group\":", g.group, ",\"kind\":\"", g.kind,
-                        "\",\"ms\":", g.ms, ",\"nodes\":\"", JsonEscape(g.nodes), "\"}");
+                        "\",\"ms\":", g.ms, ",\"flops\":", g.flops, ",\"bytes\":", g.bytes, ",\"nodes\":\"",
+                        JsonEscape(g.nodes), "\"}");
       }
       absl::StrAppend(&json, "]");
     }
     absl::StrAppend(&json, "}");
     std::printf("%s\n", json.c_str());
-    if (profile != nullptr && !o.json) PrintProfile(groups, o.profile);
+    if (profile != nullptr && !o.json) PrintProfile(groups, o.profile, MeasureTriadGBs(pool));
   } else if (o.output_dir.empty()) {
     for (int i = 0; i < s.num_outputs(); ++i) {
       std::printf("output %s: %zu bytes\n", s.output_info(i).name().c_str(), s.OutputBytes(i));

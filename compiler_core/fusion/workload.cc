@@ -15,7 +15,28 @@ int64_t ElementsOf(const Value* v) {
   return v->type().IsStatic() ? NumElements(v->type().StaticDims()) : 0;
 }
 
+// Floating-point operations of one node: 2 per multiply-add of the
+// contractions (MatMul, Gemm, Conv, ConvTranspose, kiln.Recurrence's state
+// times weights), one per output element otherwise.
 double FlopsOf(const Node& n) {
+  auto static_dims = [](const Value* v) {
+    return v != nullptr && v->type().IsStatic() ? v->type().StaticDims() : std::vector<int64_t>{};
+  };
+  if ((n.op_type() == "Conv" || n.op_type() == "ConvTranspose") && n.domain().empty()) {
+    // Per output (Conv) or input (ConvTranspose) element: W's dim 1 (the
+    // other side's channels of one group) times the kernel window.
+    std::vector<int64_t> w = static_dims(n.input(1));
+    const Value* side = n.op_type() == "Conv" ? n.output(0) : n.input(0);
+    if (w.size() < 3 || side == nullptr || !side->type().IsStatic()) return 0;
+    double macs = static_cast<double>(w[1]);
+    for (size_t i = 2; i < w.size(); ++i) macs *= static_cast<double>(w[i]);
+    return 2.0 * static_cast<double>(ElementsOf(side)) * macs;
+  }
+  if (n.op_type() == "Recurrence" && n.domain() == "kiln") {  // T*B*ND steps of [H] x [H, G*H]
+    std::vector<int64_t> xp = static_dims(n.input(0)), rt = static_dims(n.input(1));
+    if (xp.size() != 3 || rt.size() != 3) return 0;
+    return 2.0 * static_cast<double>(xp[0] * xp[1] * rt[0]) * static_cast<double>(rt[1] * rt[2]);
+  }
   if (n.op_type() == "MatMul" || n.op_type() == "Gemm") {
     const Value* a = n.input(0);
     const Value* y = n.output(0);

@@ -175,6 +175,8 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
     pg->set_kind(g.kind);
     pg->set_schedule_config(configs[gi].ToString());
     for (const Node* n : g.nodes) pg->add_nodes(n->name());
+    pg->set_flops(workloads[gi].flops);
+    pg->set_bytes(workloads[gi].bytes);
     requests.push_back(KernelRequest{workloads[gi].graph.get(), configs[gi], step->symbol()});
   }
   m.set_arena_bytes(arena.peak());

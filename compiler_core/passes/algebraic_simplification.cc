@@ -2,6 +2,7 @@
 #include "compiler_core/passes/algebraic_simplification.h"
 
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <set>
 
@@ -56,6 +57,7 @@ class Simplifier {
     if (IsOp(n, "Add") || IsOp(n, "Mul") || IsOp(n, "Sub") || IsOp(n, "Div")) return VisitBinary(n);
     if (IsOp(n, "Transpose")) return VisitTranspose(n);
     if (IsShapeOnly(n)) return VisitReshapeChain(n);
+    if (IsOp(n, "Gemm")) return VisitGemm(n);
     return false;
   }
 
@@ -112,6 +114,30 @@ class Simplifier {
     if (composed == identity) return ForwardOutput(graph_, n, x);
     RETURN_IF_ERROR(
         ReplacePatternWithNode(graph_, {n}, n, "Transpose", {x}, {{"perm", composed}}).status());
+    return true;
+  }
+
+  // Gemm(A, B, transB=1) with a constant 2-D B -> Gemm(A, B^T, transB=0).
+  absl::StatusOr<bool> VisitGemm(Node* n) {
+    Value* b = n->input(1);
+    if (n->GetInt("transB", 0) == 0 || b == nullptr || !b->is_constant() || b->constant().dims().size() != 2) {
+      return false;
+    }
+    const Tensor& t = b->constant();
+    const int64_t rows = t.dims()[0], cols = t.dims()[1], size = DTypeSize(t.dtype());
+    if (size <= 0) return false;
+    Tensor bt(t.dtype(), {cols, rows});
+    const char* src = t.bytes().data();
+    char* dst = static_cast<char*>(bt.raw());
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) std::memcpy(dst + (c * rows + r) * size, src + (r * cols + c) * size, size);
+    }
+    Value* transposed = AddFreshConstant(graph_, b->name() + "_transposed", std::move(bt));
+    std::vector<Value*> inputs = n->inputs();
+    inputs[1] = transposed;
+    std::map<std::string, AttrValue> attrs = n->attrs();
+    attrs.erase("transB");
+    RETURN_IF_ERROR(ReplacePatternWithNode(graph_, {n}, n, "Gemm", inputs, attrs).status());
     return true;
   }
 

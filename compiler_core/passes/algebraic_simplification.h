@@ -4,7 +4,9 @@
 // and x/1 are removed when broadcasting does not change x's shape; division by
 // a float constant becomes multiplication by its reciprocal; Transpose pairs
 // merge (and vanish when they cancel); chains of Reshape/Flatten/Squeeze/
-// Unsqueeze become one Reshape (and vanish when they cancel).
+// Unsqueeze become one Reshape (and vanish when they cancel); a Gemm with
+// transB=1 over a constant B (nn.Linear's export) reads B transposed once at
+// compile time instead (transB=0: the kernel's B rows are contiguous).
 #pragma once
 
 #include "compiler_core/passes/pass.h"

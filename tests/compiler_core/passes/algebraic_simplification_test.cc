@@ -93,6 +93,29 @@ TEST(AlgebraicSimplificationTest, DivisionByConstantBecomesMultiplication) {
   testing::ExpectSameOutputs(*original, *g, 0);  // powers of two: exact
 }
 
+// nn.Linear's Gemm(x, W[N,K], transB=1): W is transposed once at compile time.
+TEST(AlgebraicSimplificationTest, GemmReadsAConstantBTransposedOnce) {
+  GraphBuilder b;
+  Value* x = b.Input("x", {2, 3});
+  Value* w = b.Const("w", {2, 3}, {1, 2, 3, 4, 5, 6});
+  Value* bias = b.Const("bias", {2}, {0.5, -1});
+  Value* y = b.Op("Gemm", {x, w, bias}, {{"transB", int64_t{1}}, {"alpha", 0.5f}}, "y");
+  b.Output(y);
+  auto g = b.Finish();
+  auto original = g->Clone();
+  PassPipeline p = SimplifyThenClean();
+  EXPECT_TRUE(testing::RunPasses(*g, p));
+  EXPECT_EQ(g->ToText(),
+            "graph main(%x: f32[2,3]) -> (%y) {\n"
+            "  %bias: f32[2] = const f32[2]{0.5,-1}\n"
+            "  %w_transposed: f32[3,2] = const f32[3,2]\n"
+            "  %y: f32[2,2] = Gemm(%x, %w_transposed, %bias) {name=\"Gemm_y\", alpha=0.5}\n"
+            "}\n");
+  const Tensor& wt = g->FindValue("w_transposed")->constant();
+  EXPECT_EQ(std::vector<float>(wt.data<float>(), wt.data<float>() + 6), (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  testing::ExpectSameOutputs(*original, *g, 0);
+}
+
 TEST(AlgebraicSimplificationTest, MergesTransposePairs) {
   GraphBuilder b;
   Value* x = b.Input("x", {2, 3, 4});
