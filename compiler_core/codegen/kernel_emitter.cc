@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "compiler_core/codegen/loop_ir/index_simplify.h"
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
 #include "compiler_core/codegen/loop_ir/verifier.h"
@@ -57,6 +58,8 @@ absl::StatusOr<loop_ir::LoopFunc> LowerWorkload(const Graph& workload, const Sch
   RETURN_IF_ERROR(CheckDeclaredTypes(workload));
   RETURN_IF_ERROR(lowering->validate(workload, config, target));
   ASSIGN_OR_RETURN(loop_ir::LoopFunc f, lowering->lower(workload, config, target));
+  RETURN_IF_ERROR(loop_ir::Verify(f));
+  f = loop_ir::SimplifyIndices(f);
   RETURN_IF_ERROR(loop_ir::Verify(f));
   return f;
 }
