@@ -332,7 +332,8 @@ absl::StatusOr<Stmt> RecurrenceKernel::Task() const {
     step = IfThen(Eq(d(), I(0)), step, backward_step);
   }
   // Backward directions run from the sequence's own end.
-  Expr backward = Or(Eq(d(), I(1)), f_.spec.reverse ? Eq(I(0), I(0)) : Eq(I(0), I(1)));
+  // (direction "reverse" has one direction, d = 0; bidirectional's second is d = 1.)
+  Expr backward = f_.spec.reverse ? Const(ScalarType::kBool, 1) : Eq(d(), I(1));
   Stmt steps = For("s_", Var("len_"),
                    LetStmt("t_", Select(backward, Sub(Sub(Var("len_"), I(1)), Var("s_")), Var("s_")), step));
   body.push_back(LetStmt("len_", len, steps));
