@@ -165,7 +165,7 @@ int RunRun(const RunOptions& o) {
   }
   if (o.json || !times_ms.empty()) {
     std::string json = absl::StrCat("{\"package\":\"", pkg->digest(), "\",\"threads\":", pool.num_threads(),
-                                    ",\"repeat\":", times_ms.size());
+                                    ",\"repeat\":", times_ms.size(), ",\"arena_bytes\":", pkg->manifest().arena_bytes());
     if (!times_ms.empty()) {
       absl::StrAppend(&json, ",\"median_ms\":", Percentile(times_ms, 0.5),
                       ",\"p10_ms\":", Percentile(times_ms, 0.1), ",\"p90_ms\":", Percentile(times_ms, 0.9));

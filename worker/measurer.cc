@@ -65,7 +65,8 @@ double ElementAt(const Tensor& t, int64_t i) {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
-void FillRandom(Tensor* t, SplitMix64* rng) {
+// Integers are drawn from [0, bound) (bound 1 to 4).
+void FillRandom(Tensor* t, SplitMix64* rng, uint64_t bound) {
   const int64_t n = t->num_elements();
   for (int64_t i = 0; i < n; ++i) {
     switch (t->dtype()) {
@@ -75,18 +76,48 @@ void FillRandom(Tensor* t, SplitMix64* rng) {
       case DType::kBFloat16:
         t->data<uint16_t>()[i] = FloatToNarrow(t->dtype(), static_cast<float>(rng->NextSymmetric()));
         break;
-      case DType::kInt8: t->data<int8_t>()[i] = static_cast<int8_t>(rng->Next() % 4); break;
-      case DType::kInt16: t->data<int16_t>()[i] = static_cast<int16_t>(rng->Next() % 4); break;
-      case DType::kInt32: t->data<int32_t>()[i] = static_cast<int32_t>(rng->Next() % 4); break;
-      case DType::kInt64: t->data<int64_t>()[i] = static_cast<int64_t>(rng->Next() % 4); break;
-      case DType::kUInt8: t->data<uint8_t>()[i] = static_cast<uint8_t>(rng->Next() % 4); break;
-      case DType::kUInt16: t->data<uint16_t>()[i] = static_cast<uint16_t>(rng->Next() % 4); break;
-      case DType::kUInt32: t->data<uint32_t>()[i] = static_cast<uint32_t>(rng->Next() % 4); break;
-      case DType::kUInt64: t->data<uint64_t>()[i] = rng->Next() % 4; break;
+      case DType::kInt8: t->data<int8_t>()[i] = static_cast<int8_t>(rng->Next() % bound); break;
+      case DType::kInt16: t->data<int16_t>()[i] = static_cast<int16_t>(rng->Next() % bound); break;
+      case DType::kInt32: t->data<int32_t>()[i] = static_cast<int32_t>(rng->Next() % bound); break;
+      case DType::kInt64: t->data<int64_t>()[i] = static_cast<int64_t>(rng->Next() % bound); break;
+      case DType::kUInt8: t->data<uint8_t>()[i] = static_cast<uint8_t>(rng->Next() % bound); break;
+      case DType::kUInt16: t->data<uint16_t>()[i] = static_cast<uint16_t>(rng->Next() % bound); break;
+      case DType::kUInt32: t->data<uint32_t>()[i] = static_cast<uint32_t>(rng->Next() % bound); break;
+      case DType::kUInt64: t->data<uint64_t>()[i] = rng->Next() % bound; break;
       case DType::kBool: t->data<uint8_t>()[i] = static_cast<uint8_t>(rng->Next() & 1); break;
       case DType::kUnknown: break;
     }
   }
+}
+
+// The bound of the integers drawn for each graph input that some node reads
+// as indices into another tensor's axis (Gather, GatherElements, GatherND,
+// ScatterElements, ScatterND): that axis's smallest static extent, so that
+// random indices stay in range (an embedding of 2 token types takes 0 or 1).
+std::map<const Value*, uint64_t> IndexBounds(const Graph& graph) {
+  std::map<const Value*, uint64_t> bounds;
+  auto limit = [&](const Value* indices, int64_t extent) {
+    if (indices == nullptr || extent <= 0) return;
+    auto [it, inserted] = bounds.emplace(indices, static_cast<uint64_t>(extent));
+    if (!inserted) it->second = std::min<uint64_t>(it->second, static_cast<uint64_t>(extent));
+  };
+  for (const auto& node : graph.nodes()) {
+    const std::string& op = node->op_type();
+    if (node->num_inputs() < 2 || node->input(0) == nullptr || node->input(1) == nullptr) continue;
+    const TensorType& data = node->input(0)->type();
+    if (!data.known || !data.IsStatic()) continue;
+    const std::vector<int64_t> dims = data.StaticDims();
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    if (op == "Gather" || op == "GatherElements" || op == "ScatterElements") {
+      int64_t axis = node->GetInt("axis", 0);
+      if (axis < 0) axis += rank;
+      if (axis >= 0 && axis < rank) limit(node->input(1), dims[axis]);
+    } else if (op == "GatherND" || op == "ScatterND") {
+      const int64_t batch = node->GetInt("batch_dims", 0);
+      for (int64_t a = batch; a < rank; ++a) limit(node->input(1), dims[a]);
+    }
+  }
+  return bounds;
 }
 
 // Bytes written by FlushCpuCache: twice L2 + L3 as sysconf reports them, at
@@ -153,6 +184,7 @@ absl::StatusOr<std::map<std::string, Tensor>> MakeMeasureInputs(const Graph& gra
                                                                 const std::string& seed_key) {
   std::map<std::string, Tensor> inputs;
   const uint64_t seed = Fnv1a(seed_key);
+  const std::map<const Value*, uint64_t> index_bounds = IndexBounds(graph);
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
     const Value* v = graph.inputs()[i];
     const TensorType& type = v->type();
@@ -166,7 +198,8 @@ absl::StatusOr<std::map<std::string, Tensor>> MakeMeasureInputs(const Graph& gra
     }
     Tensor t(type.dtype, type.StaticDims());
     SplitMix64 rng{seed ^ (0x632be59bd9b4e019ull * (i + 1))};
-    FillRandom(&t, &rng);
+    auto bound = index_bounds.find(v);
+    FillRandom(&t, &rng, bound == index_bounds.end() ? 4 : std::clamp<uint64_t>(bound->second, 1, 4));
     inputs.emplace(v->name(), std::move(t));
   }
   return inputs;

@@ -22,8 +22,9 @@ namespace kiln {
 // new code generator. 2002: every dtype and elementwise DAGs on the loop IR
 // (the number kept its old spelling, matmul version * 1000 + loop-IR version,
 // so that records written before the spaces were unified still hit). 2003:
-// matmul batches sharing B fold into M (mc counts their rows).
-inline constexpr int kScheduleSpaceVersion = 2003;
+// matmul batches sharing B fold into M (mc counts their rows). 2004: the
+// depthwise conv plane variant (dw=1).
+inline constexpr int kScheduleSpaceVersion = 2004;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

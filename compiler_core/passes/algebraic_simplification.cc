@@ -58,6 +58,7 @@ class Simplifier {
     if (IsOp(n, "Transpose")) return VisitTranspose(n);
     if (IsShapeOnly(n)) return VisitReshapeChain(n);
     if (IsOp(n, "Gemm")) return VisitGemm(n);
+    if (IsOp(n, "Conv")) return VisitConvTaps(n);
     return false;
   }
 
@@ -138,6 +139,77 @@ class Simplifier {
     std::map<std::string, AttrValue> attrs = n->attrs();
     attrs.erase("transB");
     RETURN_IF_ERROR(ReplacePatternWithNode(graph_, {n}, n, "Gemm", inputs, attrs).status());
+    return true;
+  }
+
+  // Conv taps that read only padding for every output pixel (a dilated
+  // window wider than the image: DeepLab's ASPP at rate 36 on a 33x33 map
+  // keeps only the centre tap) are cut from a constant weight tensor: the
+  // kernel shrinks to the live taps and the begin/end pads shrink by the
+  // dilated extent cut, which keeps every output pixel's reads and the output
+  // extent. Only where the new pads stay >= 0 (explicit pads, no auto_pad).
+  absl::StatusOr<bool> VisitConvTaps(Node* n) {
+    Value* w = n->input(1);
+    const TensorType& xt = n->input(0)->type();
+    const TensorType& yt = n->output(0)->type();
+    if (w == nullptr || !w->is_constant() || !xt.IsStatic() || !yt.IsStatic()) return false;
+    if (n->GetString("auto_pad", "NOTSET") != "NOTSET") return false;
+    const Tensor& wt = w->constant();
+    const int64_t rank = static_cast<int64_t>(wt.dims().size()), sp = rank - 2;
+    const int64_t esize = DTypeSize(wt.dtype());
+    if (sp < 1 || esize <= 0) return false;
+    const std::vector<int64_t> x = xt.StaticDims(), y = yt.StaticDims();
+    const std::vector<int64_t> strides = n->GetInts("strides", std::vector<int64_t>(sp, 1));
+    const std::vector<int64_t> dil = n->GetInts("dilations", std::vector<int64_t>(sp, 1));
+    std::vector<int64_t> pads = n->GetInts("pads", std::vector<int64_t>(2 * sp, 0));
+    if (static_cast<int64_t>(x.size()) != rank || static_cast<int64_t>(y.size()) != rank ||
+        static_cast<int64_t>(strides.size()) != sp || static_cast<int64_t>(dil.size()) != sp ||
+        static_cast<int64_t>(pads.size()) != 2 * sp) {
+      return false;
+    }
+    std::vector<int64_t> lo(sp), hi(sp);
+    bool trimmed = false;
+    for (int64_t a = 0; a < sp; ++a) {
+      const int64_t k = wt.dims()[2 + a], d = dil[a], s = strides[a], pb = pads[a];
+      const int64_t in = x[2 + a], out = y[2 + a];
+      // Tap t reads rows t*d - pb + o*s for o in [0, out).
+      auto live = [&](int64_t t) { return t * d - pb < in && t * d - pb + (out - 1) * s >= 0; };
+      lo[a] = 0;
+      while (lo[a] < k && !live(lo[a])) ++lo[a];
+      hi[a] = k - 1;
+      while (hi[a] > lo[a] && !live(hi[a])) --hi[a];
+      if (lo[a] == k) return false;  // no live tap: leave it to the kernel
+      const int64_t new_begin = pb - lo[a] * d, new_end = pads[sp + a] - (k - 1 - hi[a]) * d;
+      if (new_begin < 0 || new_end < 0) return false;
+      if (lo[a] > 0 || hi[a] < k - 1) trimmed = true;
+      pads[a] = new_begin;
+      pads[sp + a] = new_end;
+    }
+    if (!trimmed) return false;
+    std::vector<int64_t> dims = {wt.dims()[0], wt.dims()[1]};
+    for (int64_t a = 0; a < sp; ++a) dims.push_back(hi[a] - lo[a] + 1);
+    Tensor cut(wt.dtype(), dims);
+    const char* src = wt.bytes().data();
+    char* dst = static_cast<char*>(cut.raw());
+    const int64_t n_out = cut.num_elements();
+    for (int64_t i = 0; i < n_out; ++i) {
+      // Source offset of cut element i: its spatial indices shifted by lo.
+      int64_t rest = i, src_index = 0, stride = 1;
+      for (int64_t a = rank - 1; a >= 0; --a) {
+        const int64_t idx = rest % dims[a];
+        rest /= dims[a];
+        src_index += (idx + (a >= 2 ? lo[a - 2] : 0)) * stride;
+        stride *= wt.dims()[a];
+      }
+      std::memcpy(dst + i * esize, src + src_index * esize, esize);
+    }
+    Value* live_w = AddFreshConstant(graph_, w->name() + "_live_taps", std::move(cut));
+    std::vector<Value*> inputs = n->inputs();
+    inputs[1] = live_w;
+    std::map<std::string, AttrValue> attrs = n->attrs();
+    attrs["pads"] = pads;
+    attrs["kernel_shape"] = std::vector<int64_t>(dims.begin() + 2, dims.end());
+    RETURN_IF_ERROR(ReplacePatternWithNode(graph_, {n}, n, "Conv", inputs, attrs).status());
     return true;
   }
 

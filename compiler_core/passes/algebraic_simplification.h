@@ -6,7 +6,9 @@
 // merge (and vanish when they cancel); chains of Reshape/Flatten/Squeeze/
 // Unsqueeze become one Reshape (and vanish when they cancel); a Gemm with
 // transB=1 over a constant B (nn.Linear's export) reads B transposed once at
-// compile time instead (transB=0: the kernel's B rows are contiguous).
+// compile time instead (transB=0: the kernel's B rows are contiguous); a
+// Conv's taps that read only padding for every output pixel are cut from its
+// constant weights (dilated windows wider than the image).
 #pragma once
 
 #include "compiler_core/passes/pass.h"

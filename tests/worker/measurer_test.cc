@@ -127,6 +127,37 @@ TEST(MeasurerTest, InputsAreDeterministicAndInRange) {
   }
 }
 
+// bert's token-type embedding: Gather over 2 rows. Random indices in [0, 4)
+// would fail the reference interpreter (and with it every candidate); they
+// are drawn from [0, 2), and the whole group measures.
+TEST(MeasurerTest, IndexInputsStayInsideTheAxisTheyIndex) {
+  Graph g;
+  g.set_opset_version(17);
+  Value* table = *g.AddInput("table", TensorType::Static(DType::kFloat32, {2, 8}));
+  Value* ids = *g.AddInput("ids", TensorType::Static(DType::kInt64, {1, 16}));
+  Value* rows = *g.AddInput("rows", TensorType::Static(DType::kInt64, {16}));
+  Value* big = *g.AddInput("big", TensorType::Static(DType::kFloat32, {32, 8}));
+  Value* y = *g.AddValue("y", TensorType::Static(DType::kFloat32, {1, 16, 8}));
+  Value* z = *g.AddValue("z", TensorType::Static(DType::kFloat32, {16, 8}));
+  ASSERT_TRUE(g.AddNode("Gather", "types", {table, ids}, {y}, {{"axis", int64_t{0}}}).ok());
+  ASSERT_TRUE(g.AddNode("Gather", "words", {big, rows}, {z}, {{"axis", int64_t{0}}}).ok());
+  g.AddOutput(y);
+  g.AddOutput(z);
+  auto inputs = MakeMeasureInputs(g, "key");
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  const Tensor& t = inputs->at("ids");
+  bool saw_one = false;
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    EXPECT_GE(t.data<int64_t>()[i], 0);
+    EXPECT_LT(t.data<int64_t>()[i], 2);
+    saw_one = saw_one || t.data<int64_t>()[i] == 1;
+  }
+  EXPECT_TRUE(saw_one);
+  bool saw_three = false;  // an axis of 32 keeps the usual [0, 4)
+  for (int64_t i = 0; i < 16; ++i) saw_three = saw_three || inputs->at("rows").data<int64_t>()[i] == 3;
+  EXPECT_TRUE(saw_three);
+}
+
 TEST(MeasurerTest, CompareOutputTolerancesAndNaN) {
   Tensor ref = Tensor::FromVector<float>(DType::kFloat32, {4}, {1.0f, -2.0f, 0.0f, 100.0f});
   double err = -1;

@@ -1,7 +1,8 @@
 // Loop IR -> LLVM IR. Expressions lower to scalars when uniform across the
 // lanes of the enclosing vectorized loop and to vectors otherwise; loads and
-// stores pick contiguous (masked) vector accesses for unit strides and
-// gathers/scatters for the rest.
+// stores pick contiguous (masked) vector accesses for unit strides, loads a
+// de-interleaved contiguous span for small strides, and gathers/scatters for
+// the rest.
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
 #include "compiler_core/codegen/loop_ir/printer.h"
 #include "compiler_core/codegen/loop_ir/verifier.h"
@@ -26,6 +27,10 @@
 
 namespace kiln::loop_ir {
 namespace {
+
+// Vector loads with a constant lane stride up to this one read their span
+// contiguously and de-interleave; wider strides gather.
+constexpr int64_t kMaxDeinterleaveStride = 4;
 
 using llvm::BasicBlock;
 using llvm::Type;
@@ -381,8 +386,33 @@ class Lowerer {
       if (mask_ == nullptr) return FromMem(b_.CreateAlignedLoad(VecTy(et), p, al), dt);
       return FromMem(b_.CreateMaskedLoad(VecTy(et), p, al, mask_, llvm::Constant::getNullValue(VecTy(et))), dt);
     }
+    if (st && *st >= 2 && *st <= kMaxDeinterleaveStride) return FromMem(StridedLoad(et, base, idx, *st, al), dt);
     Value* ptrs = b_.CreateInBoundsGEP(et, base, idx);
     return FromMem(b_.CreateMaskedGather(VecTy(et), ptrs, al, Mask(), llvm::Constant::getNullValue(VecTy(et))), dt);
+  }
+
+  // A load whose lanes are `stride` elements apart: one contiguous (masked)
+  // load of the span from the first lane's element to the last's, then the
+  // lanes picked out of it (de-interleaving), instead of a gather. The span
+  // lies inside the buffer when its two ends do; masked-off lanes are not read.
+  Value* StridedLoad(Type* et, Value* base, Value* idx, int64_t stride, llvm::Align al) {
+    const unsigned span = static_cast<unsigned>((lanes_ - 1) * stride + 1);
+    Type* wide = llvm::FixedVectorType::get(et, span);
+    Value* p = b_.CreateInBoundsGEP(et, base, b_.CreateExtractElement(idx, uint64_t{0}));
+    Value* loaded;
+    if (mask_ == nullptr) {
+      loaded = b_.CreateAlignedLoad(wide, p, al);
+    } else {
+      // Span element j carries lane j / stride's mask bit when j is a lane's
+      // element, else false (index lanes_ picks from the all-false operand).
+      std::vector<int> spread(span);
+      for (unsigned j = 0; j < span; ++j) spread[j] = j % stride == 0 ? static_cast<int>(j / stride) : static_cast<int>(lanes_);
+      Value* wide_mask = b_.CreateShuffleVector(mask_, llvm::Constant::getNullValue(mask_->getType()), spread);
+      loaded = b_.CreateMaskedLoad(wide, p, al, wide_mask, llvm::Constant::getNullValue(wide));
+    }
+    std::vector<int> pick(lanes_);
+    for (unsigned i = 0; i < lanes_; ++i) pick[i] = static_cast<int>(i * stride);
+    return b_.CreateShuffleVector(loaded, pick);
   }
 
   absl::Status LowerStmt(const Stmt& s) {

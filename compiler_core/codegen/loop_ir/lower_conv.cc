@@ -90,16 +90,18 @@ absl::StatusOr<ConvForm> Analyze(const Graph& g) {
 struct Knobs {
   int64_t vw = 1, ur = 1, kb = 1, rows = 1;
   int64_t pw = 0;  // 1: pointwise variant over flattened output pixels
+  int64_t dw = 0;  // 1: depthwise plane variant
 };
 
 Knobs KnobsOf(const ScheduleConfig& c) {
-  return Knobs{c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1), c.Get("rows", 1), c.Get("pw", 0)};
+  return Knobs{c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1), c.Get("rows", 1), c.Get("pw", 0), c.Get("dw", 0)};
 }
 
-// The inverse of KnobsOf (pw only when set).
+// The inverse of KnobsOf (pw and dw only when set).
 ScheduleConfig ConfigOf(const Knobs& k) {
   ScheduleConfig c;
   if (k.pw != 0) c.Set("pw", k.pw);
+  if (k.dw != 0) c.Set("dw", k.dw);
   c.Set("vw", k.vw);
   c.Set("ur", k.ur);
   c.Set("kb", k.kb);
@@ -117,6 +119,39 @@ bool IsPointwise(const ConvForm& f) {
 
 // Output pixels per image (H*W, or W for 1-D).
 int64_t Pixels(const ConvForm& f) { return f.geo.oh * f.geo.ow; }
+
+// One input and one output channel per group, 2-D.
+bool IsDepthwise(const ConvForm& f) { return f.cg == 1 && f.kg == 1 && !f.geo.one_d && !f.geo.three_d; }
+
+// Depthwise plane variant: one channel's zero-padded input plane split into
+// sh*sw stride phases of pr rows by pq columns (padded row R = r*sh + phase
+// row, column likewise), so that tap (kh, kw) of output pixel (oh, ow) reads
+// phase plane ((kh*dh) % sh, (kw*dw) % sw) at flattened position
+// (oh*pq + ow) + ((kh*dh) / sh)*pq + (kw*dw) / sw: a constant offset from the
+// pixel's own position. np positions are computed (the pq - OW columns past
+// each row's end are junk, never stored), a multiple of vw*ur; ps floats per
+// phase plane cover the farthest tap of the last position.
+struct PlaneDims {
+  int64_t phases = 1, pr = 1, pq = 1, np = 1, ps = 1;
+};
+
+PlaneDims PlaneDimsOf(const ConvForm& f, const Knobs& k) {
+  const WindowGeometry& s = f.geo;
+  const int64_t amax = ((s.kh - 1) * s.dh) / s.sh, bmax = ((s.kw - 1) * s.dw) / s.sw;
+  PlaneDims d;
+  d.phases = s.sh * s.sw;
+  d.pr = s.oh + amax;
+  d.pq = s.ow + bmax;
+  d.np = CeilDiv(s.oh * d.pq, k.vw * k.ur) * k.vw * k.ur;
+  d.ps = CeilDiv(std::max(d.np + amax * d.pq + bmax, d.pr * d.pq), k.vw) * k.vw;
+  return d;
+}
+
+// Floats of the plane variant's stack buffers (phase planes and results).
+int64_t PlaneFloats(const ConvForm& f, const Knobs& k) {
+  PlaneDims d = PlaneDimsOf(f, k);
+  return d.phases * d.ps + d.np;
+}
 
 // Pack geometry: rin input rows, per stride phase wq columns (a multiple of
 // vw covering every register block, padded width owr).
@@ -143,6 +178,13 @@ int64_t ChunkChannels(const ConvForm& f, const Knobs& k) {
 }
 
 absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& target) {
+  if (k.dw != 0) {
+    bool ok = k.dw == 1 && k.pw == 0 && IsDepthwise(f) && k.vw >= 1 && k.vw <= target.FloatLanes() &&
+              (k.vw & (k.vw - 1)) == 0 && k.ur >= 1 && k.ur <= 8 && k.kb == 1 && k.rows >= 1 &&
+              f.group % k.rows == 0 && PlaneFloats(f, k) <= kMaxPackFloats;
+    if (!ok) return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": depthwise knobs out of range"));
+    return absl::OkStatus();
+  }
   if (k.pw != 0) {
     bool ok = k.pw == 1 && IsPointwise(f) && k.vw >= 1 && k.vw <= target.FloatLanes() && (k.vw & (k.vw - 1)) == 0 &&
               k.ur >= 1 && k.ur <= 8 && k.kb >= 1 && k.kb <= 16 && f.kg % k.kb == 0 && k.rows >= 1 &&
@@ -201,19 +243,40 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
       }
     }
   }
+  if (IsDepthwise(*f)) {
+    // Plane variant: vectors over the flattened padded plane, rows = channels
+    // per task.
+    std::vector<int64_t> dvws = VectorWidths(target, f->geo.oh * (f->geo.ow + f->geo.kw));
+    if (dvws.size() > 2) dvws.erase(dvws.begin(), dvws.end() - 2);
+    for (int64_t vw : dvws) {
+      for (int64_t ur = 1; ur <= 6; ++ur) {
+        for (int64_t rows : {1, 2, 4, 8, 16}) {
+          Knobs k{vw, ur, 1, rows, 0, 1};
+          if (!CheckKnobs(*f, k, target).ok()) continue;
+          out.push_back(ConfigOf(k));
+        }
+      }
+    }
+  }
   return out;
 }
 
 // Pointwise convs: the pointwise variant, widest vectors, about 16
-// accumulators (kb 4 preferred), one pixel block per task. Others: about 12
-// accumulators, widest vectors, one row per task.
+// accumulators (kb 4 preferred), one pixel block per task. Depthwise convs:
+// the plane variant, widest vectors, 4 accumulators, the most channels per
+// task that still leaves 8 tasks. Others: about 12 accumulators, widest
+// vectors, one row per task.
 ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   std::vector<ScheduleConfig> space = Enumerate(g, target);
-  auto score = [](const ScheduleConfig& c) {
+  absl::StatusOr<ConvForm> f = Analyze(g);
+  const int64_t planes = f.ok() ? f->geo.n * f->group : 1;
+  auto score = [planes](const ScheduleConfig& c) {
     int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
-    int64_t pw = c.Get("pw", 0);
-    int64_t want = pw ? 16 : 12;
-    return std::make_tuple(pw, c.Get("vw", 1), -std::abs(acc - want), -c.Get("rows", 1),
+    int64_t pw = c.Get("pw", 0), dw = c.Get("dw", 0);
+    int64_t want = pw ? 16 : dw ? 4 : 12;
+    int64_t rows = c.Get("rows", 1);
+    int64_t rows_score = !dw ? -rows : planes / rows >= 8 ? rows : -rows;
+    return std::make_tuple(dw, pw, c.Get("vw", 1), -std::abs(acc - want), rows_score,
                            -std::abs(c.Get("kb", 1) - 4 * pw), c.Get("kb", 1));
   };
   return BestBy(space, score);
@@ -222,7 +285,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
 absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
   ASSIGN_OR_RETURN(ConvForm f, Analyze(g));
   for (const auto& [key, v] : c.knobs) {
-    if (key != "vw" && key != "ur" && key != "kb" && key != "rows" && key != "pw") {
+    if (key != "vw" && key != "ur" && key != "kb" && key != "rows" && key != "pw" && key != "dw") {
       return absl::InvalidArgumentError(absl::StrCat("schedule ", c.ToString(), ": knob ", key,
                                                      " does not apply to conv ", f.conv->name()));
     }
@@ -334,10 +397,109 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   return LoopFunc{"conv", args, For("t_", I(tasks), body, ForKind::kParallel)};
 }
 
+// Depthwise plane variant (see PlaneDims): a task is (image, `rows`
+// channels). It zeroes its phase planes once; per channel it copies the input
+// plane's rows into their interiors (the padding stays zero), accumulates
+// every register block of vw*ur flattened positions over the taps at
+// constant offsets, keeps the sums in a result plane, and stores each output
+// row from it through the epilogue.
+absl::StatusOr<LoopFunc> LowerDepthwise(const Graph& g, const ConvForm& f, const Knobs& kn) {
+  const WindowGeometry& s = f.geo;
+  const PlaneDims d = PlaneDimsOf(f, kn);
+  const int64_t vw = kn.vw, ur = kn.ur, cb = kn.rows, bw = vw * ur;
+  const int64_t tasks = s.n * (f.group / cb);
+
+  GraphExpr ge(g);
+  const std::vector<Buffer>& args = ge.args();
+  Buffer x = args[f.x_arg], w = args[f.w_arg];
+  Buffer bias = f.b_arg >= 0 ? args[f.b_arg] : nullptr;
+  const Value* conv_out = f.conv->output(0);
+  const AnchorOutputs outs = PlanAnchorOutputs(g, conv_out);
+  Buffer raw = ge.output_buffer(outs.raw);
+  ge.Bind(conv_out, raw);
+
+  Buffer xp = MakeBuffer("xp", {d.phases * d.ps}, BufferRole::kTemp);
+  Buffer yp = MakeBuffer("yp", {d.np}, BufferRole::kTemp);
+  Expr n = Var("n_"), ch = Add(Mul(Var("cb_"), I(cb)), Var("c_"));
+  Expr plane = Add(Mul(n, I(s.c)), ch);
+
+  // Zero the phase planes (once per task: the interiors are rewritten for
+  // every channel, the padding never).
+  Stmt zero = For("zi_", I(d.phases * d.ps / vw),
+                  For("zv_", I(vw), Store(xp, Add(Mul(Var("zi_"), I(vw)), Var("zv_")), FloatImm(0)), ForKind::kVectorized));
+
+  // Copy one channel's input rows into every phase plane: padded row
+  // r*sh + phr is input row ih = r*sh + phr - pt; padded column q*sw + phq is
+  // input column q*sw + phq - pl, inside for q in [qlo, qhi).
+  std::vector<Stmt> copies;
+  for (int64_t phr = 0; phr < s.sh; ++phr) {
+    for (int64_t phq = 0; phq < s.sw; ++phq) {
+      const int64_t qlo = std::max<int64_t>(0, CeilDiv(s.pad_left - phq, s.sw));
+      const int64_t qhi = std::min(d.pq, CeilDiv(s.w + s.pad_left - phq, s.sw));
+      if (qhi <= qlo) continue;
+      const int64_t nq = qhi - qlo;
+      Expr r = Var("cr_"), q = Add(I(qlo), Add(Mul(Var("cq_"), I(vw)), Var("cv_")));
+      Expr ih = Sub(Add(Mul(r, I(s.sh)), I(phr)), I(s.pad_top));
+      Expr iw = Sub(Add(Mul(q, I(s.sw)), I(phq)), I(s.pad_left));
+      Expr pi = Add(Add(I((phr * s.sw + phq) * d.ps), Mul(r, I(d.pq))), q);
+      Stmt copy = Store(xp, pi, Load(x, Add(Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)), iw)));
+      if (nq % vw != 0) copy = IfThen(Lt(q, I(qhi)), copy);
+      copy = For("cq_", I(CeilDiv(nq, vw)), For("cv_", I(vw), copy, ForKind::kVectorized));
+      copies.push_back(For("cr_", I(d.pr), IfThen(And(Ge(ih, I(0)), Lt(ih, I(s.h))), copy)));
+    }
+  }
+
+  // Register blocks of bw flattened positions: acc[u*vw + v] for position
+  // pb*bw + u*vw + v, over every tap.
+  Buffer acc = MakeBuffer("acc", {bw}, BufferRole::kTemp);
+  Stmt compute;
+  {
+    Expr u = Var("u_"), v = Var("v_"), kh = Var("kh_"), kw = Var("kw_");
+    Expr ai = Add(Mul(u, I(vw)), v);
+    Expr pos = Add(Mul(Var("pb_"), I(bw)), ai);
+    auto lanes = [&](Stmt body) { return For("v_", I(vw), For("u_", I(ur), std::move(body), ForKind::kUnrolled), ForKind::kVectorized); };
+    Stmt init = lanes(Store(acc, ai, bias ? Load(bias, ch) : FloatImm(0)));
+    Expr th = Mul(kh, I(s.dh)), tw = Mul(kw, I(s.dw));
+    Expr phase = Add(Mul(Mod(th, I(s.sh)), I(s.sw)), Mod(tw, I(s.sw)));
+    Expr off = Add(Add(Mul(phase, I(d.ps)), Mul(Div(th, I(s.sh)), I(d.pq))), Div(tw, I(s.sw)));
+    Expr wi = Add(Mul(Add(Mul(ch, I(s.kh)), kh), I(s.kw)), kw);
+    Stmt upd = Store(acc, ai, MulAdd(Load(xp, Add(off, pos)), Load(w, wi), Load(acc, ai)));
+    const ForKind tk = s.kh * s.kw <= 49 ? ForKind::kUnrolled : ForKind::kSerial;
+    Stmt taps = For("kh_", I(s.kh), For("kw_", I(s.kw), lanes(upd), tk), tk);
+    Stmt out = lanes(Store(yp, pos, Load(acc, ai)));
+    compute = For("pb_", I(d.np / bw), Allocate(acc, Block({init, taps, out})));
+  }
+
+  // Output rows from the result plane, through the epilogue.
+  Stmt store;
+  {
+    Expr oh = Var("so_"), ow = Add(Mul(Var("sq_"), I(vw)), Var("sv_"));
+    std::vector<Expr> out_idx = {n, ch, oh, ow};
+    Expr oi = FlatIndex(DimsOf(conv_out), out_idx);
+    std::vector<Stmt> st = {Store(raw, oi, Load(yp, Add(Mul(oh, I(d.pq)), ow)))};
+    for (int j : outs.order) {
+      ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], out_idx));
+      st.push_back(Store(ge.output_buffer(j), oi, e));
+    }
+    Stmt body = Block(st);
+    if (s.ow % vw != 0) body = IfThen(Lt(ow, I(s.ow)), body);
+    store = For("so_", I(s.oh), For("sq_", I(CeilDiv(s.ow, vw)), For("sv_", I(vw), body, ForKind::kVectorized)));
+  }
+
+  std::vector<Stmt> per_channel = copies;
+  per_channel.push_back(compute);
+  per_channel.push_back(store);
+  Stmt body = Block({zero, For("c_", I(cb), Block(per_channel))});
+  body = Allocate(xp, Allocate(yp, body));
+  body = LetStmt("n_", Div(Var("t_"), I(f.group / cb)), LetStmt("cb_", Mod(Var("t_"), I(f.group / cb)), body));
+  return LoopFunc{"conv", args, For("t_", I(tasks), body, ForKind::kParallel)};
+}
+
 absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
   ASSIGN_OR_RETURN(ConvForm f, Analyze(g));
   Knobs kn = KnobsOf(config);
   RETURN_IF_ERROR(CheckKnobs(f, kn, target));
+  if (kn.dw != 0) return LowerDepthwise(g, f, kn);
   if (kn.pw != 0) return LowerPointwise(g, f, kn);
   const WindowGeometry& s = f.geo;
   int64_t rin, wq, owr;

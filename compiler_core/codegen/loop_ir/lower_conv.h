@@ -48,6 +48,14 @@ absl::StatusOr<WindowGeometry> ResolveWindow(const Node& node, const std::vector
 // rows = pixel blocks (of vw*ur) per task; input and weights are read in place
 // and the leftover pixels form one narrower, lane-masked block. The default
 // schedule of a pointwise conv is a pw=1 point.
+// dw=1 (only for 2-D depthwise convs: one input and one output channel per
+// group) is the plane variant: a task is (image, `rows` channels); per channel
+// the zero-padded input plane is copied into sh*sw stride-phase planes, so
+// every tap reads at a constant offset from the output pixel's flattened
+// position (row * padded width + column); vw lanes and ur vectors per register
+// block run over those positions (the few past each row's end are computed
+// and dropped), and the rows are stored from a result plane through the
+// epilogue. The default schedule of a depthwise conv is a dw=1 point.
 WorkloadLowering ConvLowering();
 
 // "conv_transpose" workloads: one ConvTranspose (NCW, NCHW or NCDHW; group,

@@ -116,6 +116,52 @@ TEST(AlgebraicSimplificationTest, GemmReadsAConstantBTransposedOnce) {
   testing::ExpectSameOutputs(*original, *g, 0);
 }
 
+// DeepLab's ASPP: a 3x3 conv at dilation 6 (pads 6) over a 5x5 map reads
+// only padding at every tap but the centre: it becomes a 1x1 conv without
+// pads. At dilation 2 every tap is live somewhere and the conv stays; on a
+// 5x9 map at dilation 6 only the rows are cut.
+TEST(AlgebraicSimplificationTest, ConvTapsThatReadOnlyPaddingAreCut) {
+  auto conv = [](int64_t w, int64_t dilation) {
+    GraphBuilder b;
+    Value* x = b.Input("x", {1, 2, 5, w});
+    std::vector<float> wv(3 * 2 * 3 * 3);
+    for (size_t i = 0; i < wv.size(); ++i) wv[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+    Value* wt = b.Const("w", {3, 2, 3, 3}, wv);
+    Value* y = b.Op("Conv", {x, wt},
+                    {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                     {"dilations", std::vector<int64_t>{dilation, dilation}},
+                     {"pads", std::vector<int64_t>{dilation, dilation, dilation, dilation}}},
+                    "y");
+    b.Output(y);
+    return b.Finish();
+  };
+  auto g = conv(5, 6);
+  auto original = g->Clone();
+  PassPipeline p = SimplifyThenClean();
+  EXPECT_TRUE(testing::RunPasses(*g, p));
+  EXPECT_EQ(g->ToText(),
+            "graph main(%x: f32[1,2,5,5]) -> (%y) {\n"
+            "  %w_live_taps: f32[3,2,1,1] = const f32[3,2,1,1]\n"
+            "  %y: f32[1,3,5,5] = Conv(%x, %w_live_taps) {name=\"Conv_y\", dilations=[6,6], kernel_shape=[1,1], "
+            "pads=[0,0,0,0]}\n"
+            "}\n");
+  const Tensor& centre = g->FindValue("w_live_taps")->constant();
+  const Tensor& full = original->FindValue("w")->constant();
+  for (int64_t mc = 0; mc < 6; ++mc) EXPECT_EQ(centre.data<float>()[mc], full.data<float>()[mc * 9 + 4]) << mc;
+  testing::ExpectSameOutputs(*original, *g, 1e-6);
+
+  auto dense = conv(5, 2);
+  PassPipeline p2 = SimplifyThenClean();
+  EXPECT_FALSE(testing::RunPasses(*dense, p2));
+
+  auto rows_only = conv(9, 6);  // columns: tap 0 reads column o - 6 >= 0 for o >= 6
+  auto rows_before = rows_only->Clone();
+  PassPipeline p3 = SimplifyThenClean();
+  EXPECT_TRUE(testing::RunPasses(*rows_only, p3));
+  EXPECT_EQ(rows_only->FindValue("w_live_taps")->constant().dims(), (std::vector<int64_t>{3, 2, 1, 3}));
+  testing::ExpectSameOutputs(*rows_before, *rows_only, 1e-6);
+}
+
 TEST(AlgebraicSimplificationTest, MergesTransposePairs) {
   GraphBuilder b;
   Value* x = b.Input("x", {2, 3, 4});

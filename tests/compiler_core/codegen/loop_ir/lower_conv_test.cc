@@ -37,6 +37,15 @@ std::vector<ScheduleConfig> PointwisePoints(const Graph& g, const CpuTarget& tar
   return out;
 }
 
+// Every point of the depthwise plane variant (dw=1) in the space.
+std::vector<ScheduleConfig> PlanePoints(const Graph& g, const CpuTarget& target) {
+  std::vector<ScheduleConfig> out;
+  for (const ScheduleConfig& c : EnumerateSchedules(g, target)) {
+    if (c.Get("dw", 0) == 1) out.push_back(c);
+  }
+  return out;
+}
+
 // Inputs: in0 the data in [-1, 1], the rest (weights, bias, residuals) in
 // [-0.5, 0.5]; tasks run in three uneven ranges. `configs` defaults to Points.
 void CheckConv(const Graph& g, std::vector<ScheduleConfig> configs = {}) {
@@ -201,6 +210,48 @@ TEST(ConvLoweringTest, SpaceAndValidation) {
 
 // The pointwise variant (1x1, stride 1, no pads) over flattened pixels: odd
 // pixel counts leave a masked tail block; rows=2 leaves a task with one block.
+// The plane variant at every point of its space: strides (incl. unequal),
+// asymmetric pads, dilation, 5x5 windows, two images, rows (channels per
+// task) dividing the channels; the default of a depthwise conv is a dw=1 point.
+TEST(ConvLoweringTest, DepthwisePlaneVariantEveryPoint) {
+  CpuTarget target = CpuTarget::Host();
+  struct Case {
+    Ints x, kernel, strides, pads, dil;
+  };
+  for (const Case& c : std::vector<Case>{{{1, 8, 10, 18}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+                                         {{2, 4, 11, 13}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+                                         {{1, 6, 7, 7}, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}},
+                                         {{1, 4, 9, 12}, {3, 3}, {2, 1}, {0, 1, 2, 1}, {1, 1}},
+                                         {{1, 2, 13, 15}, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}},
+                                         {{1, 3, 6, 20}, {3, 5}, {3, 2}, {1, 2, 1, 2}, {1, 1}}}) {
+    auto g = Conv2d(c.x, c.x[1], c.kernel, c.strides, c.pads, c.dil, c.x[1]);
+    std::vector<ScheduleConfig> dw = PlanePoints(*g, target);
+    ASSERT_FALSE(dw.empty()) << g->ToText();
+    EXPECT_EQ(DefaultSchedule(*g, target).Get("dw", 0), 1) << g->ToText();
+    CheckConv(*g, dw);
+  }
+  // Channel multipliers (two outputs per input channel) keep the row variant.
+  auto mult = Conv2d({1, 4, 11, 11}, 8, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 4);
+  EXPECT_TRUE(PlanePoints(*mult, target).empty());
+  ScheduleConfig bad = DefaultSchedule(*Conv2d({1, 8, 10, 18}, 8, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 8), target);
+  bad.Set("rows", 3);  // does not divide 8 channels
+  EXPECT_EQ(ValidateSchedule(*Conv2d({1, 8, 10, 18}, 8, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 8), bad, target).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ConvLoweringTest, DepthwisePlaneVariantEpilogue) {
+  CpuTarget target = CpuTarget::Host();
+  Builder b;
+  Value* x = b.Input({1, 6, 9, 9});
+  Value* w = b.Input({6, 1, 3, 3});
+  Value* bias = b.Input({6});
+  Value* c = b.Op("Conv", {x, w, bias}, ConvAttrs({3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 6));
+  Value* clip = b.Op("Clip", {c}, {{"min", 0.0f}, {"max", 0.3f}});
+  Value* hs = b.Op("HardSwish", {c});
+  auto g = b.Finish({clip, hs});
+  CheckConv(*g, PlanePoints(*g, target));
+}
+
 TEST(ConvLoweringTest, PointwiseVariantOddSizes) {
   CpuTarget target = CpuTarget::Host();
   for (const Ints& x : {Ints{2, 6, 5, 7}, Ints{1, 5, 3, 3}, Ints{1, 4, 13, 11}, Ints{1, 3, 1, 1}}) {
