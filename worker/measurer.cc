@@ -17,6 +17,7 @@
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/frontend/graph_proto.h"
 #include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/frontend/op_registry.h"
 #include "compiler_core/ir/float16.h"
 
 namespace kiln::worker {
@@ -120,6 +121,23 @@ std::map<const Value*, uint64_t> IndexBounds(const Graph& graph) {
   return bounds;
 }
 
+// The scale of the floats drawn for a kiln.Recurrence's recurrent weights
+// [ND, H, G*H]: 1/sqrt(H), as a trained (or Xavier-initialised) network has
+// them. Uniform [-1, 1) weights make a long recurrence chaotic, and the
+// rounding differences of any two correct summation orders then grow past
+// every tolerance within a few dozen steps (crnn's T=33, H=256 LSTM).
+std::map<const Value*, double> WeightScales(const Graph& graph) {
+  std::map<const Value*, double> scales;
+  for (const auto& node : graph.nodes()) {
+    if (node->domain() != kKilnDomain || node->op_type() != "Recurrence" || node->num_inputs() < 2) continue;
+    const Value* rt = node->input(1);
+    if (rt == nullptr || !rt->type().known || !rt->type().IsStatic() || rt->type().rank() != 3) continue;
+    const int64_t hidden = rt->type().StaticDims()[1];
+    if (hidden > 0) scales[rt] = 1.0 / std::sqrt(static_cast<double>(hidden));
+  }
+  return scales;
+}
+
 // Bytes written by FlushCpuCache: twice L2 + L3 as sysconf reports them, at
 // least 8 MiB and at most 64 MiB (sysconf may report a whole socket's L3, of
 // which one core's cluster sees a fraction); 64 MiB when the sizes are unknown.
@@ -185,6 +203,7 @@ absl::StatusOr<std::map<std::string, Tensor>> MakeMeasureInputs(const Graph& gra
   std::map<std::string, Tensor> inputs;
   const uint64_t seed = Fnv1a(seed_key);
   const std::map<const Value*, uint64_t> index_bounds = IndexBounds(graph);
+  const std::map<const Value*, double> weight_scales = WeightScales(graph);
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
     const Value* v = graph.inputs()[i];
     const TensorType& type = v->type();
@@ -200,6 +219,9 @@ absl::StatusOr<std::map<std::string, Tensor>> MakeMeasureInputs(const Graph& gra
     SplitMix64 rng{seed ^ (0x632be59bd9b4e019ull * (i + 1))};
     auto bound = index_bounds.find(v);
     FillRandom(&t, &rng, bound == index_bounds.end() ? 4 : std::clamp<uint64_t>(bound->second, 1, 4));
+    if (auto scale = weight_scales.find(v); scale != weight_scales.end() && t.dtype() == DType::kFloat32) {
+      for (int64_t e = 0; e < t.num_elements(); ++e) t.data<float>()[e] *= static_cast<float>(scale->second);
+    }
     inputs.emplace(v->name(), std::move(t));
   }
   return inputs;

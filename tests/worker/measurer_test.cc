@@ -7,6 +7,7 @@
 
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/frontend/graph_proto.h"
+#include "compiler_core/frontend/op_registry.h"
 #include "gtest/gtest.h"
 #include "tests/worker/workload_protos.h"
 #include "worker/isolation.h"
@@ -156,6 +157,31 @@ TEST(MeasurerTest, IndexInputsStayInsideTheAxisTheyIndex) {
   bool saw_three = false;  // an axis of 32 keeps the usual [0, 4)
   for (int64_t i = 0; i < 16; ++i) saw_three = saw_three || inputs->at("rows").data<int64_t>()[i] == 3;
   EXPECT_TRUE(saw_three);
+}
+
+// crnn's LSTM as a recurrence: its recurrent weights are drawn at 1/sqrt(H)
+// (uniform [-1, 1) weights make 33 steps chaotic and every correct schedule
+// a wrong answer); the other inputs keep [-1, 1).
+TEST(MeasurerTest, RecurrentWeightsAreScaledToTheHiddenSize) {
+  Graph g;
+  g.set_opset_version(17);
+  Value* xp = *g.AddInput("xp", TensorType::Static(DType::kFloat32, {4, 1, 512}));
+  Value* rt = *g.AddInput("rt", TensorType::Static(DType::kFloat32, {1, 64, 256}));
+  std::vector<Value*> outs = {*g.AddValue("y", TensorType::Static(DType::kFloat32, {4, 1, 1, 64})),
+                              *g.AddValue("yh", TensorType::Static(DType::kFloat32, {1, 1, 64})),
+                              *g.AddValue("yc", TensorType::Static(DType::kFloat32, {1, 1, 64}))};
+  ASSERT_TRUE(g.AddNode("Recurrence", "rec", {xp, rt}, outs,
+                        {{"cell", std::string("LSTM")}, {"hidden_size", int64_t{64}}}, std::string(kKilnDomain))
+                  .ok());
+  g.AddOutput(outs[0]);
+  auto inputs = MakeMeasureInputs(g, "key");
+  ASSERT_TRUE(inputs.ok()) << inputs.status();
+  float rt_max = 0, xp_max = 0;
+  for (int64_t i = 0; i < 64 * 256; ++i) rt_max = std::max(rt_max, std::fabs(inputs->at("rt").data<float>()[i]));
+  for (int64_t i = 0; i < 4 * 512; ++i) xp_max = std::max(xp_max, std::fabs(inputs->at("xp").data<float>()[i]));
+  EXPECT_LE(rt_max, 0.125f);  // 1/sqrt(64)
+  EXPECT_GT(rt_max, 0.1f);
+  EXPECT_GT(xp_max, 0.9f);
 }
 
 TEST(MeasurerTest, CompareOutputTolerancesAndNaN) {
