@@ -319,6 +319,25 @@ bool FlatSpatialIndexOk(const Graph& g, const ConvForm& f) {
   return true;
 }
 
+// The conv's operand buffers among the workload's arguments, and the buffer
+// its raw (pre-epilogue) values go to, bound as the conv's value in `ge`.
+struct ConvBuffers {
+  Buffer x, w, bias, raw;  // bias: null when the conv has none
+  AnchorOutputs outs;
+};
+
+ConvBuffers BindConvBuffers(const Graph& g, const ConvForm& f, GraphExpr& ge) {
+  const std::vector<Buffer>& args = ge.args();
+  ConvBuffers b;
+  b.x = args[f.x_arg];
+  b.w = args[f.w_arg];
+  b.bias = f.b_arg >= 0 ? args[f.b_arg] : nullptr;
+  b.outs = PlanAnchorOutputs(g, f.conv->output(0));
+  b.raw = ge.output_buffer(b.outs.raw);
+  ge.Bind(f.conv->output(0), b.raw);
+  return b;
+}
+
 // Pointwise variant: a task is (image, group, `rows` register blocks of
 // vw*ur pixels); per block of kb output channels it accumulates over the
 // group's input channels reading x and the weights in place (no pack). The
@@ -336,13 +355,10 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
 
   GraphExpr ge(g);
   const std::vector<Buffer>& args = ge.args();
-  Buffer x = args[f.x_arg], w = args[f.w_arg];
-  Buffer bias = f.b_arg >= 0 ? args[f.b_arg] : nullptr;
-  const Value* conv_out = f.conv->output(0);
-  const AnchorOutputs outs = PlanAnchorOutputs(g, conv_out);
+  const ConvBuffers bufs = BindConvBuffers(g, f, ge);
+  const Buffer &x = bufs.x, &w = bufs.w, &bias = bufs.bias, &raw = bufs.raw;
+  const AnchorOutputs& outs = bufs.outs;
   const std::vector<int>& order = outs.order;
-  Buffer raw = ge.output_buffer(outs.raw);
-  ge.Bind(conv_out, raw);
 
   Expr n = Var("n_"), grp = Var("g_"), pc = Var("pc_"), kbo = Var("kbo_");
   // One register block: pixels p0 + u*vw + v (u < nu) of channels kbo*kb + kk.
@@ -411,16 +427,14 @@ absl::StatusOr<LoopFunc> LowerDepthwise(const Graph& g, const ConvForm& f, const
 
   GraphExpr ge(g);
   const std::vector<Buffer>& args = ge.args();
-  Buffer x = args[f.x_arg], w = args[f.w_arg];
-  Buffer bias = f.b_arg >= 0 ? args[f.b_arg] : nullptr;
+  const ConvBuffers bufs = BindConvBuffers(g, f, ge);
+  const Buffer &x = bufs.x, &w = bufs.w, &bias = bufs.bias, &raw = bufs.raw;
+  const AnchorOutputs& outs = bufs.outs;
   const Value* conv_out = f.conv->output(0);
-  const AnchorOutputs outs = PlanAnchorOutputs(g, conv_out);
-  Buffer raw = ge.output_buffer(outs.raw);
-  ge.Bind(conv_out, raw);
 
   Buffer xp = MakeBuffer("xp", {d.phases * d.ps}, BufferRole::kTemp);
   Buffer yp = MakeBuffer("yp", {d.np}, BufferRole::kTemp);
-  Expr n = Var("n_"), ch = Add(Mul(Var("cb_"), I(cb)), Var("c_"));
+  Expr n = Var("n_"), ch = Add(Mul(Var("bufs"), I(cb)), Var("c_"));
   Expr plane = Add(Mul(n, I(s.c)), ch);
 
   // Zero the phase planes (once per task: the interiors are rewritten for
@@ -491,7 +505,7 @@ absl::StatusOr<LoopFunc> LowerDepthwise(const Graph& g, const ConvForm& f, const
   per_channel.push_back(store);
   Stmt body = Block({zero, For("c_", I(cb), Block(per_channel))});
   body = Allocate(xp, Allocate(yp, body));
-  body = LetStmt("n_", Div(Var("t_"), I(f.group / cb)), LetStmt("cb_", Mod(Var("t_"), I(f.group / cb)), body));
+  body = LetStmt("n_", Div(Var("t_"), I(f.group / cb)), LetStmt("bufs", Mod(Var("t_"), I(f.group / cb)), body));
   return LoopFunc{"conv", args, For("t_", I(tasks), body, ForKind::kParallel)};
 }
 
@@ -514,12 +528,10 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
 
   GraphExpr ge(g);
   const std::vector<Buffer>& args = ge.args();
-  Buffer x = args[f.x_arg], w = args[f.w_arg];
-  Buffer bias = f.b_arg >= 0 ? args[f.b_arg] : nullptr;
+  const ConvBuffers bufs = BindConvBuffers(g, f, ge);
+  const Buffer &x = bufs.x, &w = bufs.w, &bias = bufs.bias, &raw = bufs.raw;
+  const AnchorOutputs& outs = bufs.outs;
   const Value* conv_out = f.conv->output(0);
-  const AnchorOutputs outs = PlanAnchorOutputs(g, conv_out);
-  Buffer raw = ge.output_buffer(outs.raw);
-  ge.Bind(conv_out, raw);
 
   Expr n = Var("n_"), grp = Var("g_"), hb = Var("hb_"), odv = s.three_d ? Var("od_") : I(0);
   Expr ch0 = nch > 1 ? Mul(Var("ch_"), I(cc)) : I(0);  // first channel of the chunk
