@@ -172,6 +172,7 @@ int main(int argc, char** argv) {
   bool quick = false;
   int samples = 24;
   std::string only;
+  bool each = false;  // --each: every sampled schedule's GFLOP/s at 1 thread
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
@@ -180,13 +181,25 @@ int main(int argc, char** argv) {
       samples = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
       only = argv[++i];
+    } else if (std::strcmp(argv[i], "--each") == 0) {
+      each = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--samples N] [--only MxNxK]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--samples N] [--only MxNxK] [--each]\n", argv[0]);
       return 2;
     }
   }
+  // The last three: one GEMM of a Winograd convolution (K x tiles x C) of
+  // ResNet's 56x56x64 (F(4x4)), 14x14x256 (F(4x4)) and 7x7x512 (F(2x2)) layers.
   std::vector<Case> cases = {{256, 256, 256},   {512, 512, 512},   {1024, 1024, 1024}, {2048, 2048, 2048},
-                             {64, 768, 768},    {512, 3072, 768},  {1, 1000, 1280}};
+                             {64, 768, 768},    {512, 3072, 768},  {1, 1000, 1280},    {64, 196, 64},
+                             {256, 16, 256},    {512, 16, 512}};
+  if (!only.empty() && std::count(only.begin(), only.end(), 'x') == 2) {  // any MxNxK
+    Case c;
+    if (std::sscanf(only.c_str(), "%ldx%ldx%ld", &c.m, &c.n, &c.k) == 3 &&
+        std::none_of(cases.begin(), cases.end(), [&](const Case& x) { return x.m == c.m && x.n == c.n && x.k == c.k; })) {
+      cases.push_back(c);
+    }
+  }
   kiln::CpuTarget target = kiln::CpuTarget::Host();
   kiln::runtime::ThreadPool pool2(2);
   std::printf("target %s (%s); kiln: default + %d random schedules per case, 1 and 2 threads\n",
@@ -254,6 +267,7 @@ int main(int argc, char** argv) {
         size_t best_i = 0;
         for (size_t i = 0; i < kernels.size(); ++i) {
           double s = MedianSeconds([&] { run(*kernels[i]); }, quick ? 1 : 3);
+          if (each && threads == 1) std::printf("  %-40s %8.1f GF/s\n", names[i].c_str(), flops / s / 1e9);
           if (s < best) {
             best = s;
             best_i = i;

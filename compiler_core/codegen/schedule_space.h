@@ -24,7 +24,7 @@ namespace kiln {
 // so that records written before the spaces were unified still hit). 2003:
 // matmul batches sharing B fold into M (mc counts their rows). 2004: the
 // depthwise conv plane variant (dw=1).
-inline constexpr int kScheduleSpaceVersion = 2004;
+inline constexpr int kScheduleSpaceVersion = 2005;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

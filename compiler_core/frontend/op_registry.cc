@@ -28,6 +28,7 @@ std::map<std::string, OpDef, std::less<>> BuildTable() {
   ops::RegisterTopKOps(&defs);
   ops::RegisterShapeOps(&defs);
   ops::RegisterRnnOps(&defs);
+  ops::RegisterWinogradOps(&defs);
   std::map<std::string, OpDef, std::less<>> table;
   for (OpDef& d : defs) {
     std::string name = QualifiedOpName(d.domain, d.op_type);

@@ -3,6 +3,8 @@
 
 #include <memory>
 
+#include "base/status_macros.h"
+
 #include "compiler_core/passes/algebraic_simplification.h"
 #include "compiler_core/passes/batchnorm_folding.h"
 #include "compiler_core/passes/common_subexpression_elimination.h"
@@ -15,6 +17,7 @@
 #include "compiler_core/passes/legacy_forms.h"
 #include "compiler_core/passes/rnn_recurrence.h"
 #include "compiler_core/passes/softmax_recognition.h"
+#include "compiler_core/passes/winograd_convolution.h"
 
 namespace kiln {
 
@@ -36,6 +39,12 @@ PassPipeline DefaultOptimizationPipeline() {
   return p;
 }
 
+PassPipeline AlgorithmSelectionPipeline() {
+  PassPipeline p("algorithm_selection");
+  p.Add(std::make_unique<WinogradConvolution>()).Add(std::make_unique<DeadCodeElimination>());
+  return p;
+}
+
 absl::StatusOr<std::vector<PassRecord>> OptimizeGraph(Graph& graph, const PassPipelineOptions& options) {
   const PassPipeline pipeline = DefaultOptimizationPipeline();
   std::vector<PassRecord> all;
@@ -49,6 +58,8 @@ absl::StatusOr<std::vector<PassRecord>> OptimizeGraph(Graph& graph, const PassPi
     }
     if (!changed) break;
   }
+  ASSIGN_OR_RETURN(std::vector<PassRecord> late, AlgorithmSelectionPipeline().Run(graph, options));
+  for (PassRecord& r : late) all.push_back(std::move(r));
   return all;
 }
 

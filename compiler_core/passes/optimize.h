@@ -15,11 +15,15 @@ namespace kiln {
 // composite recognitions (hardswish, gelu, layer_norm, softmax), cse, dce.
 PassPipeline DefaultOptimizationPipeline();
 
+// Run once after the default pipeline's fixed point: rewrites that pick an
+// algorithm for the code generator (winograd_convolution), then dce.
+PassPipeline AlgorithmSelectionPipeline();
+
 // Most rounds OptimizeGraph runs the pipeline.
 inline constexpr int kMaxOptimizationRounds = 4;
 
 // Runs DefaultOptimizationPipeline() on `graph` until a round changes nothing
-// (at most kMaxOptimizationRounds rounds). `graph` must be shape-inferred.
+// (at most kMaxOptimizationRounds rounds), then AlgorithmSelectionPipeline(). `graph` must be shape-inferred.
 // Returns the record of every pass run, in order. A pass error (the pass name
 // prefixed) or a verifier failure after a pass (INTERNAL) is returned as is.
 absl::StatusOr<std::vector<PassRecord>> OptimizeGraph(Graph& graph, const PassPipelineOptions& options);

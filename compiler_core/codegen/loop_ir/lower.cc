@@ -11,6 +11,7 @@
 #include "compiler_core/codegen/loop_ir/lower_reduction.h"
 #include "compiler_core/codegen/loop_ir/lower_resize.h"
 #include "compiler_core/codegen/loop_ir/lower_topk.h"
+#include "compiler_core/codegen/loop_ir/lower_winograd.h"
 
 namespace kiln::loop_ir {
 
@@ -18,7 +19,7 @@ const std::vector<WorkloadLowering>& AllLowerings() {
   static const std::vector<WorkloadLowering>* all = new std::vector<WorkloadLowering>{
       ElementwiseLowering(), MatMulLowering(), ReductionLowering(), DataMovementLowering(), ConvLowering(),
       ConvTransposeLowering(), PoolLowering(), ResizeLowering(), TopKLowering(), IndexLowering(),
-      RecurrenceLowering()};
+      RecurrenceLowering(), WinogradInputLowering(), WinogradOutputLowering()};
   return *all;
 }
 

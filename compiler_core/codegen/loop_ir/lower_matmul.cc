@@ -334,7 +334,7 @@ int64_t CeilDiv(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
 std::vector<ScheduleConfig> MatMulRegisterBlocks(const MatMulSpec& s, const CpuTarget& target) {
   int64_t lanes = target.FloatLanes();
   std::vector<ScheduleConfig> out;
-  for (int64_t mr : Useful({1, 2, 4, 6, 8}, 1, s.m)) {
+  for (int64_t mr : Useful({1, 2, 4, 6, 8, 12}, 1, s.m)) {
     for (int64_t nr : Useful({1, 2, 3, 4}, lanes, s.n)) {
       // Accumulators + B vectors + one broadcast A must fit the register file.
       if (mr * nr + nr + 1 > target.NumVectorRegisters()) continue;
@@ -417,9 +417,13 @@ ScheduleConfig Closest(const std::vector<ScheduleConfig>& space, const ScheduleC
 }
 
 ScheduleConfig DefaultMatMul(const MatMulSpec& s, const CpuTarget& target) {
+  // About 12 accumulators: enough independent FMAs to cover their latency on
+  // both pipes. One vector of columns (a Winograd GEMM over 16 tiles, a thin
+  // N) takes them all in rows.
+  const bool one_vector = s.n <= target.FloatLanes();
   ScheduleConfig want;
-  want.Set("mr", 6);
-  want.Set("nr", 2);
+  want.Set("mr", one_vector ? 12 : 6);
+  want.Set("nr", one_vector ? 1 : 2);
   want.Set("ku", 4);
   ScheduleConfig reg = Closest(MatMulRegisterBlocks(s, target), want);
   ScheduleConfig blocked = reg;
@@ -437,7 +441,7 @@ ScheduleConfig DefaultMatMul(const MatMulSpec& s, const CpuTarget& target) {
 absl::Status ValidateMatMul(const Graph& workload, const MatMulSpec& spec, const ScheduleConfig& config,
                             const CpuTarget& target) {
   struct Range { const char* key; int64_t lo, hi; };
-  const std::vector<Range> ranges = {{"mr", 1, 8},
+  const std::vector<Range> ranges = {{"mr", 1, 12},
                                      {"nr", 1, 4},
                                      {"ku", 1, 8},
                                      {"mc", 0, int64_t{1} << 30},

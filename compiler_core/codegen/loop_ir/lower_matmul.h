@@ -3,7 +3,7 @@
 // elementwise epilogue, f32. The lowering owns its schedule space:
 //
 //   knob  meaning                                                  default
-//   mr    rows of the register block                               ~6
+//   mr    rows of the register block (1..12)                      ~6, 12 when N fits one vector
 //   nr    vectors (of the target's f32 lanes) of the register block ~2
 //   ku    unroll of the reduction loop                             ~4
 //   mc    rows per task (rounded up to mr); 0 or missing: ~32       0

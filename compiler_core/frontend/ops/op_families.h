@@ -22,6 +22,7 @@ void RegisterResizeOps(std::vector<OpDef>* defs);        // Resize, Upsample
 void RegisterTopKOps(std::vector<OpDef>* defs);          // TopK
 void RegisterShapeOps(std::vector<OpDef>* defs);         // Constant, Shape, Size, ConstantOfShape, Range
 void RegisterRnnOps(std::vector<OpDef>* defs);           // LSTM, GRU, RNN (unrolled by a pass)
+void RegisterWinogradOps(std::vector<OpDef>* defs);      // kiln.WinogradInput, kiln.WinogradOutput (made by a pass)
 
 // `def` with its traits set: the family files register every operator with
 // its class (and the few per-operator flags) through these.

@@ -1,0 +1,379 @@
+// The Winograd transforms on loop IR (see lower_winograd.h).
+#include "compiler_core/codegen/loop_ir/lower_winograd.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "compiler_core/codegen/loop_ir/graph_expr.h"
+#include "compiler_core/codegen/loop_ir/lower_common.h"
+#include "compiler_core/frontend/op_registry.h"
+#include "compiler_core/frontend/ops/winograd.h"
+
+namespace kiln::loop_ir {
+namespace {
+
+using ops::WinogradGrid;
+using ops::WinogradTransform;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+Expr I(int64_t v) { return IntImm(v); }
+
+struct WinogradForm {
+  const Node* node = nullptr;
+  const WinogradTransform* t = nullptr;
+  WinogradGrid grid;
+  int x_arg = -1, bias_arg = -1;  // workload inputs: X (input) or M (output), the bias
+};
+
+int InputIndex(const Graph& g, const Value* v) {
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    if (g.inputs()[i] == v) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// Every used value static f32: CheckWorkload refuses the kiln domain.
+absl::Status CheckValues(const Graph& g) {
+  if (g.nodes().empty() || g.outputs().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("workload graph ", g.name(), " has no nodes or no outputs"));
+  }
+  for (const Value* v : g.values()) {
+    if (v->is_constant() && v->users().empty()) continue;
+    const TensorType& t = v->type();
+    if (!t.known || !t.IsStatic() || !(t.dtype == DType::kFloat32 || IsStructuralInt(v))) {
+      return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is not a static f32 tensor"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+const Node* FindKilnNode(const Graph& g, const char* op) {
+  for (const auto& n : g.nodes()) {
+    if (n->domain() == kKilnDomain && n->op_type() == op) return n.get();
+  }
+  return nullptr;
+}
+
+absl::StatusOr<WinogradForm> AnalyzeInput(const Graph& g) {
+  const Node* n = FindKilnNode(g, "WinogradInput");
+  if (n == nullptr) return absl::UnimplementedError(absl::StrCat("workload ", g.name(), " has no kiln.WinogradInput"));
+  if (g.nodes().size() != 1) return NodeError(*n, "not alone in its workload");
+  RETURN_IF_ERROR(CheckValues(g));
+  WinogradForm f;
+  f.node = n;
+  f.t = ops::FindWinogradTransform(n->GetInt("tile", 0));
+  std::vector<int64_t> pads = n->GetInts("pads", {});
+  std::vector<int64_t> x = DimsOf(n->input(0));
+  if (f.t == nullptr || pads.size() != 4 || x.size() != 4) return NodeError(*n, "bad tile, pads or input rank");
+  const int64_t oh = x[2] + pads[0] + pads[2] - 2, ow = x[3] + pads[1] + pads[3] - 2;
+  f.grid = ops::MakeWinogradGrid(x[0], x[1], x[2], x[3], pads[0], pads[1], oh, ow, f.t->m);
+  f.x_arg = InputIndex(g, n->input(0));
+  if (f.x_arg < 0) return NodeError(*n, "input computed inside the workload");
+  if (g.outputs().size() != 1 || g.outputs()[0] != n->output(0)) return NodeError(*n, "outputs other than V");
+  return f;
+}
+
+absl::StatusOr<WinogradForm> AnalyzeOutput(const Graph& g) {
+  const Node* n = FindKilnNode(g, "WinogradOutput");
+  if (n == nullptr) return absl::UnimplementedError(absl::StrCat("workload ", g.name(), " has no kiln.WinogradOutput"));
+  RETURN_IF_ERROR(CheckValues(g));
+  WinogradForm f;
+  f.node = n;
+  f.t = ops::FindWinogradTransform(n->GetInt("tile", 0));
+  std::vector<int64_t> y = n->GetInts("output_shape", {});
+  if (f.t == nullptr || y.size() != 4) return NodeError(*n, "bad tile or output_shape");
+  f.grid = ops::MakeWinogradGrid(y[0], y[1], 0, 0, 0, 0, y[2], y[3], f.t->m);
+  f.x_arg = InputIndex(g, n->input(0));
+  if (f.x_arg < 0) return NodeError(*n, "input computed inside the workload");
+  if (n->num_inputs() > 1 && n->input(1) != nullptr) {
+    f.bias_arg = InputIndex(g, n->input(1));
+    if (f.bias_arg < 0) return NodeError(*n, "bias computed inside the workload");
+  }
+  for (const auto& m : g.nodes()) {
+    if (m.get() == n) continue;
+    if (!m->domain().empty() || !IsInlinableElementwise(m->op_type())) {
+      return NodeError(*m, "not an elementwise epilogue operator");
+    }
+    RETURN_IF_ERROR(GraphExpr::CheckNode(*m));
+    if (DimsOf(m->output(0)) != y) return NodeError(*m, "epilogue value does not have the convolution's shape");
+  }
+  for (const Value* v : g.outputs()) {
+    if (DimsOf(v) != y) return NodeError(*n, absl::StrCat("output ", v->name(), " is not of the convolution's shape"));
+  }
+  return f;
+}
+
+// Tiles per vector: 4, 8 or 16 (up to the target's lanes), none twice as wide
+// as a tile row needs.
+std::vector<int64_t> TileWidths(const WinogradForm& f, const CpuTarget& target) {
+  std::vector<int64_t> out;
+  for (int64_t vw : {4, 8, 16}) {
+    if (vw <= target.FloatLanes() && (vw == 4 || vw / 2 < f.grid.tiles_w)) out.push_back(vw);
+  }
+  return out;
+}
+
+std::vector<ScheduleConfig> Space(const WinogradForm& f, const CpuTarget& target) {
+  std::vector<ScheduleConfig> out;
+  for (int64_t vw : TileWidths(f, target)) {
+    ScheduleConfig c;
+    c.Set("vw", vw);
+    out.push_back(c);
+  }
+  return out;
+}
+
+// The fewest tiles per vector that cover a tile row.
+ScheduleConfig DefaultOf(const WinogradForm& f, const CpuTarget& target) {
+  std::vector<ScheduleConfig> space = Space(f, target);
+  return BestBy(space, [&](const ScheduleConfig& c) {
+    const int64_t vw = c.Get("vw", 4);
+    return std::make_pair(vw >= f.grid.tiles_w || vw == target.FloatLanes(), -vw);
+  });
+}
+
+absl::Status CheckVw(const WinogradForm& f, const ScheduleConfig& c, const CpuTarget& target) {
+  for (const auto& [key, v] : c.knobs) {
+    if (key != "vw") {
+      return absl::InvalidArgumentError(absl::StrCat("schedule ", c.ToString(), ": knob ", key, " does not apply to ",
+                                                     f.node->op_type(), " ", f.node->name()));
+    }
+  }
+  std::vector<int64_t> ok = TileWidths(f, target);
+  if (std::find(ok.begin(), ok.end(), c.Get("vw", 4)) == ok.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(f.node->op_type(), " ", f.node->name(), ": vw=", c.Get("vw", 4),
+                                                   " is not one of the tile widths"));
+  }
+  return absl::OkStatus();
+}
+
+// sum_i coef[i] * e[i] over the non-zero coefficients (adds and subtracts for
+// +-1, fma otherwise); 0 when every coefficient is.
+Expr Combine(const std::vector<double>& coef, const std::vector<Expr>& e) {
+  Expr acc;
+  for (size_t i = 0; i < coef.size(); ++i) {
+    const double c = coef[i];
+    if (c == 0) continue;
+    if (acc == nullptr) {
+      acc = c == 1 ? e[i] : Mul(FloatImm(c), e[i]);
+    } else if (c == 1) {
+      acc = Add(acc, e[i]);
+    } else if (c == -1) {
+      acc = Sub(acc, e[i]);
+    } else {
+      acc = Call("fma", {FloatImm(c), e[i], acc});
+    }
+  }
+  return acc != nullptr ? acc : FloatImm(0);
+}
+
+// Values computed once per vector: each binding a let (an f32 variable)
+// around the statements that read it, so that shared terms of the transforms
+// are not lowered again at every use.
+class Bindings {
+ public:
+  explicit Bindings(std::string prefix) : prefix_(std::move(prefix)) {}
+  Expr Bind(Expr value) {
+    names_.push_back(absl::StrCat(prefix_, names_.size(), "_"));
+    values_.push_back(std::move(value));
+    return Var(names_.back(), ScalarType::kF32);
+  }
+  Stmt Around(Stmt body) const {
+    for (size_t i = names_.size(); i-- > 0;) body = LetStmt(names_[i], values_[i], body);
+    return body;
+  }
+
+ private:
+  std::string prefix_;
+  std::vector<std::string> names_;
+  std::vector<Expr> values_;
+};
+
+// coef x (a matrix of expressions), every element bound once.
+std::vector<std::vector<Expr>> LeftMultiply(const std::vector<std::vector<double>>& coef,
+                                            const std::vector<std::vector<Expr>>& x, Bindings& let) {
+  std::vector<std::vector<Expr>> out(coef.size(), std::vector<Expr>(x[0].size()));
+  for (size_t a = 0; a < coef.size(); ++a) {
+    for (size_t j = 0; j < x[0].size(); ++j) {
+      std::vector<Expr> col;
+      for (size_t i = 0; i < x.size(); ++i) col.push_back(x[i][j]);
+      out[a][j] = let.Bind(Combine(coef[a], col));
+    }
+  }
+  return out;
+}
+
+// `f` with `config`'s tile width checked against it.
+absl::StatusOr<WinogradForm> FormAt(absl::StatusOr<WinogradForm> f, const ScheduleConfig& config,
+                                    const CpuTarget& target) {
+  if (!f.ok()) return f;
+  RETURN_IF_ERROR(CheckVw(*f, config, target));
+  return f;
+}
+
+// The tile loop shared by both transforms: for th, for tc (chunks of vw
+// tiles), vectorized tw; body(th, tw) guarded by tw < tiles_w when vw does not
+// divide it.
+Stmt ForEachTile(const WinogradGrid& g, int64_t vw, const std::function<Stmt(Expr, Expr, Expr)>& body) {
+  Expr th = Var("th_"), tw = Add(Mul(Var("tc_"), I(vw)), Var("tl_"));
+  Expr guard = g.tiles_w % vw != 0 ? Lt(tw, I(g.tiles_w)) : nullptr;
+  Stmt b = body(th, tw, guard);
+  return For("th_", I(g.tiles_h), For("tc_", I(CeilDiv(g.tiles_w, vw)), For("tl_", I(vw), b, ForKind::kVectorized)));
+}
+
+absl::StatusOr<LoopFunc> LowerInput(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
+  ASSIGN_OR_RETURN(WinogradForm f, FormAt(AnalyzeInput(g), config, target));
+  const int64_t vw = config.Get("vw", 4);
+  const WinogradGrid& s = f.grid;
+  const WinogradTransform& t = *f.t;
+  const int64_t al = t.alpha, m = t.m;
+  // The padded plane: every row and column a tile (or a masked-off lane's
+  // span) reads, zero outside X.
+  const int64_t hp = s.tiles_h * m + 2, wp = CeilDiv(s.tiles_w, vw) * vw * m + 2;
+  const int64_t pack_vw = std::min<int64_t>(target.FloatLanes(), 16);
+  const int64_t wq = CeilDiv(wp, pack_vw) * pack_vw;
+  GraphExpr ge(g);
+  Buffer x = ge.args()[f.x_arg];
+  Buffer v = ge.output_buffer(0);
+  Buffer xp = MakeBuffer("xp", {hp * wq}, BufferRole::kTemp);
+  Expr p = Var("p_");
+  Stmt pack;
+  {
+    Expr r = Var("pr_"), q = Add(Mul(Var("pq_"), I(pack_vw)), Var("pv_"));
+    Expr ih = Sub(r, I(s.pad_top)), iw = Sub(q, I(s.pad_left));
+    Expr inside = And(And(Ge(ih, I(0)), Lt(ih, I(s.h))), And(Ge(iw, I(0)), Lt(iw, I(s.w))));
+    Expr xi = Add(Mul(Add(Mul(p, I(s.h)), ih), I(s.w)), iw);
+    Expr pi = Add(Mul(r, I(wq)), q);
+    Stmt body = IfThen(inside, Store(xp, pi, Load(x, xi)), Store(xp, pi, FloatImm(0)));
+    pack = For("pr_", I(hp), For("pq_", I(wq / pack_vw), For("pv_", I(pack_vw), body, ForKind::kVectorized)));
+  }
+  Expr n = Div(p, I(s.c)), c = Mod(p, I(s.c));
+  // The plane is wide enough for every lane of the last chunk: the loads need
+  // no guard, only the stores.
+  Stmt transform = ForEachTile(s, vw, [&](Expr th, Expr tw, Expr guard) {
+    Bindings let("d");
+    std::vector<std::vector<Expr>> d(al, std::vector<Expr>(al));
+    for (int64_t i = 0; i < al; ++i) {
+      for (int64_t j = 0; j < al; ++j) {
+        d[i][j] = let.Bind(Load(xp, Add(Mul(Add(Mul(th, I(m)), I(i)), I(wq)), Add(Mul(tw, I(m)), I(j)))));
+      }
+    }
+    const std::vector<std::vector<Expr>> bd = LeftMultiply(t.bt, d, let);  // B^T d
+    Expr tile = Add(Mul(Add(Mul(n, I(s.tiles_h)), th), I(s.tiles_w)), tw);
+    std::vector<Stmt> stores;
+    for (int64_t a = 0; a < al; ++a) {
+      for (int64_t b = 0; b < al; ++b) {
+        Expr at = Add(Mul(Add(I((a * al + b) * s.c), c), I(s.tiles())), tile);
+        stores.push_back(Store(v, at, Combine(t.bt[b], bd[a])));
+      }
+    }
+    Stmt st = Block(stores);
+    return let.Around(guard != nullptr ? IfThen(guard, st) : st);
+  });
+  Stmt body = LetStmt("p_", Var("t_"), Allocate(xp, Block({pack, transform})));
+  return LoopFunc{"winograd_input", ge.args(), For("t_", I(s.n * s.c), body, ForKind::kParallel)};
+}
+
+absl::StatusOr<LoopFunc> LowerOutput(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
+  ASSIGN_OR_RETURN(WinogradForm f, FormAt(AnalyzeOutput(g), config, target));
+  const int64_t vw = config.Get("vw", 4);
+  const WinogradGrid& s = f.grid;
+  const WinogradTransform& t = *f.t;
+  const int64_t al = t.alpha, m = t.m, kc = s.c;  // the grid's c is K here
+  GraphExpr ge(g);
+  Buffer mm = ge.args()[f.x_arg];
+  const Value* anchor = f.node->output(0);
+  const AnchorOutputs outs = PlanAnchorOutputs(g, anchor);
+  Buffer raw = ge.output_buffer(outs.raw);
+  ge.Bind(anchor, raw);
+  Expr n = Div(Var("p_"), I(kc)), k = Mod(Var("p_"), I(kc));
+  Expr bias = f.bias_arg >= 0 ? Load(ge.args()[f.bias_arg], k) : nullptr;
+  Expr plane = Mul(Var("p_"), I(s.oh * s.ow));  // (n * K + k) * OH * OW
+  // Tile rows: transform, store the raw result (lane stride m), then the
+  // epilogue over the row's outputs while they are in cache.
+  Expr th = Var("th_");
+  Stmt transform;
+  {
+    Expr tw = Add(Mul(Var("tc_"), I(vw)), Var("tl_"));
+    Expr tile = Add(Mul(Add(Mul(n, I(s.tiles_h)), th), I(s.tiles_w)), tw);
+    Bindings let("m");
+    std::vector<std::vector<Expr>> mv(al, std::vector<Expr>(al));
+    for (int64_t a = 0; a < al; ++a) {
+      for (int64_t b = 0; b < al; ++b) {
+        mv[a][b] = let.Bind(Load(mm, Add(Mul(Add(I((a * al + b) * kc), k), I(s.tiles())), tile)));
+      }
+    }
+    const std::vector<std::vector<Expr>> am = LeftMultiply(t.at, mv, let);  // A^T M
+    std::vector<Stmt> rows;
+    for (int64_t i = 0; i < m; ++i) {
+      Expr oh = Add(Mul(th, I(m)), I(i));
+      std::vector<Stmt> st;
+      for (int64_t j = 0; j < m; ++j) {
+        Expr ow = Add(Mul(tw, I(m)), I(j));
+        Expr y = Combine(t.at[j], am[i]);
+        if (bias != nullptr) y = Add(y, bias);
+        Stmt store = Store(raw, Add(plane, Add(Mul(oh, I(s.ow)), ow)), y);
+        if (s.ow % m != 0) store = IfThen(Lt(ow, I(s.ow)), store);
+        st.push_back(store);
+      }
+      Stmt row = Block(st);
+      if (s.oh % m != 0) row = IfThen(Lt(oh, I(s.oh)), row);
+      rows.push_back(row);
+    }
+    // M ends with the last tile: a masked-off lane must not load.
+    Stmt body = let.Around(Block(rows));
+    if (s.tiles_w % vw != 0) body = IfThen(Lt(tw, I(s.tiles_w)), body);
+    transform = For("tc_", I(CeilDiv(s.tiles_w, vw)), For("tl_", I(vw), body, ForKind::kVectorized));
+  }
+  std::vector<Stmt> per_row = {transform};
+  if (!outs.order.empty()) {
+    const int64_t ev = std::min<int64_t>(target.FloatLanes(), 16);
+    Expr oh = Add(Mul(th, I(m)), Var("ei_"));
+    Expr ow = Add(Mul(Var("ec_"), I(ev)), Var("el_"));
+    std::vector<Expr> idx = {n, k, oh, ow};
+    Expr flat = Add(plane, Add(Mul(oh, I(s.ow)), ow));
+    std::vector<Stmt> st;
+    for (int j : outs.order) {
+      ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], idx));
+      st.push_back(Store(ge.output_buffer(j), flat, e));
+    }
+    Stmt body = Block(st);
+    if (s.ow % ev != 0) body = IfThen(Lt(ow, I(s.ow)), body);
+    Stmt cols = For("ec_", I(CeilDiv(s.ow, ev)), For("el_", I(ev), body, ForKind::kVectorized));
+    if (s.oh % m != 0) cols = IfThen(Lt(oh, I(s.oh)), cols);
+    per_row.push_back(For("ei_", I(m), cols));
+  }
+  Stmt body = LetStmt("p_", Var("t_"), For("th_", I(s.tiles_h), Block(per_row)));
+  return LoopFunc{"winograd_output", ge.args(), For("t_", I(s.n * kc), body, ForKind::kParallel)};
+}
+
+WorkloadLowering MakeLowering(const char* kind, std::function<absl::StatusOr<WinogradForm>(const Graph&)> analyze,
+                              std::function<absl::StatusOr<LoopFunc>(const Graph&, const ScheduleConfig&,
+                                                                     const CpuTarget&)>
+                                  lower) {
+  WorkloadLowering l;
+  l.kind = kind;
+  l.match = [analyze](const Graph& g) { return analyze(g).status(); };
+  l.enumerate = [analyze](const Graph& g, const CpuTarget& target) {
+    absl::StatusOr<WinogradForm> f = analyze(g);
+    return f.ok() ? Space(*f, target) : std::vector<ScheduleConfig>{};
+  };
+  l.default_schedule = [analyze](const Graph& g, const CpuTarget& target) {
+    absl::StatusOr<WinogradForm> f = analyze(g);
+    return f.ok() ? DefaultOf(*f, target) : ScheduleConfig{};
+  };
+  l.validate = [analyze](const Graph& g, const ScheduleConfig& c, const CpuTarget& target) -> absl::Status {
+    ASSIGN_OR_RETURN(WinogradForm f, analyze(g));
+    return CheckVw(f, c, target);
+  };
+  l.lower = std::move(lower);
+  return l;
+}
+
+}  // namespace
+
+WorkloadLowering WinogradInputLowering() { return MakeLowering("winograd_input", AnalyzeInput, LowerInput); }
+WorkloadLowering WinogradOutputLowering() { return MakeLowering("winograd_output", AnalyzeOutput, LowerOutput); }
+
+}  // namespace kiln::loop_ir

@@ -1,0 +1,83 @@
+// Winograd convolution (see winograd_convolution.h).
+#include "compiler_core/passes/winograd_convolution.h"
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "compiler_core/frontend/op_registry.h"
+#include "compiler_core/frontend/ops/window.h"
+#include "compiler_core/frontend/ops/winograd.h"
+#include "compiler_core/passes/graph_rewriting.h"
+
+namespace kiln {
+namespace {
+
+bool AllOnes(const std::vector<int64_t>& v) {
+  for (int64_t x : v) {
+    if (x != 1) return false;
+  }
+  return true;
+}
+
+// The tile size that pays for `n` images of an oh x ow output, or 0.
+int64_t ChooseTile(int64_t n, int64_t oh, int64_t ow) {
+  for (int64_t m : {4, 2}) {
+    if (n * ((oh + m - 1) / m) * ((ow + m - 1) / m) >= kMinWinogradTiles) return m;
+  }
+  return 0;
+}
+
+absl::StatusOr<bool> Rewrite(Graph& graph, Node* n) {
+  Value* x = n->input(0);
+  Value* w = n->input(1);
+  Value* bias = n->num_inputs() > 2 ? n->input(2) : nullptr;
+  if (x == nullptr || w == nullptr || !x->type().known || !x->type().IsStatic() ||
+      x->type().dtype != DType::kFloat32 || x->type().rank() != 4 || !w->is_constant() ||
+      w->constant().dtype() != DType::kFloat32 || n->GetInt("group", 1) != 1) {
+    return false;
+  }
+  if (bias != nullptr && (!bias->type().known || bias->type().dtype != DType::kFloat32)) return false;
+  const std::vector<int64_t> wd = w->constant().dims();
+  if (wd.size() != 4 || wd[2] != 3 || wd[3] != 3) return false;
+  absl::StatusOr<ops::Window> win = ops::ForwardWindow(*n, x->type(), 0, {3, 3}, true);
+  if (!win.ok() || !AllOnes(win->stride) || !AllOnes(win->dilation)) return false;
+  const std::vector<int64_t> xd = x->type().StaticDims();
+  const int64_t k = wd[0], c = wd[1];
+  if (c != xd[1] || c < kMinWinogradChannels || k < kMinWinogradChannels) return false;
+  if (win->pad_begin[0] < 0 || win->pad_begin[1] < 0 || win->pad_end[0] < 0 || win->pad_end[1] < 0) return false;
+  const int64_t oh = win->out[0], ow = win->out[1];
+  const int64_t m = ChooseTile(xd[0], oh, ow);
+  if (m == 0) return false;
+  const ops::WinogradTransform& t = *ops::FindWinogradTransform(m);
+
+  const std::string name = n->name();
+  Value* y = n->output(0);
+  graph.RemoveNode(n);
+  NodeBuilder b(graph, name);
+  Value* u = b.Constant(ops::WinogradWeights(w->constant(), t));
+  ASSIGN_OR_RETURN(Value * v, graph.AddValue(graph.UniqueValueName(absl::StrCat(name, "/WinogradInput"))));
+  std::map<std::string, AttrValue> in_attrs = {
+      {"tile", m}, {"pads", std::vector<int64_t>{win->pad_begin[0], win->pad_begin[1], win->pad_end[0], win->pad_end[1]}}};
+  RETURN_IF_ERROR(graph.AddNode("WinogradInput", absl::StrCat(name, "/WinogradInput"), {x}, {v}, std::move(in_attrs),
+                                std::string(kKilnDomain))
+                      .status());
+  ASSIGN_OR_RETURN(Value * prod, b.Op("MatMul", {u, v}));
+  ASSIGN_OR_RETURN(Value * out, graph.AddValue(graph.UniqueValueName(absl::StrCat(name, "/WinogradOutput"))));
+  std::vector<Value*> out_in = {prod};
+  if (bias != nullptr) out_in.push_back(bias);
+  std::map<std::string, AttrValue> out_attrs = {{"tile", m},
+                                                {"output_shape", std::vector<int64_t>{xd[0], k, oh, ow}}};
+  RETURN_IF_ERROR(graph.AddNode("WinogradOutput", absl::StrCat(name, "/WinogradOutput"), out_in, {out},
+                                std::move(out_attrs), std::string(kKilnDomain))
+                      .status());
+  RETURN_IF_ERROR(ProduceInto(graph, out, y));
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> WinogradConvolution::Run(Graph& graph) {
+  auto is_conv = [](const Node& n) { return n.domain().empty() && n.op_type() == "Conv"; };
+  return RewriteSelectedNodes(graph, is_conv, Rewrite);
+}
+
+}  // namespace kiln

@@ -1,0 +1,37 @@
+// Winograd convolution: a 3x3, stride-1, undilated, ungrouped f32 Conv with
+// constant weights and enough channels becomes
+//   V = kiln.WinogradInput(X)            B^T d B of every input tile
+//   M = MatMul(U, V)                     alpha^2 products [K x C] x [C x tiles],
+//                                        U = G g G^T made here (a constant)
+//   Y = kiln.WinogradOutput(M, bias)     A^T M A of every tile, plus the bias
+// (compiler_core/frontend/ops/winograd.h). F(4x4, 3x3) does the 9 multiply-adds
+// of a direct 3x3 window per output in 36 / 16 = 2.25 (4x fewer) and F(2x2, 3x3)
+// in 16 / 4 = 4 (2.25x fewer), at the price of the transforms (memory-bound,
+// a fraction of the GEMMs) and U's size (alpha^2 / 9 times the weights).
+//
+// When it pays (measured on this CPU, bench/models.py): C and K at least
+// kMinWinogradChannels, and a GEMM at least kMinWinogradTiles tiles wide (one
+// full vector): F(4x4) when its tiles are that many, else F(2x2) when its are,
+// else the Conv stays direct (a 4x4 or smaller map of a few tiles loses the
+// vector width and reads alpha^2 / 9 times the weights for nothing).
+// Numerics: the transforms are exact in f32 for F(2x2) and lose about one
+// decimal digit for F(4x4) (errors of ~1e-6 relative at C = 512, measured by
+// WinogradConvolutionTest against the direct Conv).
+#pragma once
+
+#include <cstdint>
+
+#include "compiler_core/passes/pass.h"
+
+namespace kiln {
+
+inline constexpr int64_t kMinWinogradChannels = 16;
+inline constexpr int64_t kMinWinogradTiles = 16;
+
+class WinogradConvolution : public GraphPass {
+ public:
+  std::string name() const override { return "winograd_convolution"; }
+  absl::StatusOr<bool> Run(Graph& graph) override;
+};
+
+}  // namespace kiln
