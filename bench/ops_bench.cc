@@ -451,6 +451,11 @@ int main(int argc, char** argv) {
       // MobileNetV2's late pointwise layers: few pixels per channel.
       {"pwconv 96x14x14->576 1x1", 1, 96, 14, 14, 576, 1, 1, 1, 0, 1},
       {"pwconv 960x7x7->160 1x1", 1, 960, 7, 7, 160, 1, 1, 1, 0, 1},
+      // Keras MobileNetV2 at 160x160: the last layers run on 5x5 maps.
+      {"pwconv 240x5x5->1280 1x1", 1, 240, 5, 5, 1280, 1, 1, 1, 0, 1},
+      {"pwconv 720x5x5->240 1x1", 1, 720, 5, 5, 240, 1, 1, 1, 0, 1},
+      // Xception's middle flow: 728 channels on 19x19 maps.
+      {"pwconv 728x19x19->728 1x1", 1, 728, 19, 19, 728, 1, 1, 1, 0, 1},
   };
 
   auto selected = [&](const std::string& name) {

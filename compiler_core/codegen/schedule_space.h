@@ -23,8 +23,10 @@ namespace kiln {
 // (the number kept its old spelling, matmul version * 1000 + loop-IR version,
 // so that records written before the spaces were unified still hit). 2003:
 // matmul batches sharing B fold into M (mc counts their rows). 2004: the
-// depthwise conv plane variant (dw=1).
-inline constexpr int kScheduleSpaceVersion = 2005;
+// depthwise conv plane variant (dw=1). 2005: matmul mr up to 12. 2006: column
+// blocks (nc) for matmuls of up to 64 rows; the pointwise conv variant splits
+// its output-channel blocks across tasks (ks).
+inline constexpr int kScheduleSpaceVersion = 2006;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -77,9 +77,9 @@ Value* Sigmoid(llvm::IRBuilderBase& b, Value* x) {
   Value* ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   Value* e = ExpNonPositive(b, b.CreateFNeg(ax));
   Value* d = b.CreateFAdd(F32(b, t, 1.0), e);
-  Value* pos = b.CreateFDiv(F32(b, t, 1.0), d);
-  Value* neg = b.CreateFDiv(e, d);
-  Value* s = b.CreateSelect(b.CreateFCmpOGE(x, F32(b, t, 0.0)), pos, neg);
+  // 1 / (1 + e) for x >= 0, e / (1 + e) below: one division either way.
+  Value* num = b.CreateSelect(b.CreateFCmpOGE(x, F32(b, t, 0.0)), F32(b, t, 1.0), e);
+  Value* s = b.CreateFDiv(num, d);
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, s);
 }
 

@@ -15,6 +15,8 @@
 #include "compiler_core/passes/hardswish_recognition.h"
 #include "compiler_core/passes/layer_norm_recognition.h"
 #include "compiler_core/passes/legacy_forms.h"
+#include "compiler_core/passes/pad_folding.h"
+#include "compiler_core/passes/pointwise_conv_as_matmul.h"
 #include "compiler_core/passes/rnn_recurrence.h"
 #include "compiler_core/passes/softmax_recognition.h"
 #include "compiler_core/passes/winograd_convolution.h"
@@ -30,6 +32,7 @@ PassPipeline DefaultOptimizationPipeline() {
       .Add(std::make_unique<AlgebraicSimplification>())
       .Add(std::make_unique<DeadCodeElimination>())
       .Add(std::make_unique<BatchNormFolding>())
+      .Add(std::make_unique<PadFolding>())
       .Add(std::make_unique<HardSwishRecognition>())
       .Add(std::make_unique<GeluRecognition>())
       .Add(std::make_unique<LayerNormRecognition>())
@@ -41,7 +44,9 @@ PassPipeline DefaultOptimizationPipeline() {
 
 PassPipeline AlgorithmSelectionPipeline() {
   PassPipeline p("algorithm_selection");
-  p.Add(std::make_unique<WinogradConvolution>()).Add(std::make_unique<DeadCodeElimination>());
+  p.Add(std::make_unique<WinogradConvolution>())
+      .Add(std::make_unique<PointwiseConvAsMatMul>())
+      .Add(std::make_unique<DeadCodeElimination>());
   return p;
 }
 

@@ -100,6 +100,7 @@ absl::StatusOr<Expr> GraphExpr::AtBroadcast(const Value* x, const std::vector<Ex
 
 absl::StatusOr<Expr> GraphExpr::At(const Value* v, const std::vector<Expr>& idx) {
   ScalarType ct = ComputeTypeOf(v->type().dtype);
+  if (auto it = values_.find(v); it != values_.end()) return RoundTo(v->type().dtype, Cast(ct, it->second));
   if (auto it = bound_.find(v); it != bound_.end()) return Cast(ct, Load(it->second, idx));
   if (auto it = input_buf_.find(v); it != input_buf_.end()) return Cast(ct, Load(it->second, idx));
   const Node* n = v->producer();

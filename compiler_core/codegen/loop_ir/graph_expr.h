@@ -31,6 +31,10 @@ class GraphExpr {
   const Buffer& output_buffer(int j) const { return args_[inputs_ + j]; }
   // Reads of `v` load from `b` from now on.
   void Bind(const Value* v, Buffer b) { bound_[v] = std::move(b); }
+  // Reads of `v` are `e` from now on, whatever the index: for an anchor's
+  // result inside its own store loop, where every read of it is at the
+  // element being stored (the epilogue takes the accumulator, not a reload).
+  void BindValue(const Value* v, Expr e) { values_[v] = std::move(e); }
   bool IsBound(const Value* v) const { return bound_.count(v) > 0; }
 
   // The value at a multi-dimensional index (one expression per dim of v), of
@@ -50,6 +54,7 @@ class GraphExpr {
   int inputs_ = 0;
   std::vector<Buffer> args_;
   std::map<const Value*, Buffer> bound_;
+  std::map<const Value*, Expr> values_;
   std::map<const Value*, Buffer> input_buf_;
 };
 

@@ -76,25 +76,6 @@ Expr FromLinear(const Linear& l) {
   return l.constant == 0 ? out : Add(out, IntImm(l.constant));
 }
 
-bool SameLinear(const Linear& a, const Linear& b) {
-  if (a.constant != b.constant) return false;
-  auto live = [](const Linear& l) {
-    std::vector<std::pair<Expr, int64_t>> t;
-    for (const auto& p : l.terms) {
-      if (p.second != 0) t.push_back(p);
-    }
-    return t;
-  };
-  std::vector<std::pair<Expr, int64_t>> x = live(a), y = live(b);
-  if (x.size() != y.size()) return false;
-  for (const auto& [atom, c] : x) {
-    bool found = false;
-    for (const auto& [other, d] : y) found = found || (SameAtom(atom, other) && c == d);
-    if (!found) return false;
-  }
-  return true;
-}
-
 class IndexSimplifier {
  public:
   Stmt Run(const Stmt& s) {
@@ -207,7 +188,44 @@ class IndexSimplifier {
     }
   }
 
+  // The range of l: the sum of its terms' ranges, narrowed by each guard
+  // `g < bound` whose terms are a part of l (l = g + rest: the split loop's
+  // guarded o*vw + v inside a longer index such as c*91 + o*16 + v).
   std::optional<Interval> RangeOf(const Linear& l) {
+    std::optional<Interval> r = TermRange(l);
+    if (!r) return r;
+    for (const auto& [g, bound] : guards_) {
+      std::optional<Linear> rest = Remainder(l, g);
+      if (!rest) continue;
+      std::optional<Interval> gr = TermRange(g), rr = TermRange(*rest);
+      if (!gr || !rr) continue;
+      r->hi = std::min(r->hi, rr->hi + std::min(gr->hi, bound - 1));
+    }
+    return r;
+  }
+
+  // l - g when every term of g appears in l with the same coefficient.
+  static std::optional<Linear> Remainder(const Linear& l, const Linear& g) {
+    Linear rest = l;
+    rest.constant -= g.constant;
+    int live = 0;
+    for (const auto& [atom, c] : g.terms) {
+      if (c == 0) continue;
+      ++live;
+      bool found = false;
+      for (auto& [a, d] : rest.terms) {
+        if (!found && d == c && SameAtom(a, atom)) {
+          d = 0;
+          found = true;
+        }
+      }
+      if (!found) return std::nullopt;
+    }
+    if (live == 0) return std::nullopt;
+    return rest;
+  }
+
+  std::optional<Interval> TermRange(const Linear& l) {
     Interval r{l.constant, l.constant};
     for (const auto& [atom, c] : l.terms) {
       if (c == 0) continue;
@@ -218,9 +236,6 @@ class IndexSimplifier {
       if (!a) return std::nullopt;
       r.lo += c > 0 ? c * a->lo : c * a->hi;
       r.hi += c > 0 ? c * a->hi : c * a->lo;
-    }
-    for (const auto& [g, bound] : guards_) {
-      if (SameLinear(g, l)) r.hi = std::min(r.hi, bound - 1);
     }
     return r;
   }

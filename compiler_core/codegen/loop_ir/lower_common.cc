@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace kiln::loop_ir {
 
@@ -118,6 +119,20 @@ AnchorOutputs PlanAnchorOutputs(const Graph& g, const Value* anchor_value, int s
   }
   if (g.outputs()[a.raw] != anchor_value) a.order.push_back(a.raw);
   return a;
+}
+
+absl::StatusOr<Stmt> StoreThroughEpilogue(const Graph& g, GraphExpr& ge, const Value* anchor, const AnchorOutputs& outs,
+                                          Expr value, const std::vector<Expr>& idx, Expr oi) {
+  std::vector<Stmt> st;
+  const Buffer& raw = ge.output_buffer(outs.raw);
+  if (g.outputs()[outs.raw] == anchor) st.push_back(Store(raw, oi, Cast(raw->dtype, value)));
+  ge.BindValue(anchor, value);
+  for (int j : outs.order) {
+    ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], idx));
+    const Buffer& out = ge.output_buffer(j);
+    st.push_back(Store(out, oi, Cast(out->dtype, e)));
+  }
+  return Block(st);
 }
 
 }  // namespace kiln::loop_ir

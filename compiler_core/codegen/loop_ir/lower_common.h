@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/schedule_config.h"
 #include "compiler_core/codegen/target.h"
 #include "compiler_core/ir/graph.h"
@@ -65,5 +67,13 @@ struct AnchorOutputs {
   std::vector<int> order;  // the outputs computed from it, in order
 };
 AnchorOutputs PlanAnchorOutputs(const Graph& g, const Value* anchor_value, int skip = -1);
+
+// The stores of an anchor's result `value` at the output element `idx` (flat
+// offset `oi`, the same in every output): the result itself where it is a
+// workload output, then each output of `outs.order` through the epilogue,
+// which reads the anchor's value as `value` (bound in `ge`), never a reload
+// of what was just stored.
+absl::StatusOr<Stmt> StoreThroughEpilogue(const Graph& g, GraphExpr& ge, const Value* anchor, const AnchorOutputs& outs,
+                                          Expr value, const std::vector<Expr>& idx, Expr oi);
 
 }  // namespace kiln::loop_ir

@@ -87,21 +87,28 @@ absl::StatusOr<ConvForm> Analyze(const Graph& g) {
   return f;
 }
 
+// Tasks a pointwise conv's default schedule makes at least, where its
+// channel blocks allow: enough for the threads of a small host to share.
+constexpr int64_t kMinTasks = 4;
+
 struct Knobs {
   int64_t vw = 1, ur = 1, kb = 1, rows = 1;
   int64_t pw = 0;  // 1: pointwise variant over flattened output pixels
   int64_t dw = 0;  // 1: depthwise plane variant
+  int64_t ks = 1;  // pointwise variant: tasks split the output-channel blocks this many ways
 };
 
 Knobs KnobsOf(const ScheduleConfig& c) {
-  return Knobs{c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1), c.Get("rows", 1), c.Get("pw", 0), c.Get("dw", 0)};
+  return Knobs{c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1), c.Get("rows", 1),
+               c.Get("pw", 0), c.Get("dw", 0), c.Get("ks", 1)};
 }
 
-// The inverse of KnobsOf (pw and dw only when set).
+// The inverse of KnobsOf (pw, dw and ks only when set).
 ScheduleConfig ConfigOf(const Knobs& k) {
   ScheduleConfig c;
   if (k.pw != 0) c.Set("pw", k.pw);
   if (k.dw != 0) c.Set("dw", k.dw);
+  if (k.ks != 1) c.Set("ks", k.ks);
   c.Set("vw", k.vw);
   c.Set("ur", k.ur);
   c.Set("kb", k.kb);
@@ -188,10 +195,12 @@ absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& targ
   if (k.pw != 0) {
     bool ok = k.pw == 1 && IsPointwise(f) && k.vw >= 1 && k.vw <= target.FloatLanes() && (k.vw & (k.vw - 1)) == 0 &&
               k.ur >= 1 && k.ur <= 8 && k.kb >= 1 && k.kb <= 16 && f.kg % k.kb == 0 && k.rows >= 1 &&
-              k.rows <= std::max<int64_t>(1, CeilDiv(Pixels(f), k.vw * k.ur));
+              k.rows <= std::max<int64_t>(1, CeilDiv(Pixels(f), k.vw * k.ur)) && k.ks >= 1 &&
+              k.ks <= f.kg / k.kb;
     if (!ok) return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": pointwise knobs out of range"));
     return absl::OkStatus();
   }
+  if (k.ks != 1) return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": ks needs pw=1"));
   bool ok = k.vw >= 1 && k.vw <= target.FloatLanes() && (k.vw & (k.vw - 1)) == 0 && k.ur >= 1 && k.ur <= 8 &&
             k.kb >= 1 && k.kb <= 16 && f.kg % k.kb == 0 && k.rows >= 1 && k.rows <= std::max<int64_t>(f.geo.oh, 1);
   if (!ok) return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": knobs out of range"));
@@ -235,9 +244,14 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
           if (f->kg % kb != 0 || kb * ur + ur + 1 > target.NumVectorRegisters()) continue;
           for (int64_t rows : {1, 2}) {
             if (rows > 1 && vw * ur >= p) break;
-            Knobs k{vw, ur, kb, rows, 1};
-            if (!CheckKnobs(*f, k, target).ok()) continue;
-            out.push_back(ConfigOf(k));
+            // Fewer pixel blocks than kMinTasks: the channel blocks are split too.
+            const int64_t blocks = f->geo.n * f->group * std::max<int64_t>(1, CeilDiv(p / (vw * ur), rows));
+            for (int64_t ks : {1, 2, 4, 8}) {
+              if (ks > 1 && (blocks * ks / 2 >= kMinTasks || ks > f->kg / kb)) break;
+              Knobs k{vw, ur, kb, rows, 1, 0, ks};
+              if (!CheckKnobs(*f, k, target).ok()) continue;
+              out.push_back(ConfigOf(k));
+            }
           }
         }
       }
@@ -270,14 +284,21 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   std::vector<ScheduleConfig> space = Enumerate(g, target);
   absl::StatusOr<ConvForm> f = Analyze(g);
   const int64_t planes = f.ok() ? f->geo.n * f->group : 1;
-  auto score = [planes](const ScheduleConfig& c) {
+  // Pointwise: the fewest channel splits that reach kMinTasks (or the most there are).
+  auto split_score = [&](const ScheduleConfig& c) -> int64_t {
+    if (!f.ok() || c.Get("pw", 0) == 0) return 0;
+    const Knobs k = KnobsOf(c);
+    const int64_t blocks = planes * std::max<int64_t>(1, CeilDiv(Pixels(*f) / (k.vw * k.ur), k.rows));
+    return blocks * k.ks >= kMinTasks ? -k.ks : k.ks - kMinTasks * 16;
+  };
+  auto score = [planes, &split_score](const ScheduleConfig& c) {
     int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
     int64_t pw = c.Get("pw", 0), dw = c.Get("dw", 0);
     int64_t want = pw ? 16 : dw ? 4 : 12;
     int64_t rows = c.Get("rows", 1);
     int64_t rows_score = !dw ? -rows : planes / rows >= 8 ? rows : -rows;
     return std::make_tuple(dw, pw, c.Get("vw", 1), -std::abs(acc - want), rows_score,
-                           -std::abs(c.Get("kb", 1) - 4 * pw), c.Get("kb", 1));
+                           -std::abs(c.Get("kb", 1) - 4 * pw), c.Get("kb", 1), split_score(c));
   };
   return BestBy(space, score);
 }
@@ -285,7 +306,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
 absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
   ASSIGN_OR_RETURN(ConvForm f, Analyze(g));
   for (const auto& [key, v] : c.knobs) {
-    if (key != "vw" && key != "ur" && key != "kb" && key != "rows" && key != "pw" && key != "dw") {
+    if (key != "vw" && key != "ur" && key != "kb" && key != "rows" && key != "pw" && key != "dw" && key != "ks") {
       return absl::InvalidArgumentError(absl::StrCat("schedule ", c.ToString(), ": knob ", key,
                                                      " does not apply to conv ", f.conv->name()));
     }
@@ -350,15 +371,15 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   const int64_t bw = vw * ur;
   const int64_t nbf = np / bw, rem = np % bw;
   const int64_t chunks = std::max<int64_t>(1, CeilDiv(nbf, rows));
-  const int64_t tasks = s.n * f.group * chunks;
+  const int64_t nkb = f.kg / kb, per_split = CeilDiv(nkb, kn.ks), splits = CeilDiv(nkb, per_split);
+  const int64_t tasks = s.n * f.group * chunks * splits;
   const bool flat_ok = s.one_d || FlatSpatialIndexOk(g, f);
 
   GraphExpr ge(g);
   const std::vector<Buffer>& args = ge.args();
   const ConvBuffers bufs = BindConvBuffers(g, f, ge);
-  const Buffer &x = bufs.x, &w = bufs.w, &bias = bufs.bias, &raw = bufs.raw;
+  const Buffer &x = bufs.x, &w = bufs.w, &bias = bufs.bias;
   const AnchorOutputs& outs = bufs.outs;
-  const std::vector<int>& order = outs.order;
 
   Expr n = Var("n_"), grp = Var("g_"), pc = Var("pc_"), kbo = Var("kbo_");
   // One register block: pixels p0 + u*vw + v (u < nu) of channels kbo*kb + kk.
@@ -387,12 +408,8 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
     } else {
       idx = {n, k, Div(p, I(s.ow)), Mod(p, I(s.ow))};
     }
-    std::vector<Stmt> st = {Store(raw, oi, Load(acc, ai))};
-    for (int j : order) {
-      ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], idx));
-      st.push_back(Store(ge.output_buffer(j), oi, e));
-    }
-    Stmt store = lanes(Block(st), guard);
+    ASSIGN_OR_RETURN(Stmt st, StoreThroughEpilogue(g, ge, f.conv->output(0), outs, Load(acc, ai), idx, oi));
+    Stmt store = lanes(st, guard);
     return Allocate(acc, Block({init, mac, store}));
   };
   std::vector<Stmt> per_kb;
@@ -406,10 +423,19 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
     ASSIGN_OR_RETURN(Stmt tail, block("acc_tail", I(nbf * bw), CeilDiv(rem, vw), rem % vw != 0));
     per_kb.push_back(chunks > 1 ? IfThen(Eq(pc, I(chunks - 1)), tail) : tail);
   }
-  Stmt body = For("kbo_", I(f.kg / kb), Block(per_kb));
-  body = LetStmt("pc_", Mod(Var("t_"), I(chunks)), body);
-  body = LetStmt("n_", Div(Var("t_"), I(f.group * chunks)),
-                 LetStmt("g_", Mod(Div(Var("t_"), I(chunks)), I(f.group)), body));
+  Stmt body;
+  if (splits == 1) {
+    body = For("kbo_", I(nkb), Block(per_kb));
+  } else {
+    // Task t's share of the channel blocks: kp_ * per_split + kbi_.
+    Expr kbo_at = Add(Mul(Var("kp_"), I(per_split)), Var("kbi_"));
+    Stmt one = LetStmt("kbo_", kbo_at, Block(per_kb));
+    if (nkb % per_split != 0) one = IfThen(Lt(kbo_at, I(nkb)), one);
+    body = LetStmt("kp_", Mod(Var("t_"), I(splits)), For("kbi_", I(per_split), one));
+  }
+  Expr t = splits == 1 ? Var("t_") : Div(Var("t_"), I(splits));  // (image, group, pixel chunk)
+  body = LetStmt("pc_", Mod(t, I(chunks)), body);
+  body = LetStmt("n_", Div(t, I(f.group * chunks)), LetStmt("g_", Mod(Div(t, I(chunks)), I(f.group)), body));
   return LoopFunc{"conv", args, For("t_", I(tasks), body, ForKind::kParallel)};
 }
 
@@ -428,7 +454,7 @@ absl::StatusOr<LoopFunc> LowerDepthwise(const Graph& g, const ConvForm& f, const
   GraphExpr ge(g);
   const std::vector<Buffer>& args = ge.args();
   const ConvBuffers bufs = BindConvBuffers(g, f, ge);
-  const Buffer &x = bufs.x, &w = bufs.w, &bias = bufs.bias, &raw = bufs.raw;
+  const Buffer &x = bufs.x, &w = bufs.w, &bias = bufs.bias;
   const AnchorOutputs& outs = bufs.outs;
   const Value* conv_out = f.conv->output(0);
 
@@ -490,12 +516,8 @@ absl::StatusOr<LoopFunc> LowerDepthwise(const Graph& g, const ConvForm& f, const
     Expr oh = Var("so_"), ow = Add(Mul(Var("sq_"), I(vw)), Var("sv_"));
     std::vector<Expr> out_idx = {n, ch, oh, ow};
     Expr oi = FlatIndex(DimsOf(conv_out), out_idx);
-    std::vector<Stmt> st = {Store(raw, oi, Load(yp, Add(Mul(oh, I(d.pq)), ow)))};
-    for (int j : outs.order) {
-      ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], out_idx));
-      st.push_back(Store(ge.output_buffer(j), oi, e));
-    }
-    Stmt body = Block(st);
+    ASSIGN_OR_RETURN(Stmt body, StoreThroughEpilogue(g, ge, conv_out, outs, Load(yp, Add(Mul(oh, I(d.pq)), ow)),
+                                                     out_idx, oi));
     if (s.ow % vw != 0) body = IfThen(Lt(ow, I(s.ow)), body);
     store = For("so_", I(s.oh), For("sq_", I(CeilDiv(s.ow, vw)), For("sv_", I(vw), body, ForKind::kVectorized)));
   }
@@ -603,12 +625,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   }
   Stmt store;
   {
-    std::vector<Stmt> st = {Store(raw, oi, Load(acc, ai))};
-    for (int j : outs.order) {
-      ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], out_idx));
-      st.push_back(Store(ge.output_buffer(j), oi, e));
-    }
-    Stmt body = Block(st);
+    ASSIGN_OR_RETURN(Stmt body, StoreThroughEpilogue(g, ge, conv_out, outs, Load(acc, ai), out_idx, oi));
     // Before the last chunk only the partial sums are stored.
     if (nch > 1) body = IfThen(Eq(Var("ch_"), I(nch - 1)), body, Store(raw, oi, Load(acc, ai)));
     if (s.ow % (vw * ur) != 0) body = IfThen(Lt(ow, I(s.ow)), body);
@@ -863,7 +880,6 @@ absl::StatusOr<LoopFunc> LowerTranspose(const Graph& g, const ScheduleConfig& co
   Buffer bias = f.b_arg >= 0 ? args[f.b_arg] : nullptr;
   const Value* ct_out = f.node->output(0);
   const AnchorOutputs outs = PlanAnchorOutputs(g, ct_out);
-  const std::vector<int>& order = outs.order;
   Buffer raw = ge.output_buffer(outs.raw);
   ge.Bind(ct_out, raw);
 
@@ -936,12 +952,7 @@ absl::StatusOr<LoopFunc> LowerTranspose(const Graph& g, const ScheduleConfig& co
       if (f.nsp >= 2) idx.push_back(oh);
       idx.push_back(ow);
       Expr oi = FlatIndex(DimsOf(ct_out), idx);
-      std::vector<Stmt> st = {Store(raw, oi, Load(acc, ai))};
-      for (int j : order) {
-        ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], idx));
-        st.push_back(Store(ge.output_buffer(j), oi, e));
-      }
-      Stmt s = Block(st);
+      ASSIGN_OR_RETURN(Stmt s, StoreThroughEpilogue(g, ge, ct_out, outs, Load(acc, ai), idx, oi));
       if (nq % (vw * ur) != 0) s = IfThen(Lt(q, I(nq)), s);
       body.push_back(lanes(s));
     }

@@ -46,8 +46,10 @@ absl::StatusOr<WindowGeometry> ResolveWindow(const Node& node, const std::vector
 // pointwise variant: vw lanes over the flattened output pixels (H*W is
 // contiguous in NCHW), ur vectors by kb output channels per register block,
 // rows = pixel blocks (of vw*ur) per task; input and weights are read in place
-// and the leftover pixels form one narrower, lane-masked block. The default
-// schedule of a pointwise conv is a pw=1 point.
+// and the leftover pixels form one narrower, lane-masked block; ks (absent: 1)
+// splits the output-channel blocks ks ways across tasks, for small maps with
+// fewer pixel blocks than threads. The default schedule of a pointwise conv is
+// a pw=1 point with the fewest ks that makes 4 tasks.
 // dw=1 (only for 2-D depthwise convs: one input and one output channel per
 // group) is the plane variant: a task is (image, `rows` channels); per channel
 // the zero-padded input plane is copied into sh*sw stride-phase planes, so

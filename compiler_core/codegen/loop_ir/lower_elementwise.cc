@@ -11,6 +11,7 @@
 #include "base/status_macros.h"
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"
+#include "compiler_core/codegen/loop_ir/substitute.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
 #include "compiler_core/ir/float16.h"
 
@@ -292,6 +293,61 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
   return out;
 }
 
+// A box of a workload output written by one loop nest: the whole output, or,
+// when the output is a Concat, the slab of one of its inputs, so that each
+// element is computed from the one input it comes from (no select chain over
+// every input, no clamped reads of the others).
+struct Segment {
+  const Value* source;        // the value whose element idx is stored
+  std::vector<int64_t> dims;  // the box's extents
+  int axis = 0;               // where the box starts in the output: offset on axis
+  int64_t offset = 0;
+  std::string name;           // loop-variable prefix suffix ("" or "c<i>_")
+};
+
+std::vector<Segment> SegmentsOf(const Value* result) {
+  const Node* p = result->producer();
+  if (p == nullptr || p->op_type() != "Concat" || p->num_inputs() < 2) return {{result, DimsOf(result)}};
+  std::vector<int64_t> dims = DimsOf(result);
+  int64_t axis = p->GetInt("axis", 0);
+  if (axis < 0) axis += static_cast<int64_t>(dims.size());
+  std::vector<Segment> segs;
+  int64_t off = 0;
+  for (int i = 0; i < p->num_inputs(); ++i) {
+    Segment s{p->input(i), DimsOf(p->input(i)), static_cast<int>(axis), off, absl::StrCat("c", i, "_")};
+    off += s.dims[axis];
+    segs.push_back(std::move(s));
+  }
+  return segs;
+}
+
+// The nests of one output's segments as one statement with at most one
+// parallel loop, outermost (the runtime splits only that one): the segments'
+// task loops become one loop whose iteration t runs chunk t of every segment,
+// so each task gets its share of each slab; a serial nest runs in task 0.
+Stmt OneParallelLoop(const std::vector<Stmt>& nests) {
+  int64_t tasks = 0;
+  for (const Stmt& n : nests) {
+    int64_t e = 0;
+    if (n->kind == StmtKind::kFor && n->for_kind == ForKind::kParallel && AsConst(n->extent, &e)) {
+      tasks = std::max(tasks, e);
+    }
+  }
+  if (nests.size() == 1 || tasks == 0) return Block(nests);
+  Expr t = Var("task");
+  std::vector<Stmt> body;
+  for (const Stmt& n : nests) {
+    int64_t e = 0;
+    if (n->kind == StmtKind::kFor && n->for_kind == ForKind::kParallel && AsConst(n->extent, &e)) {
+      Stmt chunk = Substitute(n->body[0], n->var, t);
+      body.push_back(e == tasks ? chunk : IfThen(Lt(t, IntImm(e)), chunk));
+    } else {
+      body.push_back(IfThen(Eq(t, IntImm(0)), n));
+    }
+  }
+  return For("task", IntImm(tasks), Block(body), ForKind::kParallel);
+}
+
 absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
   RETURN_IF_ERROR(CheckWorkloadTypes(g));
   for (const auto& n : g.nodes()) RETURN_IF_ERROR(GraphExpr::CheckNode(*n));
@@ -300,22 +356,28 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   int64_t tasks = g.outputs().size() == 1 ? config.Get("tasks", 1) : 1;
   std::vector<Stmt> stmts;
   for (size_t j = 0; j < g.outputs().size(); ++j) {
-    std::vector<int64_t> dims = DimsOf(g.outputs()[j]);
-    if (NumElements(dims) == 0) continue;
-    absl::Status err = absl::OkStatus();
-    std::string prefix = absl::StrCat("o", j, "_");
-    Stmt nest = ForEachIndex(dims, prefix, [&](const std::vector<Expr>& idx) -> Stmt {
-      absl::StatusOr<Expr> v = ge.At(g.outputs()[j], idx);
-      if (!v.ok()) {
-        err = v.status();
-        return Block({});
-      }
-      const Buffer& out = ge.output_buffer(static_cast<int>(j));
-      return Store(out, idx, Cast(out->dtype, *v));
-    });
-    RETURN_IF_ERROR(err);
-    ASSIGN_OR_RETURN(nest, ScheduleNest(nest, dims, prefix, vw, tasks));
-    stmts.push_back(nest);
+    const Value* result = g.outputs()[j];
+    std::vector<Stmt> nests;
+    const Buffer& out = ge.output_buffer(static_cast<int>(j));
+    for (const Segment& seg : SegmentsOf(result)) {
+      if (NumElements(seg.dims) == 0) continue;
+      absl::Status err = absl::OkStatus();
+      std::string prefix = absl::StrCat("o", j, "_", seg.name);
+      Stmt nest = ForEachIndex(seg.dims, prefix, [&](const std::vector<Expr>& idx) -> Stmt {
+        absl::StatusOr<Expr> v = ge.At(seg.source, idx);
+        if (!v.ok()) {
+          err = v.status();
+          return Block({});
+        }
+        std::vector<Expr> at = idx;
+        if (seg.offset != 0) at[seg.axis] = Add(at[seg.axis], IntImm(seg.offset));
+        return Store(out, at, Cast(out->dtype, *v));
+      });
+      RETURN_IF_ERROR(err);
+      ASSIGN_OR_RETURN(nest, ScheduleNest(nest, seg.dims, prefix, vw, tasks));
+      nests.push_back(nest);
+    }
+    stmts.push_back(OneParallelLoop(nests));
   }
   return LoopFunc{"data_movement", ge.args(), Block(stmts)};
 }

@@ -350,6 +350,10 @@ std::vector<ScheduleConfig> MatMulRegisterBlocks(const MatMulSpec& s, const CpuT
   return out;
 }
 
+// At most this many rows are one or two row tasks: the space then also
+// splits the columns (nc) so that threads have tasks.
+constexpr int64_t kFewRows = 64;
+
 // B larger than an L2 and more rows than one register block: worth packing.
 bool WantsPacking(const MatMulSpec& s) { return s.m > 8 && s.k * s.n * 4 > (int64_t{1} << 20); }
 
@@ -369,8 +373,9 @@ ScheduleConfig PackedVariant(const MatMulSpec& s, const ScheduleConfig& reg, int
 std::vector<ScheduleConfig> EnumerateMatMul(const MatMulSpec& s, const CpuTarget& target) {
   std::vector<ScheduleConfig> base = MatMulRegisterBlocks(s, target);
   std::vector<ScheduleConfig> out = base;
-  if (s.m <= 8) {
-    // Few rows (GEMV): column blocks give threads tasks; B streams once, no packing.
+  if (s.m <= kFewRows) {
+    // Few rows (GEMV, a pointwise conv's pixels): column blocks give threads
+    // tasks; B streams once, no packing.
     for (int64_t nc : {128, 256, 512}) {
       if (nc >= s.n) continue;
       for (ScheduleConfig c : base) {
@@ -430,7 +435,7 @@ ScheduleConfig DefaultMatMul(const MatMulSpec& s, const CpuTarget& target) {
   if (WantsPacking(s)) {
     blocked = PackedVariant(s, reg, std::min<int64_t>(256, Useful({128, 256}, 1, s.k).back()),
                             s.m > 128 ? 128 : 0, target);
-  } else if (s.m <= 8 && s.n > 256) {
+  } else if (s.m <= kFewRows && s.n > 256) {
     blocked.Set("nc", 256);
   }
   std::vector<ScheduleConfig> space = EnumerateMatMul(s, target);

@@ -266,13 +266,8 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
                                         : std::vector<Expr>{Div(p, I(s.c)), Mod(p, I(s.c)), oh, ow};
     Expr oplane = s.three_d ? Add(Mul(p, I(s.od)), odv) : p;
     Expr oi = Add(Mul(Add(Mul(oplane, I(s.oh)), oh), I(s.ow)), ow);
-    std::vector<Stmt> st = {Store(raw, oi, result)};
-    if (ib) st.push_back(Store(ib, oi, Load(acc_i, v)));
-    for (int j : outs.order) {
-      ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], idx));
-      st.push_back(Store(ge.output_buffer(j), oi, e));
-    }
-    Stmt body = Block(st);
+    ASSIGN_OR_RETURN(Stmt body, StoreThroughEpilogue(g, ge, pool_out, outs, result, idx, oi));
+    if (ib) body = Block({body, Store(ib, oi, Load(acc_i, v))});
     if (s.ow % vw != 0) body = IfThen(Lt(ow, I(s.ow)), body);
     store = For("v_", I(vw), body, ForKind::kVectorized);
   }

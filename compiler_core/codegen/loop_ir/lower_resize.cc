@@ -257,17 +257,12 @@ absl::StatusOr<LoopFunc> LowerResize(const Graph& g, const ScheduleConfig& confi
       for (size_t i = 1; i < valid.size(); ++i) all = And(all, valid[i]);
       sum = Select(all, sum, FloatImm(f.plan.extrapolation));
     }
-    std::vector<Stmt> st = {Store(raw, idx, sum)};
-    ge.Bind(resized, raw);
-    for (int j : outs.order) {
-      absl::StatusOr<Expr> e = ge.At(g.outputs()[j], idx);
-      if (!e.ok()) {
-        err = e.status();
-        return Block({});
-      }
-      st.push_back(Store(ge.output_buffer(j), idx, *e));
+    absl::StatusOr<Stmt> stores = StoreThroughEpilogue(g, ge, resized, outs, sum, idx, FlatIndex(f.out_dims, idx));
+    if (!stores.ok()) {
+      err = stores.status();
+      return Block({});
     }
-    Stmt body = Block(st);
+    Stmt body = *stores;
     for (size_t i = lets.size(); i-- > 0;) body = LetStmt(lets[i].first, lets[i].second, body);
     return body;
   });

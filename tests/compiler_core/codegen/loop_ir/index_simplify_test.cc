@@ -49,6 +49,30 @@ TEST(IndexSimplifyTest, SplitTailGuardBoundsTheRemainder) {
   EXPECT_EQ(text.find(" % "), std::string::npos) << text;
 }
 
+// The guarded `o*16 + v < 91` inside a longer sum (SSD's head: Reshape of a
+// [546, HW] conv output to [6, 91] per pixel, read at a*91 + o*16 + v) still
+// bounds it: a*91 + (o*16 + v) < 546, so `/ 546` is 0 and `% 546` is the sum.
+TEST(IndexSimplifyTest, GuardBoundsPartOfALongerSum) {
+  Buffer in = MakeBuffer("in0", {546}, BufferRole::kInput, 0);
+  Buffer out = MakeBuffer("out0", {6, 91}, BufferRole::kOutput, 1);
+  Expr k = Add(Mul(Var("o"), I(16)), Var("v"));
+  Expr flat = Add(Add(Mul(Var("a"), I(91)), Mul(Var("o"), I(16))), Var("v"));
+  Expr read = Load(in, Add(Mul(Div(flat, I(546)), I(546)), Mod(flat, I(546))));
+  Stmt store = Store(out, Add(Mul(Var("a"), I(91)), k), read);
+  Stmt body = For("a", I(6), For("o", I(6), For("v", I(16), IfThen(Lt(k, I(91)), store), ForKind::kVectorized)));
+  std::string text = Simplified(LoopFunc{"k", {in, out}, body});
+  EXPECT_EQ(text.find(" / "), std::string::npos) << text;
+  EXPECT_EQ(text.find(" % "), std::string::npos) << text;
+  // Without the guard (o*16 + v reaches 95) the sum can reach 550: both stay.
+  Buffer wide_in = MakeBuffer("in0", {1092}, BufferRole::kInput, 0);  // what the verifier can bound
+  Buffer wide_out = MakeBuffer("out0", {6, 96}, BufferRole::kOutput, 1);
+  Expr wide_read = Load(wide_in, Add(Mul(Div(flat, I(546)), I(546)), Mod(flat, I(546))));
+  Stmt unguarded = For("a", I(6), For("o", I(6), For("v", I(16), Store(wide_out, Add(Mul(Var("a"), I(96)), k), wide_read),
+                                                     ForKind::kVectorized)));
+  text = Simplified(LoopFunc{"k", {wide_in, wide_out}, unguarded});
+  EXPECT_NE(text.find(" / 546"), std::string::npos) << text;
+}
+
 // A Let bounds its variable; nested divisions merge.
 TEST(IndexSimplifyTest, LetRangesAndNestedDivisions) {
   Buffer in = MakeBuffer("in0", {64}, BufferRole::kInput, 0);

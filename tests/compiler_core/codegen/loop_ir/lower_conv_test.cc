@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -161,6 +162,31 @@ TEST(ConvLoweringTest, EpilogueBiasRelu) {
   CheckConv(*b.Finish({b.Op("Relu", {c})}));
 }
 
+// The epilogue takes the accumulator: at every point of every variant the
+// output is stored once per element and never read back (a masked store
+// followed by a load of the same lanes stalls store forwarding).
+TEST(ConvLoweringTest, EpilogueNeverReloadsTheOutput) {
+  for (Ints kernel : {Ints{3, 3}, Ints{1, 1}}) {
+    for (int64_t group : {int64_t{1}, int64_t{8}}) {
+      Builder b;
+      Value* x = b.Input({1, 8, 14, 14});
+      Value* w = b.Input({8, 8 / group, kernel[0], kernel[1]});
+      Ints pads = kernel[0] == 3 ? Ints{1, 1, 1, 1} : Ints{0, 0, 0, 0};
+      Value* c = b.Op("Conv", {x, w}, ConvAttrs(kernel, {1, 1}, pads, {1, 1}, group));
+      auto g = b.Finish({b.Op("Mul", {c, b.Op("Sigmoid", {c})})});
+      const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(*g);
+      ASSERT_NE(l, nullptr);
+      for (const ScheduleConfig& config : EnumerateSchedules(*g, CpuTarget::Host())) {
+        auto f = l->lower(*g, config, CpuTarget::Host());
+        ASSERT_TRUE(f.ok()) << f.status();
+        std::string text = loop_ir::Print(*f);
+        EXPECT_EQ(text.find("= out0["), std::string::npos) << config.ToString() << "\n" << text;
+        EXPECT_EQ(text.find("(out0["), std::string::npos) << config.ToString() << "\n" << text;
+      }
+    }
+  }
+}
+
 TEST(ConvLoweringTest, EpilogueClipAndHardSwish) {
   Builder b;
   Value* x = b.Input({1, 6, 9, 11});
@@ -263,6 +289,25 @@ TEST(ConvLoweringTest, PointwiseVariantOddSizes) {
   }
   auto grouped = Conv2d({1, 6, 9, 9}, 4, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, /*bias=*/false);
   CheckConv(*grouped, PointwisePoints(*grouped, target));
+}
+
+// A small map has fewer pixel blocks than tasks wanted: the space splits the
+// output-channel blocks (ks), uneven splits included, and the default takes
+// the fewest splits that make 4 tasks.
+TEST(ConvLoweringTest, PointwiseVariantSplitsChannelsOnSmallMaps) {
+  CpuTarget target = CpuTarget::Host();
+  auto g = Conv2d({1, 8, 5, 5}, 40, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  std::vector<ScheduleConfig> pw = PointwisePoints(*g, target);
+  std::set<int64_t> splits;
+  for (const ScheduleConfig& c : pw) splits.insert(c.Get("ks", 1));
+  EXPECT_GT(splits.size(), 2u);
+  CheckConv(*g, pw);
+  ScheduleConfig def = DefaultSchedule(*g, target);
+  EXPECT_EQ(def.Get("pw", 0), 1);
+  EXPECT_EQ(def.Get("ks", 1), 4) << def.ToString();  // one pixel block of 25: 4 tasks of channel blocks
+  ScheduleConfig bad = def;
+  bad.Set("ks", 99);
+  EXPECT_FALSE(ValidateSchedule(*g, bad, target).ok());
 }
 
 TEST(ConvLoweringTest, PointwiseVariantOneDimensionalAndEpilogues) {

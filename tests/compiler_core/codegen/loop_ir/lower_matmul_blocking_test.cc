@@ -149,7 +149,9 @@ TEST(MatMulBlocking, SpaceOnLargeShapesAndBufferBound) {
   CpuTarget target = CpuTarget::Host();
   auto big = MakeWorkload("MatMul", {{512, 768}, {768, 3072}}, {512, 3072});
   auto gemv = MakeWorkload("MatMul", {{1, 1280}, {1280, 1000}}, {1, 1000});
-  for (const Graph* g : {big.get(), gemv.get()}) {
+  // A pointwise conv on a 5x5 map as a matmul: 25 rows, one row task.
+  auto few_rows = MakeWorkload("MatMul", {{25, 240}, {240, 1280}}, {25, 1280});
+  for (const Graph* g : {big.get(), gemv.get(), few_rows.get()}) {
     std::vector<ScheduleConfig> space = EnumerateSchedules(*g, target);
     bool blocked = false;
     for (const ScheduleConfig& c : space) {
@@ -159,7 +161,8 @@ TEST(MatMulBlocking, SpaceOnLargeShapesAndBufferBound) {
     EXPECT_TRUE(blocked);
     ScheduleConfig d = DefaultSchedule(*g, target);
     EXPECT_NE(std::find(space.begin(), space.end(), d), space.end()) << d.ToString();
-    // Column blocks give a GEMV at least two tasks; row and column blocks a big GEMM many.
+    // Column blocks give a GEMV and a few-row GEMM at least two tasks; row and
+    // column blocks a big GEMM many.
     auto spec = loop_ir::AnalyzeMatMul(*g);
     ASSERT_TRUE(spec.ok());
     EXPECT_GE(loop_ir::TileMatMul(*spec, d, target).num_tasks, 2) << d.ToString();

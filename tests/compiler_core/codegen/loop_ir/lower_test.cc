@@ -171,6 +171,38 @@ TEST(LoopIrLoweringTest, DataMovement) {
   }
 }
 
+// A Concat result is written slab by slab: each input's nest computes only
+// its own elements (no select over the inputs), and the slabs share one
+// parallel loop whose task t runs chunk t of each.
+int Occurrences(const std::string& text, const std::string& word) {
+  int n = 0;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+  return n;
+}
+
+TEST(LoopIrLoweringTest, ConcatWritesOneSlabPerInput) {
+  Builder b;
+  std::vector<Value*> parts;
+  for (int64_t rows : {24, 6, 1}) {
+    Value* x = b.In({1, rows, 7});
+    parts.push_back(b.Op("Transpose", {x}, {1, 7, rows}, {{"perm", std::vector<int64_t>{0, 2, 1}}}));
+  }
+  Value* c = b.Op("Concat", parts, {1, 7, 31}, {{"axis", int64_t{2}}});
+  b.g->AddOutput(c);
+  CheckAllPoints(*b.g, "data_movement");
+  const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(*b.g);
+  ASSERT_NE(l, nullptr);
+  ScheduleConfig config;
+  config.Set("vw", 4);
+  config.Set("tasks", 2);
+  auto f = l->lower(*b.g, config, CpuTarget::Host());
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::string text = loop_ir::Print(*f);
+  EXPECT_EQ(Occurrences(text, "parallel for"), 1) << text;
+  EXPECT_EQ(text.find("select("), std::string::npos) << text;
+  EXPECT_EQ(Occurrences(text, "vectorized for"), 3) << text;
+}
+
 TEST(LoopIrLoweringTest, LoopIrAndLlvmDumps) {
   Builder b;
   Value* x = b.In({4, 10});

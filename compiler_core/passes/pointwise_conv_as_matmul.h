@@ -1,0 +1,41 @@
+// Pointwise convolution as a transposed MatMul, for small feature maps: a 1x1,
+// stride-1, unpadded, ungrouped f32 Conv with constant weights whose maps have
+// at most kMaxPointwisePixels pixels becomes
+//
+//   Gemm(Reshape(X, [C, P]), Wᵀ [C, K], bias, transA=1)      [P, K]
+//   Reshape(Transpose(., [1, 0]), [1, K, H, W])
+//
+// for one image (Gemm reads Xᵀ through its strides), and for N images
+//
+//   MatMul(Transpose(Reshape(X, [N, C, P]), [0, 2, 1]), Wᵀ) + bias   [N, P, K]
+//   Reshape(Transpose(., [0, 2, 1]), [N, K, H, W])
+//
+// and on 1x1 maps (squeeze-and-excitation) a fully connected layer without
+// transposes: Reshape(Gemm(Reshape(X, [N, C]), Wᵀ, bias), [N, K, 1, 1]).
+//
+// In NCHW a conv's kernels vectorise over the pixels of a map; on the 5x5 and
+// 7x7 maps at the end of mobile networks (1280 channels of 25 pixels) that
+// leaves lanes idle and the weights streamed per pixel block. The MatMul
+// vectorises over the output channels instead, with full lanes and a packed
+// Wᵀ; the transposes move K*P floats, a few microseconds. Runs once after the
+// optimisation fixed point, with the Winograd rewrite (algorithm selection).
+#pragma once
+
+#include <cstdint>
+
+#include "compiler_core/passes/pass.h"
+
+namespace kiln {
+
+// Largest map (pixels per image) rewritten, and the fewest output channels
+// (a vector's worth) for which vectorising over them pays.
+inline constexpr int64_t kMaxPointwisePixels = 64;
+inline constexpr int64_t kMinPointwiseOutputChannels = 16;
+
+class PointwiseConvAsMatMul : public GraphPass {
+ public:
+  std::string name() const override { return "pointwise_conv_as_matmul"; }
+  absl::StatusOr<bool> Run(Graph& graph) override;
+};
+
+}  // namespace kiln
