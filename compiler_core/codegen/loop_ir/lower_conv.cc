@@ -91,6 +91,10 @@ absl::StatusOr<ConvForm> Analyze(const Graph& g) {
 // channel blocks allow: enough for the threads of a small host to share.
 constexpr int64_t kMinTasks = 4;
 
+// Multiply-adds per output element at or below which a direct conv's default
+// takes several output rows per task.
+constexpr int64_t kShortReduction = 32;
+
 struct Knobs {
   int64_t vw = 1, ur = 1, kb = 1, rows = 1;
   int64_t pw = 0;  // 1: pointwise variant over flattened output pixels
@@ -291,12 +295,15 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     const int64_t blocks = planes * std::max<int64_t>(1, CeilDiv(Pixels(*f) / (k.vw * k.ur), k.rows));
     return blocks * k.ks >= kMinTasks ? -k.ks : k.ks - kMinTasks * 16;
   };
-  auto score = [planes, &split_score](const ScheduleConfig& c) {
+  const bool short_reduction = f.ok() && f->cg * f->geo.kd * f->geo.kh * f->geo.kw <= kShortReduction;
+  auto score = [planes, short_reduction, &split_score](const ScheduleConfig& c) {
     int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
     int64_t pw = c.Get("pw", 0), dw = c.Get("dw", 0);
     int64_t want = pw ? 16 : dw ? 4 : 12;
     int64_t rows = c.Get("rows", 1);
-    int64_t rows_score = !dw ? -rows : planes / rows >= 8 ? rows : -rows;
+    // A short reduction (a stem conv over 3 channels) spends as much on
+    // packing its input rows as on the taps: more rows per task share them.
+    int64_t rows_score = dw ? (planes / rows >= 8 ? rows : -rows) : short_reduction && !pw ? rows : -rows;
     return std::make_tuple(dw, pw, c.Get("vw", 1), -std::abs(acc - want), rows_score,
                            -std::abs(c.Get("kb", 1) - 4 * pw), c.Get("kb", 1), split_score(c));
   };

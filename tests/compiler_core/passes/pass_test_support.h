@@ -67,6 +67,30 @@ class GraphBuilder {
   std::mt19937 rng_{7};
 };
 
+// The graph the conv rewrites are tested on: Conv(x) with weights [k, C/group,
+// kernel...] (random constants, or an input), an optional bias, an optional
+// Relu after it.
+struct ConvGraphSpec {
+  std::vector<int64_t> x;
+  int64_t k = 16, kernel = 1;
+  std::map<std::string, AttrValue> attrs;
+  bool bias = true, relu = true, constant_weights = true;
+};
+
+inline std::unique_ptr<Graph> ConvGraph(const ConvGraphSpec& c) {
+  GraphBuilder b;
+  Value* x = b.Input("x", c.x);
+  const int64_t group = c.attrs.count("group") ? std::get<int64_t>(c.attrs.at("group")) : 1;
+  std::vector<int64_t> wd = {c.k, c.x[1] / group};
+  for (size_t d = 2; d < c.x.size(); ++d) wd.push_back(c.kernel);
+  std::vector<Value*> in = {x, c.constant_weights ? b.Random("w", wd, -0.3f, 0.3f) : b.Input("w", wd)};
+  if (c.bias) in.push_back(b.Random("b", {c.k}));
+  Value* y = b.Op("Conv", in, c.attrs, "conv");
+  if (c.relu) y = b.Op("Relu", {y}, {}, "relu");
+  b.Output(y);
+  return b.Finish();
+}
+
 inline std::map<std::string, Tensor> RandomInputs(const Graph& g, unsigned seed = 1, float scale = 3) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-scale, scale);

@@ -12,8 +12,6 @@
 namespace kiln {
 namespace {
 
-using testing::GraphBuilder;
-
 struct Case {
   std::vector<int64_t> x = {1, 24, 5, 5};
   int64_t k = 40;
@@ -23,17 +21,8 @@ struct Case {
 };
 
 std::unique_ptr<Graph> Build(const Case& c) {
-  GraphBuilder b;
-  Value* x = b.Input("x", c.x);
-  const int64_t group = c.attrs.count("group") ? std::get<int64_t>(c.attrs.at("group")) : 1;
-  std::vector<int64_t> wd = {c.k, c.x[1] / group};
-  for (size_t d = 2; d < c.x.size(); ++d) wd.push_back(c.kernel);
-  std::vector<Value*> in = {x, c.constant_weights ? b.Random("w", wd, -0.3f, 0.3f) : b.Input("w", wd)};
-  if (c.bias) in.push_back(b.Random("b", {c.k}));
-  Value* y = b.Op("Conv", in, c.attrs, "conv");
-  if (c.relu) y = b.Op("Relu", {y}, {}, "relu");
-  b.Output(y);
-  return b.Finish();
+  return testing::ConvGraph({.x = c.x, .k = c.k, .kernel = c.kernel, .attrs = c.attrs, .bias = c.bias, .relu = c.relu,
+                             .constant_weights = c.constant_weights});
 }
 
 bool Rewrite(Graph& g) {

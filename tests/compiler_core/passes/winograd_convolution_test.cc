@@ -14,8 +14,6 @@
 namespace kiln {
 namespace {
 
-using testing::GraphBuilder;
-
 struct Case {
   int64_t n = 1, c = 16, k = 24, h = 17, w = 17;
   std::map<std::string, AttrValue> attrs = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
@@ -24,16 +22,8 @@ struct Case {
 };
 
 std::unique_ptr<Graph> Build(const Case& c) {
-  GraphBuilder b;
-  Value* x = b.Input("x", {c.n, c.c, c.h, c.w});
-  const int64_t group = c.attrs.count("group") ? std::get<int64_t>(c.attrs.at("group")) : 1;
-  const std::vector<int64_t> wd = {c.k, c.c / group, c.kernel, c.kernel};
-  std::vector<Value*> in = {x, c.constant_weights ? b.Random("w", wd, -0.3f, 0.3f) : b.Input("w", wd)};
-  if (c.bias) in.push_back(b.Random("b", {c.k}));
-  Value* y = b.Op("Conv", in, c.attrs, "conv");
-  if (c.relu) y = b.Op("Relu", {y}, {}, "relu");
-  b.Output(y);
-  return b.Finish();
+  return testing::ConvGraph({.x = {c.n, c.c, c.h, c.w}, .k = c.k, .kernel = c.kernel, .attrs = c.attrs, .bias = c.bias,
+                             .relu = c.relu, .constant_weights = c.constant_weights});
 }
 
 // The tile the pass chose, or 0 when the Conv stayed.
