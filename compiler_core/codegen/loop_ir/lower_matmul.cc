@@ -425,10 +425,12 @@ ScheduleConfig DefaultMatMul(const MatMulSpec& s, const CpuTarget& target) {
   // About 12 accumulators: enough independent FMAs to cover their latency on
   // both pipes. One vector of columns (a Winograd GEMM over 16 tiles, a thin
   // N) takes them all in rows.
+  // A GEMV (one row) has only nr accumulator chains: 4 keep the FMA latency
+  // covered (1x1000x1280 with B in cache: nr=2 28, nr=4 33 GFLOP/s).
   const bool one_vector = s.n <= target.FloatLanes();
   ScheduleConfig want;
   want.Set("mr", one_vector ? 12 : 6);
-  want.Set("nr", one_vector ? 1 : 2);
+  want.Set("nr", one_vector ? 1 : s.m == 1 ? 4 : 2);
   want.Set("ku", 4);
   ScheduleConfig reg = Closest(MatMulRegisterBlocks(s, target), want);
   ScheduleConfig blocked = reg;

@@ -4,7 +4,7 @@
 //
 //   knob  meaning                                                  default
 //   mr    rows of the register block (1..12)                      ~6, 12 when N fits one vector
-//   nr    vectors (of the target's f32 lanes) of the register block ~2
+//   nr    vectors (of the target's f32 lanes) of the register block ~2, 4 for one row
 //   ku    unroll of the reduction loop                             ~4
 //   mc    rows per task (rounded up to mr); 0 or missing: ~32       0
 //   nc    columns per task (rounded up to nr * lanes); 0 or
