@@ -76,6 +76,32 @@ Expr FromLinear(const Linear& l) {
   return l.constant == 0 ? out : Add(out, IntImm(l.constant));
 }
 
+// Structural equality (the same subexpression built twice).
+bool SameExpr(const Expr& a, const Expr& b) {
+  if (a == b) return true;
+  if (a == nullptr || b == nullptr || a->kind != b->kind || a->type != b->type || a->int_value != b->int_value ||
+      a->float_value != b->float_value || a->name != b->name || a->buffer != b->buffer ||
+      a->args.size() != b->args.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a->args.size(); ++i) {
+    if (!SameExpr(a->args[i], b->args[i])) return false;
+  }
+  return true;
+}
+
+// `e` is x / c with a constant c > 0 (or x / a / b as x / (a*b) with a | c):
+// sets *x and returns true when e is (x / d) for the given divisor d.
+bool IsDivBy(const Expr& e, int64_t d, Expr* x) {
+  int64_t c = 0;
+  if (e->kind != ExprKind::kDiv || !AsConst(e->args[1], &c) || c <= 0) return false;
+  if (c == d) {
+    *x = e->args[0];
+    return true;
+  }
+  return false;
+}
+
 class IndexSimplifier {
  public:
   Stmt Run(const Stmt& s) {
@@ -258,8 +284,52 @@ class IndexSimplifier {
         AsConst(out->args[1], &c) && c > 0) {
       out = DivMod(out, c);
     }
+    if (out->type == ScalarType::kI64 && (out->kind == ExprKind::kAdd || out->kind == ExprKind::kSub)) {
+      out = Reflatten(out);
+    }
     memo_[e.get()] = out;
     return out;
+  }
+
+  // A flat index unflattened by a Reshape and flattened again by the load of
+  // a contiguous buffer: in the sum, k*c*(x / c) + k*(x % c) is k*x, and
+  // k*a*((x / a) % b) + k*(x % a) is k*(x % (a*b)) for x >= 0, repeated until
+  // nothing pairs (so ((F/3136)*56 + (F/56)%56)*56 + F%56 is F).
+  Expr Reflatten(const Expr& e) {
+    Linear l = ToLinear(e);
+    bool changed = false;
+    for (bool again = true; again;) {
+      again = false;
+      for (size_t i = 0; i < l.terms.size() && !again; ++i) {
+        const Expr mod = l.terms[i].first;
+        const int64_t k = l.terms[i].second;
+        int64_t a = 0;
+        if (k == 0 || mod->kind != ExprKind::kMod || !AsConst(mod->args[1], &a) || a <= 0) continue;
+        const Expr& x = mod->args[0];
+        for (size_t j = 0; j < l.terms.size() && !again; ++j) {
+          const Expr other = l.terms[j].first;
+          if (j == i || l.terms[j].second != k * a) continue;
+          Expr y;
+          int64_t b = 0;
+          Expr merged;
+          if (IsDivBy(other, a, &y) && SameExpr(y, x)) {
+            merged = x;  // truncating division: x == (x / a) * a + x % a for every x
+          } else if (other->kind == ExprKind::kMod && AsConst(other->args[1], &b) && b > 0 &&
+                     IsDivBy(other->args[0], a, &y) && SameExpr(y, x)) {
+            std::optional<Interval> r = Range(x);
+            if (!r || r->lo < 0 || a > (int64_t{1} << 31) || b > (int64_t{1} << 31)) continue;
+            merged = Mod(x, IntImm(a * b));
+          } else {
+            continue;
+          }
+          l.terms[i].second = 0;
+          l.terms[j].second = 0;
+          l.terms.emplace_back(merged, k);
+          again = changed = true;
+        }
+      }
+    }
+    return changed ? FromLinear(l) : e;
   }
 
   // `e` is a / c or a % c with a constant c > 0 (arguments simplified).

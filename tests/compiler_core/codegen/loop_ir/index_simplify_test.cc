@@ -63,14 +63,35 @@ TEST(IndexSimplifyTest, GuardBoundsPartOfALongerSum) {
   std::string text = Simplified(LoopFunc{"k", {in, out}, body});
   EXPECT_EQ(text.find(" / "), std::string::npos) << text;
   EXPECT_EQ(text.find(" % "), std::string::npos) << text;
-  // Without the guard (o*16 + v reaches 95) the sum can reach 550: both stay.
-  Buffer wide_in = MakeBuffer("in0", {1092}, BufferRole::kInput, 0);  // what the verifier can bound
+  // Without the guard (o*16 + v reaches 95) the sum can reach 550: the
+  // division stays.
+  Buffer wide_in = MakeBuffer("in0", {2}, BufferRole::kInput, 0);
   Buffer wide_out = MakeBuffer("out0", {6, 96}, BufferRole::kOutput, 1);
-  Expr wide_read = Load(wide_in, Add(Mul(Div(flat, I(546)), I(546)), Mod(flat, I(546))));
+  Expr wide_read = Load(wide_in, Div(flat, I(546)));
   Stmt unguarded = For("a", I(6), For("o", I(6), For("v", I(16), Store(wide_out, Add(Mul(Var("a"), I(96)), k), wide_read),
                                                      ForKind::kVectorized)));
   text = Simplified(LoopFunc{"k", {wide_in, wide_out}, unguarded});
   EXPECT_NE(text.find(" / 546"), std::string::npos) << text;
+}
+
+// GroupNorm as exported: a [1, 64*56*56] view of a [1, 64, 56, 56] input, read
+// along the flat axis in vectors. No bound removes `/ 3136` or `% 56` from the
+// unflattened index, but flattening it again for the load sums back to the
+// flat index itself: a contiguous vector load instead of a gather.
+TEST(IndexSimplifyTest, UnflattenedThenFlattenedIndexIsTheFlatIndex) {
+  Buffer in = MakeBuffer("in0", {64, 56, 56}, BufferRole::kInput, 0);
+  Buffer out = MakeBuffer("out0", {200704}, BufferRole::kOutput, 1);
+  Expr flat = Add(Mul(Var("o"), I(16)), Var("v"));
+  Expr read = Load(in, {Div(Div(flat, I(56)), I(56)), Mod(Div(flat, I(56)), I(56)), Mod(flat, I(56))});
+  Stmt body = For("o", I(12544), For("v", I(16), Store(out, flat, read), ForKind::kVectorized));
+  std::string text = Simplified(LoopFunc{"k", {in, out}, body});
+  EXPECT_EQ(text.find(" / "), std::string::npos) << text;
+  EXPECT_EQ(text.find(" % "), std::string::npos) << text;
+  // A different divisor does not pair: the read stays unflattened.
+  Expr other = Load(in, {Div(flat, I(3136)), Mod(Div(flat, I(56)), I(56)), Mod(flat, I(28))});
+  text = Simplified(LoopFunc{"k", {in, out}, For("o", I(12544), For("v", I(16), Store(out, flat, other),
+                                                                     ForKind::kVectorized))});
+  EXPECT_NE(text.find("% 28"), std::string::npos) << text;
 }
 
 // A Let bounds its variable; nested divisions merge.
