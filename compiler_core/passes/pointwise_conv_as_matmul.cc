@@ -93,7 +93,7 @@ absl::StatusOr<bool> Rewrite(Graph& graph, Node* n) {
 }  // namespace
 
 absl::StatusOr<bool> PointwiseConvAsMatMul::Run(Graph& graph) {
-  auto is_conv = [](const Node& n) { return n.domain().empty() && n.op_type() == "Conv"; };
+  auto is_conv = [](const Node& n) { return IsOp(&n, "Conv"); };
   return RewriteSelectedNodes(graph, is_conv, Rewrite);
 }
 
