@@ -454,8 +454,12 @@ int main(int argc, char** argv) {
       // Keras MobileNetV2 at 160x160: the last layers run on 5x5 maps.
       {"pwconv 240x5x5->1280 1x1", 1, 240, 5, 5, 1280, 1, 1, 1, 0, 1},
       {"pwconv 720x5x5->240 1x1", 1, 720, 5, 5, 240, 1, 1, 1, 0, 1},
-      // Xception's middle flow: 728 channels on 19x19 maps.
+      // Xception's middle flow: 728 channels on 19x19 maps (10x10 in the
+      // keras export); ResNet-50 stage 3 bottleneck 1x1s.
       {"pwconv 728x19x19->728 1x1", 1, 728, 19, 19, 728, 1, 1, 1, 0, 1},
+      {"pwconv 728x10x10->728 1x1", 1, 728, 10, 10, 728, 1, 1, 1, 0, 1},
+      {"pwconv 256x14x14->1024 1x1", 1, 256, 14, 14, 1024, 1, 1, 1, 0, 1},
+      {"pwconv 1024x14x14->256 1x1", 1, 1024, 14, 14, 256, 1, 1, 1, 0, 1},
   };
 
   auto selected = [&](const std::string& name) {

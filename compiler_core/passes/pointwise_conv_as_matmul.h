@@ -13,12 +13,15 @@
 // and on 1x1 maps (squeeze-and-excitation) a fully connected layer without
 // transposes: Reshape(Gemm(Reshape(X, [N, C]), Wᵀ, bias), [N, K, 1, 1]).
 //
-// In NCHW a conv's kernels vectorise over the pixels of a map; on the 5x5 and
-// 7x7 maps at the end of mobile networks (1280 channels of 25 pixels) that
-// leaves lanes idle and the weights streamed per pixel block. The MatMul
-// vectorises over the output channels instead, with full lanes and a packed
-// Wᵀ; the transposes move K*P floats, a few microseconds. Runs once after the
-// optimisation fixed point, with the Winograd rewrite (algorithm selection).
+// In NCHW a conv's kernels vectorise over the pixels of a map; on maps of
+// fewer pixels than a vector holds (4x4 and less) that leaves lanes idle.
+// The MatMul vectorises over the output channels instead, with full lanes
+// and a packed Wᵀ; the transposes move K*P floats, a few microseconds. From
+// 5x5 maps on the conv's pointwise variant is as fast or faster (its last
+// vector overlaps the one before, see lower_conv.cc): measured on
+// keras_mobilenetv2 and Xception (5x5), ResNet-50, PoolFormer, MobileNetV3
+// and EfficientNet-B0 (7x7). Runs once after the optimisation fixed point,
+// with the Winograd rewrite (algorithm selection).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +32,7 @@ namespace kiln {
 
 // Largest map (pixels per image) rewritten, and the fewest output channels
 // (a vector's worth) for which vectorising over them pays.
-inline constexpr int64_t kMaxPointwisePixels = 64;
+inline constexpr int64_t kMaxPointwisePixels = 16;
 inline constexpr int64_t kMinPointwiseOutputChannels = 16;
 
 class PointwiseConvAsMatMul : public GraphPass {

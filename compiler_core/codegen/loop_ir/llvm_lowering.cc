@@ -1,6 +1,7 @@
 // Loop IR -> LLVM IR. Expressions lower to scalars when uniform across the
 // lanes of the enclosing vectorized loop and to vectors otherwise; loads and
-// stores pick contiguous (masked) vector accesses for unit strides, loads a
+// stores pick contiguous (masked) vector accesses for unit strides (a guarded
+// read of a whole vector inside a stack temporary needs no mask), loads a
 // de-interleaved contiguous span for small strides, and gathers/scatters for
 // the rest.
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
@@ -382,13 +383,29 @@ class Lowerer {
     if (!IsVec(idx)) return FromMem(b_.CreateAlignedLoad(et, b_.CreateInBoundsGEP(et, base, idx), al), dt);
     std::optional<int64_t> st = Stride(e->args[0]);
     if (st && *st == 1) {
-      Value* p = b_.CreateInBoundsGEP(et, base, b_.CreateExtractElement(idx, uint64_t{0}));
-      if (mask_ == nullptr) return FromMem(b_.CreateAlignedLoad(VecTy(et), p, al), dt);
+      Value* first = b_.CreateExtractElement(idx, uint64_t{0});
+      Value* p = b_.CreateInBoundsGEP(et, base, first);
+      if (mask_ == nullptr || WholeVectorInAlloca(base, first)) return FromMem(b_.CreateAlignedLoad(VecTy(et), p, al), dt);
       return FromMem(b_.CreateMaskedLoad(VecTy(et), p, al, mask_, llvm::Constant::getNullValue(VecTy(et))), dt);
     }
     if (st && *st >= 2 && *st <= kMaxDeinterleaveStride) return FromMem(StridedLoad(et, base, idx, *st, al), dt);
     Value* ptrs = b_.CreateInBoundsGEP(et, base, idx);
     return FromMem(b_.CreateMaskedGather(VecTy(et), ptrs, al, Mask(), llvm::Constant::getNullValue(VecTy(et))), dt);
+  }
+
+  // Whether a contiguous vector starting at element `first` of `base` lies
+  // inside a stack temporary: then a guarded load of it reads every lane
+  // (lanes outside the guard are never stored anywhere, so their values do
+  // not matter), which keeps the temporary promotable to registers. A
+  // masked load of an alloca blocks that, and a guarded accumulator's every
+  // update goes through memory.
+  bool WholeVectorInAlloca(Value* base, Value* first) const {
+    auto* a = llvm::dyn_cast<llvm::AllocaInst>(base);
+    auto* c = llvm::dyn_cast<llvm::ConstantInt>(first);
+    if (a == nullptr || c == nullptr) return false;
+    auto* arr = llvm::dyn_cast<llvm::ArrayType>(a->getAllocatedType());
+    return arr != nullptr && c->getSExtValue() >= 0 &&
+           c->getSExtValue() + static_cast<int64_t>(lanes_) <= static_cast<int64_t>(arr->getNumElements());
   }
 
   // A load whose lanes are `stride` elements apart: one contiguous (masked)

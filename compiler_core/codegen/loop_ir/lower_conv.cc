@@ -131,6 +131,24 @@ bool IsPointwise(const ConvForm& f) {
 // Output pixels per image (H*W, or W for 1-D).
 int64_t Pixels(const ConvForm& f) { return f.geo.oh * f.geo.ow; }
 
+// Pointwise variant: the vector width for the pixels that whole vw-wide
+// vectors leave (left of them): the narrowest power of two that holds them.
+int64_t PointwiseLeftWidth(int64_t left) {
+  int64_t w = 1;
+  while (w < left) w *= 2;
+  return w;
+}
+
+// Pointwise variant: whether the pixels the full vw*ur blocks leave need
+// lane-masked multiply-adds: the last few pixels do not fill a vector and
+// the map is narrower than that vector, so it cannot end at the last pixel
+// instead (see LowerPointwise). Masked multiply-adds keep the accumulators
+// in memory.
+bool PointwiseTailMasked(int64_t pixels, int64_t vw, int64_t ur) {
+  const int64_t left = pixels % (vw * ur) % vw;
+  return left != 0 && pixels < PointwiseLeftWidth(left);
+}
+
 // One input and one output channel per group, 2-D.
 bool IsDepthwise(const ConvForm& f) { return f.cg == 1 && f.kg == 1 && !f.geo.one_d && !f.geo.three_d; }
 
@@ -279,8 +297,9 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
   return out;
 }
 
-// Pointwise convs: the pointwise variant, widest vectors, about 16
-// accumulators (kb 4 preferred), one pixel block per task. Depthwise convs:
+// Pointwise convs: the pointwise variant, widest vectors, a pixel tail
+// without masked multiply-adds, about 16 accumulators (kb 4 preferred), one
+// pixel block per task. Depthwise convs:
 // the plane variant, widest vectors, 4 accumulators, the most channels per
 // task that still leaves 8 tasks. Others: about 12 accumulators, widest
 // vectors, one row per task.
@@ -296,15 +315,17 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     return blocks * k.ks >= kMinTasks ? -k.ks : k.ks - kMinTasks * 16;
   };
   const bool short_reduction = f.ok() && f->cg * f->geo.kd * f->geo.kh * f->geo.kw <= kShortReduction;
-  auto score = [planes, short_reduction, &split_score](const ScheduleConfig& c) {
+  const int64_t pixels = f.ok() ? Pixels(*f) : 1;
+  auto score = [planes, pixels, short_reduction, &split_score](const ScheduleConfig& c) {
     int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
     int64_t pw = c.Get("pw", 0), dw = c.Get("dw", 0);
+    bool unmasked = pw == 0 || !PointwiseTailMasked(pixels, c.Get("vw", 1), c.Get("ur", 1));
     int64_t want = pw ? 16 : dw ? 4 : 12;
     int64_t rows = c.Get("rows", 1);
     // A short reduction (a stem conv over 3 channels) spends as much on
     // packing its input rows as on the taps: more rows per task share them.
     int64_t rows_score = dw ? (planes / rows >= 8 ? rows : -rows) : short_reduction && !pw ? rows : -rows;
-    return std::make_tuple(dw, pw, c.Get("vw", 1), -std::abs(acc - want), rows_score,
+    return std::make_tuple(dw, pw, c.Get("vw", 1), unmasked, -std::abs(acc - want), rows_score,
                            -std::abs(c.Get("kb", 1) - 4 * pw), c.Get("kb", 1), split_score(c));
   };
   return BestBy(space, score);
@@ -370,7 +391,12 @@ ConvBuffers BindConvBuffers(const Graph& g, const ConvForm& f, GraphExpr& ge) {
 // vw*ur pixels); per block of kb output channels it accumulates over the
 // group's input channels reading x and the weights in place (no pack). The
 // pixels the full blocks leave (fewer than vw*ur) form one narrower block in
-// the last task, lane-masked when vw does not divide them.
+// the last task: whole vw-wide vectors, then the pixels left in the
+// narrowest power-of-two vector that holds them (an 8-lane vector costs
+// half a 16-lane one). That last vector ends at the last pixel, overlapping
+// the vector before it, and stores only the pixels it adds: its loads and
+// multiply-adds need no lane mask, so its accumulators stay in registers.
+// Only a map narrower than that vector leaves the multiply-adds masked.
 absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const Knobs& kn) {
   const WindowGeometry& s = f.geo;
   const int64_t np = Pixels(f);
@@ -389,23 +415,27 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   const AnchorOutputs& outs = bufs.outs;
 
   Expr n = Var("n_"), grp = Var("g_"), pc = Var("pc_"), kbo = Var("kbo_");
-  // One register block: pixels p0 + u*vw + v (u < nu) of channels kbo*kb + kk.
-  auto block = [&](const std::string& acc_name, Expr p0, int64_t nu, bool guard) -> absl::StatusOr<Stmt> {
-    Buffer acc = MakeBuffer(acc_name, {kb * nu * vw}, BufferRole::kTemp);
+  // One register block: pixels p0 + u*lw + v (u < nu, v < lw) of channels
+  // kbo*kb + kk. guard: lanes at or past np are off throughout;
+  // store_from > 0: only pixels from store_from on are stored.
+  auto block = [&](const std::string& acc_name, Expr p0, int64_t nu, int64_t lw, bool guard,
+                   int64_t store_from) -> absl::StatusOr<Stmt> {
+    Buffer acc = MakeBuffer(acc_name, {kb * nu * lw}, BufferRole::kTemp);
     Expr kk = Var("kk_"), u = Var("u_"), v = Var("v_"), cl = Var("cl_");
     Expr k = Add(Add(Mul(grp, I(f.kg)), Mul(kbo, I(kb))), kk);
-    Expr ai = Add(Mul(Add(Mul(kk, I(nu)), u), I(vw)), v);
-    Expr p = Add(Add(p0, Mul(u, I(vw))), v);
-    auto lanes = [&](Stmt body, bool guarded) {
-      if (guarded) body = IfThen(Lt(p, I(np)), std::move(body));
-      return For("v_", I(vw),
+    Expr ai = Add(Mul(Add(Mul(kk, I(nu)), u), I(lw)), v);
+    Expr p = Add(Add(p0, Mul(u, I(lw))), v);
+    auto lanes = [&](Stmt body, Expr cond) {
+      if (cond != nullptr) body = IfThen(cond, std::move(body));
+      return For("v_", I(lw),
                  For("kk_", I(kb), For("u_", I(nu), std::move(body), ForKind::kUnrolled), ForKind::kUnrolled),
                  ForKind::kVectorized);
     };
-    Stmt init = lanes(Store(acc, ai, bias ? Load(bias, k) : FloatImm(0)), false);
+    Expr in_map = guard ? Lt(p, I(np)) : nullptr;
+    Stmt init = lanes(Store(acc, ai, bias ? Load(bias, k) : FloatImm(0)), nullptr);
     Expr xi = Add(Mul(Add(Mul(n, I(s.c)), Add(Mul(grp, I(f.cg)), cl)), I(np)), p);
     Expr wi = Add(Mul(k, I(f.cg)), cl);
-    Stmt mac = For("cl_", I(f.cg), lanes(Store(acc, ai, MulAdd(Load(x, xi), Load(w, wi), Load(acc, ai))), guard));
+    Stmt mac = For("cl_", I(f.cg), lanes(Store(acc, ai, MulAdd(Load(x, xi), Load(w, wi), Load(acc, ai))), in_map));
     Expr oi = Add(Mul(Add(Mul(n, I(f.k)), k), I(np)), p);
     std::vector<Expr> idx;
     if (s.one_d) {
@@ -416,19 +446,34 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
       idx = {n, k, Div(p, I(s.ow)), Mod(p, I(s.ow))};
     }
     ASSIGN_OR_RETURN(Stmt st, StoreThroughEpilogue(g, ge, f.conv->output(0), outs, Load(acc, ai), idx, oi));
-    Stmt store = lanes(st, guard);
+    Stmt store = lanes(st, store_from > 0 ? Ge(p, I(store_from)) : in_map);
     return Allocate(acc, Block({init, mac, store}));
   };
   std::vector<Stmt> per_kb;
   if (nbf > 0) {
     Expr bi = Add(Mul(pc, I(rows)), Var("ob_"));
-    ASSIGN_OR_RETURN(Stmt full, block("acc", Mul(bi, I(bw)), ur, false));
+    ASSIGN_OR_RETURN(Stmt full, block("acc", Mul(bi, I(bw)), ur, vw, false, 0));
     if (nbf % rows != 0) full = IfThen(Lt(bi, I(nbf)), full);
     per_kb.push_back(For("ob_", I(rows), full));
   }
   if (rem > 0) {
-    ASSIGN_OR_RETURN(Stmt tail, block("acc_tail", I(nbf * bw), CeilDiv(rem, vw), rem % vw != 0));
-    per_kb.push_back(chunks > 1 ? IfThen(Eq(pc, I(chunks - 1)), tail) : tail);
+    std::vector<Stmt> tail;
+    const int64_t whole = rem / vw, left = rem % vw, lw = PointwiseLeftWidth(left);
+    if (PointwiseTailMasked(np, vw, ur)) {
+      ASSIGN_OR_RETURN(Stmt t, block("acc_tail", I(nbf * bw), CeilDiv(rem, vw), vw, true, 0));
+      tail.push_back(t);
+    } else {
+      if (whole > 0) {
+        ASSIGN_OR_RETURN(Stmt t, block("acc_tail", I(nbf * bw), whole, vw, false, 0));
+        tail.push_back(t);
+      }
+      if (left > 0) {
+        ASSIGN_OR_RETURN(Stmt t, block("acc_left", I(np - lw), 1, lw, false, lw > left ? np - left : 0));
+        tail.push_back(t);
+      }
+    }
+    Stmt t = Block(tail);
+    per_kb.push_back(chunks > 1 ? IfThen(Eq(pc, I(chunks - 1)), t) : t);
   }
   Stmt body;
   if (splits == 1) {

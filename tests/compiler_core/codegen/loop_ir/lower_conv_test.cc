@@ -291,6 +291,43 @@ TEST(ConvLoweringTest, PointwiseVariantOddSizes) {
   CheckConv(*grouped, PointwisePoints(*grouped, target));
 }
 
+// The pixels whole vector blocks leave: full vectors, then the last few in
+// the narrowest vector that holds them, ending at the last pixel and storing
+// only the pixels it adds. No multiply-add is lane-masked (that would keep
+// the accumulators in memory) unless the map is narrower than the vector.
+TEST(ConvLoweringTest, PointwiseVariantTailNeedsNoLaneMask) {
+  CpuTarget target = CpuTarget::Host();
+  if (target.FloatLanes() < 16) GTEST_SKIP() << "host vectors hold fewer than 16 floats";
+  const loop_ir::WorkloadLowering* l = nullptr;
+  for (int64_t hw : {7, 10, 3}) {  // 49 pixels: 3 vectors + 1; 100: 6 + 4; 9: narrower than a vector
+    auto g = Conv2d({1, 16, hw, hw}, 32, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+    l = loop_ir::FindLowering(*g);
+    ASSERT_NE(l, nullptr);
+    for (int64_t ur : {1, 2}) {
+      ScheduleConfig c;
+      for (const auto& [k, v] : std::map<std::string, int64_t>{{"pw", 1}, {"vw", 16}, {"ur", ur}, {"kb", 4}}) {
+        c.Set(k, v);
+      }
+      if (!ValidateSchedule(*g, c, target).ok()) continue;
+      auto f = l->lower(*g, c, target);
+      ASSERT_TRUE(f.ok()) << f.status();
+      std::string text = loop_ir::Print(*f);
+      SCOPED_TRACE(absl::StrCat(hw, "x", hw, " ", c.ToString(), "\n", text));
+      const int64_t np = hw * hw, left = np % 16;
+      const bool masked = hw == 3;
+      EXPECT_EQ(text.find(absl::StrCat("< ", np, ")")) != std::string::npos, masked);
+      if (!masked) {
+        int64_t lw = 1;
+        while (lw < left) lw *= 2;
+        EXPECT_NE(text.find("acc_left"), std::string::npos);
+        EXPECT_NE(text.find(absl::StrCat("vectorized for (v_, 0, ", lw, ")")), std::string::npos);
+        EXPECT_EQ(text.find(absl::StrCat(">= ", np - left, ")")) != std::string::npos, lw > left);
+      }
+      CheckConv(*g, {c});
+    }
+  }
+}
+
 // A small map has fewer pixel blocks than tasks wanted: the space splits the
 // output-channel blocks (ks), uneven splits included, and the default takes
 // the fewest splits that make 4 tasks.

@@ -224,5 +224,25 @@ TEST(LoopIrLoweringTest, LoopIrAndLlvmDumps) {
   EXPECT_EQ(ir->find("call float @exp"), std::string::npos);
 }
 
+// A guarded load of a stack temporary whose whole vector lies inside it is
+// a plain load (lanes outside the guard are never stored), so a guarded
+// accumulator stays promotable to registers; the guarded store to the
+// output stays masked, and a guarded read of an argument stays masked.
+TEST(LoopIrLoweringTest, GuardedReadOfATemporaryIsAPlainLoad) {
+  using namespace loop_ir;  // NOLINT: IR builders
+  Buffer in = MakeBuffer("in0", {8}, BufferRole::kInput, 0);
+  Buffer out = MakeBuffer("out0", {8}, BufferRole::kOutput, 1);
+  Buffer acc = MakeBuffer("acc", {8}, BufferRole::kTemp);
+  Expr v = Var("v");
+  Stmt init = For("v", IntImm(8), Store(acc, v, FloatImm(1)), ForKind::kVectorized);
+  auto guarded = [&](Stmt s) { return For("v", IntImm(8), IfThen(Lt(v, IntImm(5)), s), ForKind::kVectorized); };
+  Stmt store = guarded(Store(out, v, Add(Load(acc, v), Load(in, v))));
+  LoopFunc f{"k", {in, out}, Allocate(acc, Block({init, store}))};
+  auto ir = LowerToLlvmText(f, CpuTarget::Host());
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_EQ(Occurrences(*ir, "call <8 x float> @llvm.masked.load"), 1) << *ir;  // in0 only
+  EXPECT_EQ(Occurrences(*ir, "call void @llvm.masked.store"), 1) << *ir;
+}
+
 }  // namespace
 }  // namespace kiln
