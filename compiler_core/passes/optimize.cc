@@ -19,6 +19,7 @@
 #include "compiler_core/passes/pointwise_conv_as_matmul.h"
 #include "compiler_core/passes/rnn_recurrence.h"
 #include "compiler_core/passes/softmax_recognition.h"
+#include "compiler_core/passes/strided_pointwise_conv.h"
 #include "compiler_core/passes/winograd_convolution.h"
 
 namespace kiln {
@@ -33,6 +34,7 @@ PassPipeline DefaultOptimizationPipeline() {
       .Add(std::make_unique<DeadCodeElimination>())
       .Add(std::make_unique<BatchNormFolding>())
       .Add(std::make_unique<PadFolding>())
+      .Add(std::make_unique<StridedPointwiseConv>())
       .Add(std::make_unique<HardSwishRecognition>())
       .Add(std::make_unique<GeluRecognition>())
       .Add(std::make_unique<LayerNormRecognition>())
