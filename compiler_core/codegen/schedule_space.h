@@ -25,8 +25,9 @@ namespace kiln {
 // matmul batches sharing B fold into M (mc counts their rows). 2004: the
 // depthwise conv plane variant (dw=1). 2005: matmul mr up to 12. 2006: column
 // blocks (nc) for matmuls of up to 64 rows; the pointwise conv variant splits
-// its output-channel blocks across tasks (ks).
-inline constexpr int kScheduleSpaceVersion = 2006;
+// its output-channel blocks across tasks (ks). 2007: the row-streaming GEMV
+// (gv); the pointwise conv variant's pixel tail ends at the last pixel.
+inline constexpr int kScheduleSpaceVersion = 2007;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

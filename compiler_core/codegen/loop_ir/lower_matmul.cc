@@ -6,6 +6,7 @@
 #include "compiler_core/codegen/loop_ir/substitute.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -354,6 +355,30 @@ std::vector<ScheduleConfig> MatMulRegisterBlocks(const MatMulSpec& s, const CpuT
 // splits the columns (nc) so that threads have tasks.
 constexpr int64_t kFewRows = 64;
 
+// One row of A and B's columns contiguous: the row-streaming GEMV variant
+// applies.
+bool GemvApplies(const MatMulSpec& s) { return s.m == 1 && s.b_stride_n == 1; }
+
+// GEMV points: ku rows of B per pass, all columns or nc per task; mr = nr = 1.
+// Only for a B beyond an L1 (smaller, the register tiles hold it anyway).
+std::vector<ScheduleConfig> GemvPoints(const MatMulSpec& s) {
+  std::vector<ScheduleConfig> out;
+  if (!GemvApplies(s) || s.k * s.n * 4 <= 32 * 1024) return out;
+  for (int64_t nc : {int64_t{0}, int64_t{256}, int64_t{512}, int64_t{1024}}) {
+    if (nc >= s.n) continue;
+    for (int64_t ku : Useful({1, 2, 4, 8}, 1, s.k)) {
+      ScheduleConfig c;
+      c.Set("gv", 1);
+      c.Set("mr", 1);
+      c.Set("nr", 1);
+      c.Set("ku", ku);
+      if (nc > 0) c.Set("nc", nc);
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 // B larger than an L2 and more rows than one register block: worth packing.
 bool WantsPacking(const MatMulSpec& s) { return s.m > 8 && s.k * s.n * 4 > (int64_t{1} << 20); }
 
@@ -384,6 +409,7 @@ std::vector<ScheduleConfig> EnumerateMatMul(const MatMulSpec& s, const CpuTarget
       }
     }
   }
+  for (const ScheduleConfig& c : GemvPoints(s)) out.push_back(c);
   if (WantsPacking(s)) {
     for (const ScheduleConfig& reg : base) {
       int64_t mr = reg.Get("mr", 6), nr = reg.Get("nr", 2);
@@ -428,6 +454,18 @@ ScheduleConfig DefaultMatMul(const MatMulSpec& s, const CpuTarget& target) {
   // A GEMV (one row) has only nr accumulator chains: 4 keep the FMA latency
   // covered (1x1000x1280 with B in cache: nr=2 28, nr=4 33 GFLOP/s).
   const bool one_vector = s.n <= target.FloatLanes();
+  // A GEMV with B beyond the caches streams it: whole rows read best at one
+  // thread (1280x1000 in mobilenet_v3: 0.29 ms, 256-column tasks 0.36), two
+  // half rows nearly as well and in parallel at two (0.20 ms).
+  if (GemvApplies(s) && s.k * s.n * 4 > kGemvStreamBytes) {
+    ScheduleConfig gemv;
+    gemv.Set("gv", 1);
+    gemv.Set("mr", 1);
+    gemv.Set("nr", 1);
+    gemv.Set("ku", std::min<int64_t>(4, Useful({1, 2, 4}, 1, s.k).back()));
+    if (s.n > 512) gemv.Set("nc", 512);
+    return gemv;
+  }
   ScheduleConfig want;
   want.Set("mr", one_vector ? 12 : 6);
   want.Set("nr", one_vector ? 1 : s.m == 1 ? 4 : 2);
@@ -453,7 +491,8 @@ absl::Status ValidateMatMul(const Graph& workload, const MatMulSpec& spec, const
                                      {"ku", 1, 8},
                                      {"mc", 0, int64_t{1} << 30},
                                      {"nc", 0, int64_t{1} << 30},
-                                     {"kc", 0, int64_t{1} << 20}};
+                                     {"kc", 0, int64_t{1} << 20},
+                                     {"gv", 0, 1}};
   for (const auto& [k, v] : config.knobs) {
     auto it = std::find_if(ranges.begin(), ranges.end(), [&](const Range& r) { return k == r.key; });
     if (it == ranges.end()) {
@@ -468,6 +507,9 @@ absl::Status ValidateMatMul(const Graph& workload, const MatMulSpec& spec, const
     }
   }
   MatMulTiling t = TileMatMul(spec, config, target);
+  if (t.gemv && (!GemvApplies(spec) || t.kc != 0 || t.mr != 1 || t.nr != 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("schedule ", config.ToString(), ": gv=1 needs one row of A, B's columns contiguous, mr=nr=1 and no kc (node ", spec.anchor->name(), ")"));
+  }
   if (t.pack_floats * 4 > kMaxPackedBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "schedule ", config.ToString(), ": packed B block of kc=", t.kc, " x ", t.cols_per_task,
@@ -491,6 +533,7 @@ MatMulTiling TileMatMul(const MatMulSpec& s, const ScheduleConfig& config, const
   int64_t nc = config.Get("nc", 0);
   t.cols_per_task = nc > 0 ? std::min(CeilDiv(nc, t.nb) * t.nb, n_padded) : n_padded;
   t.kc = config.Get("kc", 0);
+  t.gemv = config.Get("gv", 0) == 1;
   t.row_blocks = CeilDiv(s.m, t.rows_per_task);
   t.col_blocks = std::max<int64_t>(1, CeilDiv(s.n, t.cols_per_task));
   t.num_tasks = s.num_batches() * t.row_blocks * t.col_blocks;
@@ -557,7 +600,10 @@ class MatMulBuilder {
       inner *= s_.batch_dims[d];
     }
     std::vector<Stmt> parts;
-    if (t_.kc == 0) {
+    if (t_.gemv) {
+      ASSIGN_OR_RETURN(Stmt p, GemvPart());
+      parts.push_back(p);
+    } else if (t_.kc == 0) {
       ASSIGN_OR_RETURN(Stmt p, Part(KPart{I(0), s_.k, Init::kZero, nullptr, true}));
       parts.push_back(p);
     } else {
@@ -710,6 +756,14 @@ class MatMulBuilder {
       body.push_back(each(Store(outs_[0], out_idx, v)));
       return Allocate(acc, Block(std::move(body)));
     }
+    ASSIGN_OR_RETURN(Stmt stores, FinalStores(v, mi, nj, out_idx));
+    body.push_back(each(stores));
+    return Allocate(acc, Block(std::move(body)));
+  }
+
+  // Every output at (mi, nj) (flat index out_idx) from the product v:
+  // alpha * v + beta * C through the epilogue.
+  absl::StatusOr<Stmt> FinalStores(Expr v, const Expr& mi, const Expr& nj, const Expr& out_idx) {
     if (s_.alpha != 1.0f) v = Mul(v, FloatImm(s_.alpha));
     if (s_.has_c && s_.beta != 0.0f) {
       Expr c = Load(c_, Add(Mul(mi, I(s_.c_stride_m)), Mul(nj, I(s_.c_stride_n))));
@@ -735,7 +789,66 @@ class MatMulBuilder {
       ASSIGN_OR_RETURN(Expr e, ge_.At(g_.outputs()[o], index));
       stores.push_back(Store(outs_[o], out_idx, ReplaceLoads(e, view_.get(), v)));
     }
-    body.push_back(each(Block(std::move(stores))));
+    return Block(std::move(stores));
+  }
+
+  // The row-streaming GEMV (gv=1) of one task: its columns n0 + j, full
+  // vectors then (last task) the N % lanes tail, accumulated in a stack
+  // buffer over ku rows of B per pass.
+  absl::StatusOr<Stmt> GemvPart() {
+    const int64_t cols = t_.cols_per_task, last_cb = t_.col_blocks - 1;
+    Buffer acc = MakeBuffer("acc_gv", {cols}, BufferRole::kTemp);
+    const int64_t last_full = (nf_ - last_cb * cols) / lanes_;  // full vectors of the last task
+    const int64_t tail = s_.n % lanes_;
+    // `make(j)` over the task's columns: vectors jv (a task before the last
+    // has cols / lanes of them), then the tail.
+    auto each_col = [&](const std::function<absl::StatusOr<Stmt>(const Expr&)>& make) -> absl::StatusOr<Stmt> {
+      std::vector<Stmt> out;
+      ASSIGN_OR_RETURN(Stmt full, make(Add(Mul(V("jv"), I(lanes_)), V("jl"))));
+      auto vectors = [&](int64_t count) { return For("jv", I(count), For("jl", I(lanes_), full, ForKind::kVectorized)); };
+      if (t_.col_blocks > 1) {
+        out.push_back(last_full > 0 ? IfThen(Lt(V("cb"), I(last_cb)), vectors(cols / lanes_), vectors(last_full))
+                                    : IfThen(Lt(V("cb"), I(last_cb)), vectors(cols / lanes_)));
+      } else if (last_full > 0) {
+        out.push_back(vectors(last_full));
+      }
+      if (tail != 0) {
+        ASSIGN_OR_RETURN(Stmt t, make(Add(I(last_full * lanes_), V("jl"))));
+        Stmt tl = For("jl", I(tail), t, ForKind::kVectorized);
+        out.push_back(t_.col_blocks == 1 ? tl : IfThen(Eq(V("cb"), I(last_cb)), tl));
+      }
+      return Block(std::move(out));
+    };
+    auto a_at = [&](const Expr& k) { return Load(a_, Add(V("a_off"), Mul(k, I(s_.a_stride_k)))); };
+    auto b_at = [&](const Expr& k, const Expr& j) {
+      return Load(b_, Add(Add(V("b_off"), Mul(k, I(s_.b_stride_k))), Add(V("n0"), j)));
+    };
+    // acc[j] += A[k0 + u] * B[k0 + u, n0 + j] for u < rows.
+    auto pass = [&](const Expr& k0, int64_t rows) {
+      return each_col([&](const Expr& j) -> absl::StatusOr<Stmt> {
+        Expr e = Load(acc, j);
+        for (int64_t u = 0; u < rows; ++u) e = Call("fma", {a_at(Add(k0, I(u))), b_at(Add(k0, I(u)), j), e});
+        return Store(acc, j, e);
+      });
+    };
+    std::vector<Stmt> body;
+    ASSIGN_OR_RETURN(Stmt init, each_col([&](const Expr& j) -> absl::StatusOr<Stmt> { return Store(acc, j, FloatImm(0)); }));
+    body.push_back(init);
+    const int64_t ku = std::max<int64_t>(1, t_.ku), kfull = s_.k / ku;
+    if (kfull > 0) {
+      ASSIGN_OR_RETURN(Stmt p, pass(Mul(V("ko"), I(ku)), ku));
+      body.push_back(For("ko", I(kfull), p));
+    }
+    if (s_.k % ku != 0) {
+      ASSIGN_OR_RETURN(Stmt p, pass(I(kfull * ku), s_.k % ku));
+      body.push_back(p);
+    }
+    ASSIGN_OR_RETURN(Stmt stores, each_col([&](const Expr& j) -> absl::StatusOr<Stmt> {
+      Expr nj = Add(V("n0"), j);
+      Expr out_idx = Add(Add(Mul(V("batch"), I(s_.m * s_.n)), Mul(V("m0"), I(s_.n))), nj);
+      return FinalStores(Load(acc, j), V("m0"), nj, out_idx);
+    }));
+    body.push_back(stores);
     return Allocate(acc, Block(std::move(body)));
   }
 

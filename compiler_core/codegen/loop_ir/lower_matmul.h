@@ -12,6 +12,10 @@
 //   kc    K block; 0 or missing: no K blocking, B read in place;   0
 //         else B is packed per task and K block into a buffer of
 //         kc x columns-per-task floats (at most kMaxPackedBytes)
+//   gv    1: the row-streaming GEMV variant (one row of A, B's     1 for one row and
+//         columns contiguous; mr = nr = 1, no kc): B is read row   B beyond kGemvStreamBytes
+//         after row, ku rows at a time, into a task's column
+//         accumulators held in a stack buffer (L1)
 //
 // The loop nest (TileMatMul cuts the work up):
 //
@@ -27,6 +31,17 @@
 //         last block: every output = epilogue(alpha * acc + beta * C)
 //   Row tails (M % mr) run 1-row tiles; the column tail (N % nb) runs a tile
 //   whose vectorized loop is N % nb lanes wide.
+//
+// The GEMV variant (gv=1) instead streams B: a register tile walks B down a
+// column panel, K rows each nb columns wide and N floats apart, which the
+// prefetchers follow at about half of memory bandwidth (a classifier's
+// 1280x1000 weights); here every pass over ku rows of B reads them whole:
+//
+//   parallel for task in (batch x column block):
+//     allocate acc[cols]: 0
+//     for k in steps of ku: for each vector of the task's columns:
+//       acc[j] = fma(A[k+ku-1], B[k+ku-1, n+j], ... fma(A[k], B[k, n+j], acc[j]))
+//     every output = epilogue(alpha * acc + beta * C)
 #pragma once
 
 #include <cstdint>
@@ -74,6 +89,10 @@ absl::StatusOr<MatMulSpec> AnalyzeMatMul(const Graph& workload);
 // Largest buffer a matmul kernel packs B into.
 inline constexpr int64_t kMaxPackedBytes = 256 * 1024;
 
+// A GEMV whose B is larger than this defaults to the row-streaming variant
+// (gv=1): B comes from memory, not from a cache, whichever way it is read.
+inline constexpr int64_t kGemvStreamBytes = 512 * 1024;
+
 // How a matmul kernel is cut up for one schedule: register block, tasks over
 // (batch, row block, column block), K blocking.
 struct MatMulTiling {
@@ -82,6 +101,7 @@ struct MatMulTiling {
   int64_t rows_per_task = 0;  // a multiple of mr
   int64_t cols_per_task = 0;  // a multiple of nb
   int64_t kc = 0;             // 0: no K blocking
+  bool gemv = false;          // the row-streaming GEMV variant
   int64_t row_blocks = 0, col_blocks = 1, num_tasks = 0;
   int64_t pack_floats = 0;    // kc * min(cols_per_task, N rounded up to nb)
 };

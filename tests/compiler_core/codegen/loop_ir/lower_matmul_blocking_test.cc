@@ -145,6 +145,50 @@ TEST(MatMulBlocking, EmptyK) {
   Check(*g, in, std::vector<double>(5 * 19, 0.0), 0, {"kc=16,mr=4,nr=1,ku=4", "kc=8,nc=16,mr=1,nr=1,ku=1"});
 }
 
+// The row-streaming GEMV (gv=1): column blocks with a tail inside the last
+// one, K not a multiple of ku, a 1-D A, a bias + ReLU epilogue, and batches
+// of rows with their own B; refused where it does not apply.
+TEST(MatMulBlocking, RowStreamingGemv) {
+  int64_t n = 1000, k = 67;
+  const std::vector<std::string> configs = {"gv=1,mr=1,nr=1,ku=4", "gv=1,mr=1,nr=1,ku=8,nc=256",
+                                            "gv=1,mr=1,nr=1,ku=1,nc=300", "gv=1,mr=1,nr=1,ku=2,nc=512"};
+  std::vector<std::vector<float>> in = {RandomData(k, 21), RandomData(k * n, 22)};
+  auto g = MakeWorkload("MatMul", {{1, k}, {k, n}}, {1, n});
+  Check(*g, in, Reference(in[0], in[1], nullptr, 1, 1, n, k, false, false), k, configs);
+  auto vec = MakeWorkload("MatMul", {{k}, {k, n}}, {n});
+  Check(*vec, in, Reference(in[0], in[1], nullptr, 1, 1, n, k, false, false), k, configs);
+  std::vector<std::vector<float>> batched = {RandomData(3 * k, 23), RandomData(3 * k * 45, 24)};
+  auto b3 = MakeWorkload("MatMul", {{3, 1, k}, {3, k, 45}}, {3, 1, 45});
+  Check(*b3, batched, Reference(batched[0], batched[1], nullptr, 3, 1, 45, k, true, false), k,
+        {"gv=1,mr=1,nr=1,ku=4", "gv=1,mr=1,nr=1,ku=8,nc=16"});
+
+  auto fused = std::make_unique<Graph>();
+  auto* a = *fused->AddInput("a", TensorType::Static(DType::kFloat32, {1, k}));
+  auto* b = *fused->AddInput("b", TensorType::Static(DType::kFloat32, {k, n}));
+  auto* bias = *fused->AddInput("bias", TensorType::Static(DType::kFloat32, {n}));
+  auto* t0 = *fused->AddValue("t0", TensorType::Static(DType::kFloat32, {1, n}));
+  auto* y = *fused->AddValue("y", TensorType::Static(DType::kFloat32, {1, n}));
+  ASSERT_TRUE(fused->AddNode("Gemm", "fc", {a, b, bias}, {t0}).ok());
+  ASSERT_TRUE(fused->AddNode("Relu", "relu", {t0}, {y}).ok());
+  fused->AddOutput(y);
+  std::vector<std::vector<float>> fin = {in[0], in[1], RandomData(n, 25)};
+  Check(*fused, fin, Reference(fin[0], fin[1], &fin[2], 1, 1, n, k, false, false), k, configs);
+
+  CpuTarget target = CpuTarget::Host();
+  auto rows = MakeWorkload("MatMul", {{2, k}, {k, n}}, {2, n});
+  auto tb = MakeWorkload("Gemm", {{1, k}, {n, k}}, {1, n}, {{"transB", int64_t{1}}});
+  for (const Graph* bad : {rows.get(), tb.get()}) {
+    EXPECT_FALSE(ValidateSchedule(*bad, Config("gv=1,mr=1,nr=1,ku=4"), target).ok());
+  }
+  EXPECT_FALSE(ValidateSchedule(*g, Config("gv=1,mr=2,nr=1,ku=4"), target).ok());
+  EXPECT_FALSE(ValidateSchedule(*g, Config("gv=1,mr=1,nr=1,ku=4,kc=16"), target).ok());
+  // A classifier's weights (1280 x 1000 floats) stream; a small B stays in
+  // the register-tiled kernel.
+  auto classifier = MakeWorkload("MatMul", {{1, 1280}, {1280, 1000}}, {1, 1000});
+  EXPECT_EQ(DefaultSchedule(*classifier, target).Get("gv", 0), 1);
+  EXPECT_EQ(DefaultSchedule(*g, target).Get("gv", 0), 0);
+}
+
 TEST(MatMulBlocking, SpaceOnLargeShapesAndBufferBound) {
   CpuTarget target = CpuTarget::Host();
   auto big = MakeWorkload("MatMul", {{512, 768}, {768, 3072}}, {512, 3072});
