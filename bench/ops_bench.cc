@@ -6,12 +6,13 @@
 // default); a case whose workload Kiln's back end does not compile prints n/a.
 //
 //   OMP_WAIT_POLICY=passive build/bench/kiln_bench_ops [--quick] [--repeat N]
-//       [--only WORD[,WORD...]] [--threads N] [--cpu-time] [--dump-ir DIR]
+//       [--only WORD[,WORD...]] [--threads N] [--cpu-time] [--each] [--dump-ir DIR]
 //
 // --only: just the cases whose name contains one of the words (e.g.
 // "softmax,layernorm"); --threads N: that thread count only, not 1 then 2;
 // --cpu-time: process CPU time (threads summed) instead of wall time, to
-// compare code at one thread on a loaded machine; --dump-ir DIR: each case's
+// compare code at one thread on a loaded machine; --each: every point of
+// the space measured and printed (to see what a default misses); --dump-ir DIR: each case's
 // best kernel's optimized LLVM IR to DIR/<case>_t<threads>.ll.
 //
 // (passive: on a shared machine, spinning OpenMP workers that lose their core
@@ -66,6 +67,7 @@ constexpr size_t kMaxSearched = 24;
 // wall time; on a loaded machine it leaves out the time other processes had
 // the cores, so single-thread numbers stay comparable between runs.
 bool g_cpu_time = false;
+bool g_each = false;
 
 // Median seconds per call (bench/timing.h), two warm-ups, in CPU time with --cpu-time.
 double MedianSeconds(const std::function<void()>& fn, int repeats, double min_s = 0.02) {
@@ -87,8 +89,10 @@ TensorType F32(const std::vector<int64_t>& dims) { return TensorType::Static(DTy
 struct ConvCase {
   const char* name;
   int64_t n, c, h, w, k, kh, kw, stride, pad, group;
+  int64_t pad_w = -1;  // the width's padding when it differs from pad
+  int64_t PadW() const { return pad_w < 0 ? pad : pad_w; }
   int64_t OutH() const { return (h + 2 * pad - kh) / stride + 1; }
-  int64_t OutW() const { return (w + 2 * pad - kw) / stride + 1; }
+  int64_t OutW() const { return (w + 2 * PadW() - kw) / stride + 1; }
 };
 
 // Conv(x, w, bias) as a one-node workload: inputs x, w, bias; output y.
@@ -102,7 +106,7 @@ std::unique_ptr<Graph> ConvWorkload(const ConvCase& c) {
   (void)*g->AddNode("Conv", "n0", {x, w, b}, {y},
                     {{"kernel_shape", std::vector<int64_t>{c.kh, c.kw}},
                      {"strides", std::vector<int64_t>{c.stride, c.stride}},
-                     {"pads", std::vector<int64_t>{c.pad, c.pad, c.pad, c.pad}},
+                     {"pads", std::vector<int64_t>{c.pad, c.PadW(), c.pad, c.PadW()}},
                      {"dilations", std::vector<int64_t>{1, 1}},
                      {"group", c.group}});
   g->AddOutput(y);
@@ -176,7 +180,7 @@ KilnResult TuneKiln(const Graph& g, const std::vector<void*>& args, kiln::runtim
   std::vector<kiln::ScheduleConfig> space = kiln::EnumerateSchedules(g, target);
   res.space = space.size();
   std::vector<kiln::ScheduleConfig> candidates = space;
-  size_t limit = quick ? 8 : kMaxSearched;
+  size_t limit = g_each ? space.size() : quick ? 8 : kMaxSearched;
   if (candidates.size() > limit) {
     std::mt19937 rng(7);
     std::shuffle(candidates.begin(), candidates.end(), rng);
@@ -197,6 +201,7 @@ KilnResult TuneKiln(const Graph& g, const std::vector<void*>& args, kiln::runtim
     double s = MedianSeconds(
         [&] { pool.ParallelFor(k.num_tasks(), [&](int64_t b, int64_t e) { k.Run(args.data(), b, e); }); }, 3,
         0.01);
+    if (g_each) std::printf("  %-40s %9.3f ms\n", config.ToString().c_str(), s * 1e3);
     if (s < best_s) {
       best_s = s;
       best = std::move(*kernel);
@@ -261,7 +266,7 @@ double OneDnnConv(const ConvCase& c, const std::vector<float>& x, const std::vec
   memory::desc wei_md(wei_dims, f32, memory::format_tag::any);
   dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                        src_md, wei_md, bias_md, dst_md, {c.stride, c.stride},
-                                       {c.pad, c.pad}, {c.pad, c.pad});
+                                       {c.pad, c.PadW()}, {c.pad, c.PadW()});
   dnnl::convolution_forward::primitive_desc pd(desc, eng);
   memory user_src_m(user_src, eng, const_cast<float*>(x.data()));
   memory user_wei_m(user_wei, eng, const_cast<float*>(w.data()));
@@ -411,6 +416,8 @@ int main(int argc, char** argv) {
       repeats = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--cpu-time") == 0) {
       g_cpu_time = true;
+    } else if (std::strcmp(argv[i], "--each") == 0) {
+      g_each = true;
     } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       thread_counts = {std::max(1, std::atoi(argv[++i]))};
     } else if (std::strcmp(argv[i], "--dump-ir") == 0 && i + 1 < argc) {
@@ -424,7 +431,7 @@ int main(int argc, char** argv) {
         start = end + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--repeat N] [--only WORD[,WORD...]] [--threads N] [--cpu-time] [--dump-ir DIR]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--repeat N] [--only WORD[,WORD...]] [--threads N] [--cpu-time] [--each] [--dump-ir DIR]\n", argv[0]);
       return 2;
     }
   }
@@ -440,6 +447,10 @@ int main(int argc, char** argv) {
   std::vector<ConvCase> convs = {
       {"conv 3x224x224->32 3x3 s2", 1, 3, 224, 224, 32, 3, 3, 2, 1, 1},
       {"conv 64x56x56->64 3x3 p1", 1, 64, 56, 56, 64, 3, 3, 1, 1, 1},
+      // Inception-v3: a strided 3x3 on 35x35 and the factorised 7x1 on 17x17.
+      {"conv 288x35x35->384 3x3 s2", 1, 288, 35, 35, 384, 3, 3, 2, 0, 1},
+      {"conv 160x17x17->192 7x1 p3", 1, 160, 17, 17, 192, 7, 1, 1, 3, 1, 0},
+      {"conv 160x17x17->192 1x7 p3", 1, 160, 17, 17, 192, 1, 7, 1, 0, 1, 3},
       {"dwconv 128x28x28 3x3 p1", 1, 128, 28, 28, 128, 3, 3, 1, 1, 128},
       // MobileNetV2 / EfficientNet-B0 depthwise layers.
       {"dwconv 32x112x112 3x3 p1", 1, 32, 112, 112, 32, 3, 3, 1, 1, 32},

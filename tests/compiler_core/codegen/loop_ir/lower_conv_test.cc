@@ -328,6 +328,23 @@ TEST(ConvLoweringTest, PointwiseVariantTailNeedsNoLaneMask) {
   }
 }
 
+// The direct variant's default register block wastes few lanes past a
+// row's end: 17 columns take 3 vectors of 8 (71%), not 2 of 16 (53%); 56
+// take 16-lane vectors that cover 64 (88%), not 3 of 16 twice (58%).
+TEST(ConvLoweringTest, DirectDefaultWastesFewLanes) {
+  CpuTarget target = CpuTarget::Host();
+  if (target.FloatLanes() < 16) GTEST_SKIP() << "host vectors hold fewer than 16 floats";
+  for (int64_t w : {7, 14, 17, 28, 35, 56}) {
+    auto g = Conv2d({1, 16, 6, w}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+    ScheduleConfig d = DefaultSchedule(*g, target);
+    ASSERT_EQ(d.Get("pw", 0) + d.Get("dw", 0), 0) << d.ToString();
+    const int64_t block = d.Get("vw", 1) * d.Get("ur", 1);
+    const double used = static_cast<double>(w) / static_cast<double>((w + block - 1) / block * block);
+    EXPECT_GE(used, 0.7) << "width " << w << ": " << d.ToString();
+    EXPECT_GE(d.Get("kb", 1) * d.Get("ur", 1), 8) << "width " << w << ": " << d.ToString();
+  }
+}
+
 // A small map has fewer pixel blocks than tasks wanted: the space splits the
 // output-channel blocks (ks), uneven splits included, and the default takes
 // the fewest splits that make 4 tasks.
