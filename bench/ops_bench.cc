@@ -451,6 +451,8 @@ int main(int argc, char** argv) {
       {"conv 288x35x35->384 3x3 s2", 1, 288, 35, 35, 384, 3, 3, 2, 0, 1},
       {"conv 160x17x17->192 7x1 p3", 1, 160, 17, 17, 192, 7, 1, 1, 3, 1, 0},
       {"conv 160x17x17->192 1x7 p3", 1, 160, 17, 17, 192, 1, 7, 1, 0, 1, 3},
+      // CRNN's last conv: a long reduction (512 channels x 4 taps) on one row.
+      {"conv 512x2x34->512 2x2", 1, 512, 2, 34, 512, 2, 2, 1, 0, 1},
       {"dwconv 128x28x28 3x3 p1", 1, 128, 28, 28, 128, 3, 3, 1, 1, 128},
       // MobileNetV2 / EfficientNet-B0 depthwise layers.
       {"dwconv 32x112x112 3x3 p1", 1, 32, 112, 112, 32, 3, 3, 1, 1, 32},

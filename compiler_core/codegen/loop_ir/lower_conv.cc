@@ -303,9 +303,13 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
 // ports two loads (ur vectors of vw/8 halves each, kb weight broadcasts);
 // fewer than 8 independent 256-bit accumulator chains leave the FMA latency
 // uncovered; lanes past a row's end are wasted (17 columns in 2x16 lanes
-// run at 53%). Measured on 3x3 64ch 56x56 and 7x1 160ch 17x17: the blocks
-// this ranks first are within 10% of the best, the old "widest vectors,
-// about 12 accumulators" took 1.3-1.5x longer.
+// run at 53%). It knows no caches: a block that sweeps a long reduction
+// (512 channels x 4 taps) once per few columns streams its weights from L2
+// each time, so the default takes, of the blocks within 10% of the
+// cheapest, the one with the fewest blocks per row. Measured on 3x3 64ch
+// 56x56, 7x1 160ch 17x17, 3x3 s2 288ch 35x35 and 2x2 512ch 2x34 (CRNN):
+// within 10% of the best point; the old "widest vectors, about 12
+// accumulators" took up to 1.5x longer.
 double DirectBlockCost(int64_t ow, int64_t vw, int64_t ur, int64_t kb) {
   const double halves = static_cast<double>(std::max<int64_t>(1, vw / 8));
   const double fma = static_cast<double>(kb * ur) * halves / 2;
@@ -321,8 +325,9 @@ double DirectBlockCost(int64_t ow, int64_t vw, int64_t ur, int64_t kb) {
 // without masked multiply-adds, about 16 accumulators (kb 4 preferred), one
 // pixel block per task. Depthwise convs:
 // the plane variant, widest vectors, 4 accumulators, the most channels per
-// task that still leaves 8 tasks. Others: the register block DirectBlockCost
-// ranks first (then about 12 accumulators), one row per task.
+// task that still leaves 8 tasks. Others: of the register blocks within 10%
+// of the cheapest by DirectBlockCost, the fewest per row (then about 12
+// accumulators), one row per task.
 ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   std::vector<ScheduleConfig> space = Enumerate(g, target);
   absl::StatusOr<ConvForm> f = Analyze(g);
@@ -337,7 +342,14 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   const bool short_reduction = f.ok() && f->cg * f->geo.kd * f->geo.kh * f->geo.kw <= kShortReduction;
   const int64_t pixels = f.ok() ? Pixels(*f) : 1;
   const int64_t ow = f.ok() ? f->geo.ow : 1;
-  auto score = [planes, pixels, ow, short_reduction, &split_score](const ScheduleConfig& c) {
+  auto direct_cost = [ow](const ScheduleConfig& c) {
+    return DirectBlockCost(ow, c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1));
+  };
+  double cheapest = HUGE_VAL;
+  for (const ScheduleConfig& c : space) {
+    if (c.Get("pw", 0) == 0 && c.Get("dw", 0) == 0) cheapest = std::min(cheapest, direct_cost(c));
+  }
+  auto score = [planes, pixels, ow, short_reduction, cheapest, &direct_cost, &split_score](const ScheduleConfig& c) {
     int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
     int64_t pw = c.Get("pw", 0), dw = c.Get("dw", 0);
     bool unmasked = pw == 0 || !PointwiseTailMasked(pixels, c.Get("vw", 1), c.Get("ur", 1));
@@ -346,11 +358,14 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     // A short reduction (a stem conv over 3 channels) spends as much on
     // packing its input rows as on the taps: more rows per task share them.
     int64_t rows_score = dw ? (planes / rows >= 8 ? rows : -rows) : short_reduction && !pw ? rows : -rows;
-    // Direct variant: the modelled cost in parts per million first.
-    const int64_t cost = dw || pw ? 0
-                                  : static_cast<int64_t>(1e6 * DirectBlockCost(ow, c.Get("vw", 1), c.Get("ur", 1),
-                                                                               c.Get("kb", 1)));
-    return std::make_tuple(dw, pw, -cost, c.Get("vw", 1), unmasked, -std::abs(acc - want), rows_score,
+    // Direct variant: within 10% of the cheapest modelled block, then the
+    const bool near = dw || pw || direct_cost(c) <= 1.1 * cheapest;
+    // fewest blocks per row (a short reduction's weights stay in L1: then the
+    // cheapest).
+    const int64_t blocks = dw || pw ? 0
+                           : short_reduction ? static_cast<int64_t>(1e6 * direct_cost(c))
+                                             : CeilDiv(ow, c.Get("vw", 1) * c.Get("ur", 1));
+    return std::make_tuple(dw, pw, near, -blocks, c.Get("vw", 1), unmasked, -std::abs(acc - want), rows_score,
                            -std::abs(c.Get("kb", 1) - 4 * pw), c.Get("kb", 1), split_score(c));
   };
   return BestBy(space, score);
