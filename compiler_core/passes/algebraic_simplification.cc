@@ -34,17 +34,6 @@ bool IsInferenceDropout(const Node* n) {
          training->constant().num_elements() == 1 && training->constant().data<bool>()[0] == false;
 }
 
-// The permutation of a Transpose, its default (reversed axes) resolved.
-std::optional<std::vector<int64_t>> Permutation(const Node* t) {
-  const TensorType& in = t->input(0)->type();
-  if (!in.known) return std::nullopt;
-  std::vector<int64_t> perm(in.rank());
-  std::iota(perm.rbegin(), perm.rend(), 0);
-  perm = t->GetInts("perm", perm);
-  if (static_cast<int64_t>(perm.size()) != in.rank()) return std::nullopt;
-  return perm;
-}
-
 class Simplifier {
  public:
   explicit Simplifier(Graph& graph) : graph_(graph) {}
@@ -100,14 +89,14 @@ class Simplifier {
 
   // Transpose(Transpose(x, p1), p2) = Transpose(x, p1[p2[i]]).
   absl::StatusOr<bool> VisitTranspose(Node* n) {
-    std::optional<std::vector<int64_t>> perm = Permutation(n);
+    std::optional<std::vector<int64_t>> perm = TransposePermutation(n);
     if (!perm) return false;
     std::vector<int64_t> identity(perm->size());
     std::iota(identity.begin(), identity.end(), 0);
     if (*perm == identity) return ForwardOutput(graph_, n, n->input(0));
     Node* inner = n->input(0)->producer();
     if (!IsOp(inner, "Transpose")) return false;
-    std::optional<std::vector<int64_t>> perm1 = Permutation(inner);
+    std::optional<std::vector<int64_t>> perm1 = TransposePermutation(inner);
     if (!perm1 || perm1->size() != perm->size()) return false;
     std::vector<int64_t> composed(perm->size());
     for (size_t i = 0; i < perm->size(); ++i) composed[i] = (*perm1)[(*perm)[i]];

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -56,6 +57,16 @@ bool IsGraphOutput(const Graph& graph, const Value* v) {
 
 bool IsOp(const Node* n, const char* op) {
   return n != nullptr && n->op_type() == op && IsDefaultDomain(n->domain());
+}
+
+std::optional<std::vector<int64_t>> TransposePermutation(const Node* t) {
+  const TensorType& in = t->input(0)->type();
+  if (!in.known) return std::nullopt;
+  std::vector<int64_t> perm(in.rank());
+  std::iota(perm.rbegin(), perm.rend(), 0);
+  perm = t->GetInts("perm", perm);
+  if (static_cast<int64_t>(perm.size()) != in.rank()) return std::nullopt;
+  return perm;
 }
 
 Node* ProducerIs(const Value* v, const char* op) {

@@ -33,6 +33,10 @@ bool IsGraphOutput(const Graph& graph, const Value* v);
 // True when `n` is non-null and has op type `op` in the default domain.
 bool IsOp(const Node* n, const char* op);
 
+// The permutation of a Transpose node, its default (reversed axes) resolved;
+// nullopt when its input's rank is unknown or perm does not match it.
+std::optional<std::vector<int64_t>> TransposePermutation(const Node* t);
+
 // The producer of `v` when it has op type `op` (default domain), else nullptr.
 Node* ProducerIs(const Value* v, const char* op);
 

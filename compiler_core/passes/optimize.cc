@@ -20,6 +20,7 @@
 #include "compiler_core/passes/rnn_recurrence.h"
 #include "compiler_core/passes/softmax_recognition.h"
 #include "compiler_core/passes/strided_pointwise_conv.h"
+#include "compiler_core/passes/transpose_sinking.h"
 #include "compiler_core/passes/winograd_convolution.h"
 
 namespace kiln {
@@ -30,6 +31,7 @@ PassPipeline DefaultOptimizationPipeline() {
       .Add(std::make_unique<EinsumDecomposition>())
       .Add(std::make_unique<RnnRecurrence>())
       .Add(std::make_unique<ConstantFolding>())
+      .Add(std::make_unique<TransposeSinking>())
       .Add(std::make_unique<AlgebraicSimplification>())
       .Add(std::make_unique<DeadCodeElimination>())
       .Add(std::make_unique<BatchNormFolding>())
