@@ -711,7 +711,14 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     if (s.three_d) wch = Add(Mul(wch, I(s.kd)), kd);
     Expr wi = Add(Mul(Add(Mul(wch, I(s.kh)), kh), I(s.kw)), kw);
     Stmt upd = Store(acc, ai, MulAdd(Load(xp, xi), Load(w, wi), Load(acc, ai)));
-    Stmt taps = For("kh_", I(s.kh), For("kw_", I(s.kw), lanes(upd), s.kw <= 8 ? ForKind::kUnrolled : ForKind::kSerial));
+    Stmt per_kh = For("kw_", I(s.kw), lanes(upd), s.kw <= 8 ? ForKind::kUnrolled : ForKind::kSerial);
+    if (!s.three_d && (s.pad_top > 0 || s.pad_bottom > 0)) {
+      // A tap row that falls in the padding packed zeros: skip it (a dilated
+      // 3x3 on a small map, DeepLab's ASPP, reads padding for half its taps).
+      Expr ih = Sub(Add(Mul(oh, I(s.sh)), Mul(kh, I(s.dh))), I(s.pad_top));
+      per_kh = IfThen(And(Ge(ih, I(0)), Lt(ih, I(s.h))), per_kh);
+    }
+    Stmt taps = For("kh_", I(s.kh), per_kh);
     if (s.three_d) taps = For("kd_", I(s.kd), taps);
     mac = For("cl_", I(cc), taps);
   }

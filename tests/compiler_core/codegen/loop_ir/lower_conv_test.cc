@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,34 @@ TEST(ConvLoweringTest, WideDilationOverChannelChunks) {
   ASSERT_FALSE(points.empty());
   // Keep the check fast: the default, and the first and last points.
   CheckConv(*g, {points[0], points[1], points.back()});
+}
+
+// Tap rows that fall in the padding are skipped (dilation 12 on a 16-row
+// map: rows 4..11 read only the middle tap row): the multiply-adds of a tap
+// row sit under a guard on the input row, and the sums stay exact at every
+// point of the space.
+TEST(ConvLoweringTest, TapRowsInThePaddingAreSkipped) {
+  auto g = Conv2d({1, 8, 16, 16}, 8, {3, 3}, {1, 1}, {12, 12, 12, 12}, {12, 12}, 1);
+  CpuTarget target = CpuTarget::Host();
+  const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(*g);
+  ASSERT_NE(l, nullptr);
+  auto f = l->lower(*g, DefaultSchedule(*g, target), target);
+  ASSERT_TRUE(f.ok()) << f.status();
+  // A guard on the tap row: an `if` whose condition reads kh_.
+  auto guards_tap_rows = [](const std::string& text) {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("if (") != std::string::npos && line.find("kh_") != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(guards_tap_rows(loop_ir::Print(*f))) << loop_ir::Print(*f);
+  CheckConv(*g);
+  // No padding: no guard.
+  auto valid = Conv2d({1, 8, 16, 16}, 8, {3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  auto fv = l->lower(*valid, DefaultSchedule(*valid, target), target);
+  ASSERT_TRUE(fv.ok()) << fv.status();
+  EXPECT_FALSE(guards_tap_rows(loop_ir::Print(*fv))) << loop_ir::Print(*fv);
 }
 
 // Many channels on a small map (a ResNet-50 ASPP-like 2048 -> 16 3x3): chunks
