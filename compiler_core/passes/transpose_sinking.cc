@@ -44,6 +44,51 @@ struct Region {
   std::vector<Node*> nodes;       // in graph order
 };
 
+// Pads of the region's axes [begins..., ends...] as pads of the root
+// input's: the region's axis a is the input's axis perm[a].
+std::optional<std::vector<int64_t>> PermutedPads(const Region& r, const std::vector<int64_t>& pads) {
+  if (static_cast<int64_t>(pads.size()) != 2 * r.rank) return std::nullopt;
+  std::vector<int64_t> out(2 * r.rank);
+  for (int64_t a = 0; a < r.rank; ++a) {
+    out[r.perm[a]] = pads[a];
+    out[r.perm[a] + r.rank] = pads[a + r.rank];
+  }
+  return out;
+}
+
+// Reduced axes of the region as axes of the root input (negative ones
+// resolved).
+std::optional<std::vector<int64_t>> PermutedAxes(const Region& r, const std::vector<int64_t>& axes) {
+  std::vector<int64_t> out;
+  for (int64_t ax : axes) {
+    if (ax < 0) ax += r.rank;
+    if (ax < 0 || ax >= r.rank) return std::nullopt;
+    out.push_back(r.perm[ax]);
+  }
+  return out;
+}
+
+std::vector<int64_t> AsInts(const std::vector<double>& v) { return std::vector<int64_t>(v.begin(), v.end()); }
+
+// Pad's pads or Reduce*'s axes, from the attribute (Pad before opset 11,
+// Reduce* before 18) or the constant input; an empty list for a Reduce*
+// without axes (every axis); nullopt when not a constant.
+std::optional<std::vector<int64_t>> Params(const Node& n, bool pad) {
+  const char* name = pad ? "pads" : "axes";
+  if (n.has_attr(name)) return n.GetInts(name, {});
+  if (n.input(1) == nullptr) return pad ? std::nullopt : std::optional<std::vector<int64_t>>(std::vector<int64_t>());
+  std::optional<std::vector<double>> v = ConstantValues(n.input(1));
+  if (!v) return std::nullopt;
+  return AsInts(*v);
+}
+
+// Pad's or Reduce*'s parameters in the root input's layout.
+std::optional<std::vector<int64_t>> PermutedParams(const Region& r, const Node& n, bool pad) {
+  std::optional<std::vector<int64_t>> p = Params(n, pad);
+  if (!p) return std::nullopt;
+  return pad ? PermutedPads(r, *p) : PermutedAxes(r, *p);
+}
+
 // Whether `n`, reading region values, can join the region: an elementwise
 // node's other inputs of at most the region's rank (side inputs: what
 // bringing them to the root's layout costs is Pays' business), Pad's and
@@ -64,8 +109,8 @@ bool CanJoin(const Region& r, const Node& n) {
       return false;
     }
   }
-  if (kind == Kind::kPad) return n.input(3) == nullptr;  // no axes input
-  if (kind == Kind::kReduce) return n.GetInt("keepdims", 1) == 1;
+  if (kind == Kind::kPad) return n.input(3) == nullptr && PermutedParams(r, n, true).has_value();  // no axes input
+  if (kind == Kind::kReduce) return n.GetInt("keepdims", 1) == 1 && PermutedParams(r, n, false).has_value();
   return true;
 }
 
@@ -196,50 +241,15 @@ absl::StatusOr<bool> Sink(Graph& graph, Node* t) {
       } else if (kind == Kind::kElementwise) {
         ASSIGN_OR_RETURN(Value * s, SideInput(b, r, in));
         inputs.push_back(s);
-      } else if (kind == Kind::kPad && i == 1) {
-        // Pad of the region's axis a is pad of the input's axis perm[a].
-        std::optional<std::vector<double>> pads = ConstantValues(in);
-        if (!pads || static_cast<int64_t>(pads->size()) != 2 * r.rank) return false;
-        std::vector<int64_t> out(2 * r.rank);
-        for (int64_t a = 0; a < r.rank; ++a) {
-          out[r.perm[a]] = static_cast<int64_t>((*pads)[a]);
-          out[r.perm[a] + r.rank] = static_cast<int64_t>((*pads)[a + r.rank]);
-        }
-        inputs.push_back(b.Int64s(out));
-      } else if (kind == Kind::kReduce && i == 1) {
-        std::optional<std::vector<double>> axes = ConstantValues(in);
-        if (!axes) return false;
-        std::vector<int64_t> out;
-        for (double a : *axes) {
-          int64_t ax = static_cast<int64_t>(a);
-          if (ax < 0) ax += r.rank;
-          if (ax < 0 || ax >= r.rank) return false;
-          out.push_back(r.perm[ax]);
-        }
-        inputs.push_back(b.Int64s(out));
+      } else if ((kind == Kind::kPad || kind == Kind::kReduce) && i == 1) {
+        inputs.push_back(b.Int64s(*PermutedParams(r, *n, kind == Kind::kPad)));  // CanJoin checked it
       } else {
         inputs.push_back(in);  // Pad's constant value
       }
     }
-    if (kind == Kind::kReduce && n->has_attr("axes")) {
-      std::vector<int64_t> out;
-      for (int64_t ax : n->GetInts("axes", {})) {
-        if (ax < 0) ax += r.rank;
-        if (ax < 0 || ax >= r.rank) return false;
-        out.push_back(r.perm[ax]);
-      }
-      attrs["axes"] = out;
-    }
-    if (kind == Kind::kPad && n->has_attr("pads")) {  // Pad before opset 11
-      std::vector<int64_t> pads = n->GetInts("pads", {});
-      if (static_cast<int64_t>(pads.size()) != 2 * r.rank) return false;
-      std::vector<int64_t> out(2 * r.rank);
-      for (int64_t a = 0; a < r.rank; ++a) {
-        out[r.perm[a]] = pads[a];
-        out[r.perm[a] + r.rank] = pads[a + r.rank];
-      }
-      attrs["pads"] = out;
-    }
+    // Before opset 18 (Reduce*) and 11 (Pad) the parameter is an attribute.
+    const char* param = kind == Kind::kReduce ? "axes" : kind == Kind::kPad ? "pads" : nullptr;
+    if (param != nullptr && n->has_attr(param)) attrs[param] = *PermutedParams(r, *n, kind == Kind::kPad);
     ASSIGN_OR_RETURN(Value * out, b.Op(n->op_type(), inputs, attrs));
     moved[n->output(0)] = out;
   }
