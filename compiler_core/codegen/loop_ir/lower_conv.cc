@@ -359,9 +359,9 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     // packing its input rows as on the taps: more rows per task share them.
     int64_t rows_score = dw ? (planes / rows >= 8 ? rows : -rows) : short_reduction && !pw ? rows : -rows;
     // Direct variant: within 10% of the cheapest modelled block, then the
-    const bool near = dw || pw || direct_cost(c) <= 1.1 * cheapest;
     // fewest blocks per row (a short reduction's weights stay in L1: then the
     // cheapest).
+    const bool near = dw || pw || direct_cost(c) <= 1.1 * cheapest;
     const int64_t blocks = dw || pw ? 0
                            : short_reduction ? static_cast<int64_t>(1e6 * direct_cost(c))
                                              : CeilDiv(ow, c.Get("vw", 1) * c.Get("ur", 1));

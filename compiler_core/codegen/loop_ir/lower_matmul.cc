@@ -359,13 +359,17 @@ constexpr int64_t kFewRows = 64;
 // applies.
 bool GemvApplies(const MatMulSpec& s) { return s.m == 1 && s.b_stride_n == 1; }
 
-// GEMV points: ku rows of B per pass, all columns or nc per task; mr = nr = 1.
-// Only for a B beyond an L1 (smaller, the register tiles hold it anyway).
+// Columns a GEMV task may accumulate on its stack (32 KiB).
+constexpr int64_t kMaxGemvColumns = 8192;
+
+// GEMV points: ku rows of B per pass, all columns (up to kMaxGemvColumns) or
+// nc per task; mr = nr = 1. Only for a B beyond an L1 (smaller, the register
+// tiles hold it anyway).
 std::vector<ScheduleConfig> GemvPoints(const MatMulSpec& s) {
   std::vector<ScheduleConfig> out;
   if (!GemvApplies(s) || s.k * s.n * 4 <= 32 * 1024) return out;
   for (int64_t nc : {int64_t{0}, int64_t{256}, int64_t{512}, int64_t{1024}}) {
-    if (nc >= s.n) continue;
+    if (nc >= s.n || (nc == 0 && s.n > kMaxGemvColumns)) continue;
     for (int64_t ku : Useful({1, 2, 4, 8}, 1, s.k)) {
       ScheduleConfig c;
       c.Set("gv", 1);
@@ -507,8 +511,10 @@ absl::Status ValidateMatMul(const Graph& workload, const MatMulSpec& spec, const
     }
   }
   MatMulTiling t = TileMatMul(spec, config, target);
-  if (t.gemv && (!GemvApplies(spec) || t.kc != 0 || t.mr != 1 || t.nr != 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("schedule ", config.ToString(), ": gv=1 needs one row of A, B's columns contiguous, mr=nr=1 and no kc (node ", spec.anchor->name(), ")"));
+  if (t.gemv && (!GemvApplies(spec) || t.kc != 0 || t.mr != 1 || t.nr != 1 || t.cols_per_task > kMaxGemvColumns)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("schedule ", config.ToString(), ": gv=1 needs one row of A, B's columns contiguous, mr=nr=1, ",
+                     "no kc and at most ", kMaxGemvColumns, " columns per task (node ", spec.anchor->name(), ")"));
   }
   if (t.pack_floats * 4 > kMaxPackedBytes) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -182,6 +182,14 @@ TEST(MatMulBlocking, RowStreamingGemv) {
   }
   EXPECT_FALSE(ValidateSchedule(*g, Config("gv=1,mr=2,nr=1,ku=4"), target).ok());
   EXPECT_FALSE(ValidateSchedule(*g, Config("gv=1,mr=1,nr=1,ku=4,kc=16"), target).ok());
+  // A task's column accumulators live on its stack: a vocabulary-wide GEMV
+  // takes them in blocks.
+  auto wide = MakeWorkload("MatMul", {{1, 8}, {8, 50257}}, {1, 50257});
+  EXPECT_FALSE(ValidateSchedule(*wide, Config("gv=1,mr=1,nr=1,ku=4"), target).ok());
+  EXPECT_TRUE(ValidateSchedule(*wide, Config("gv=1,mr=1,nr=1,ku=4,nc=512"), target).ok());
+  for (const ScheduleConfig& c : EnumerateSchedules(*wide, target)) {
+    EXPECT_TRUE(ValidateSchedule(*wide, c, target).ok()) << c.ToString();
+  }
   // A classifier's weights (1280 x 1000 floats) stream; a small B stays in
   // the register-tiled kernel.
   auto classifier = MakeWorkload("MatMul", {{1, 1280}, {1280, 1000}}, {1, 1000});
