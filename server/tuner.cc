@@ -3,10 +3,12 @@
 #include "server/tuner.h"
 
 #include <algorithm>
+#include <optional>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
+#include "base/status_macros.h"
 #include "compiler_core/driver/version.h"
 #include "compiler_core/frontend/graph_proto.h"
 
@@ -106,14 +108,19 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
   info.bytes = workload.bytes;
   if (absl::Status s = db_->UpsertWorkload(info); !s.ok()) return s;
 
-  auto best = db_->TopK(workload.key, target_key, kScheduleSpaceVersion, 1);
-  if (!best.ok()) return best.status();
-  if (!best->empty()) {
+  // The best record of the database, when it has one.
+  auto recorded = [&]() -> absl::StatusOr<std::optional<TuneOutcome>> {
+    auto best = db_->TopK(workload.key, target_key, kScheduleSpaceVersion, 1);
+    if (!best.ok()) return best.status();
+    if (best->empty()) return std::nullopt;
     auto config = ScheduleConfig::Parse(best->front().config);
-    if (config.ok()) {
-      return TuneOutcome{*config, best->front().median_ms, /*from_database=*/true, 0};
-    }
+    if (config.ok()) return TuneOutcome{*config, best->front().median_ms, /*from_database=*/true, 0};
     LogWarn("unparseable record ignored", {{"workload", workload.key}, {"config", best->front().config}});
+    return std::nullopt;
+  };
+  {
+    ASSIGN_OR_RETURN(std::optional<TuneOutcome> hit, recorded());
+    if (hit) return *hit;
   }
   if (trials <= 0) return TuneOutcome{DefaultSchedule(*workload.graph, target), 0, false, 0};
 
@@ -137,6 +144,10 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
     if (it != active_.end()) {
       active = it->second;
     } else {
+      // A job for this workload may have finished (and left active_) since
+      // the lookup above: its records answer, not a second job.
+      ASSIGN_OR_RETURN(std::optional<TuneOutcome> hit, recorded());
+      if (hit) return *hit;
       std::vector<std::string> candidates;
       for (const ScheduleConfig& c : ChooseCandidates(workload, target, trials)) {
         candidates.push_back(c.ToString());
