@@ -19,6 +19,7 @@ struct CompileOptions {
   std::vector<std::string> shapes;  // NAME=D0,D1,...
   std::string target = "cpu";
   int trials = 16;
+  std::string search = "evolutionary";  // random | evolutionary
   std::string server;               // empty: embedded farm
   std::string db;                   // embedded farm's database
   std::string output;

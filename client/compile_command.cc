@@ -76,6 +76,7 @@ int RunCompile(const CompileOptions& o) {
   request.set_onnx_model(*model);
   request.set_target(o.target);
   request.set_trials_per_group(o.trials);
+  request.set_search(o.search);
   request.set_model_name(std::filesystem::path(o.model).stem().string());
   for (const std::string& flag : o.shapes) {
     kiln::v1::ShapeBinding* b = request.add_shapes();

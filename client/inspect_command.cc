@@ -1,7 +1,8 @@
 // `kiln inspect`: imports and optimises a model, partitions it into fusion
 // groups and prints the optimised graph, every group (kind, ops, inputs,
-// outputs, workload key, estimated bytes) and the totals; --json for tools,
-// --dot for Graphviz with one cluster per group.
+// outputs, workload key, estimated bytes, schedule space size and default)
+// and the totals; --json for tools, --dot for Graphviz with one cluster per
+// group.
 #include <cstdio>
 #include <map>
 #include <set>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
 #include "client/onnx_model_file.h"
+#include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/driver/compile_driver.h"
 
 namespace kiln::client {
@@ -153,7 +155,10 @@ std::string Json(const PreparedModel& in) {
                     "], \"recomputed\": [", absl::StrJoin(rec, ", "), "], \"workload_key\": ",
                     JsonString(in.workloads[gi].key), ", \"bytes_fused\": ",
                     absl::StrFormat("%.0f", g.bytes_fused), ", \"bytes_unfused\": ",
-                    absl::StrFormat("%.0f", g.bytes_unfused), "}");
+                    absl::StrFormat("%.0f", g.bytes_unfused), ", \"schedules\": ",
+                    EnumerateSchedules(*in.workloads[gi].graph, CpuTarget::Host()).size(),
+                    ", \"default_schedule\": ",
+                    JsonString(DefaultSchedule(*in.workloads[gi].graph, CpuTarget::Host()).ToString()), "}");
   }
   s += "\n  ]\n}\n";
   return s;
@@ -177,6 +182,9 @@ std::string Text(const PreparedModel& in) {
     }
     absl::StrAppend(&s, "    workload: ", in.workloads[gi].key, "  bytes: ", Megabytes(g.bytes_fused),
                     " (unfused ", Megabytes(g.bytes_unfused), ")\n");
+    const Graph& wg = *in.workloads[gi].graph;
+    absl::StrAppend(&s, "    schedules: ", EnumerateSchedules(wg, CpuTarget::Host()).size(), ", default ",
+                    DefaultSchedule(wg, CpuTarget::Host()).ToString(), "\n");
   }
   double saved = in.partition.bytes_unfused > 0 ? 100.0 * (1.0 - in.partition.bytes_fused / in.partition.bytes_unfused) : 0;
   s += "\nsummary:\n";

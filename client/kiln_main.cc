@@ -13,8 +13,14 @@ int main(int argc, char** argv) {
   c->add_option("model", compile.model, "ONNX model file")->required();
   c->add_option("--shape", compile.shapes, "bind an input's shape: NAME=D0,D1,...");
   c->add_option("--target", compile.target, "target to compile for")->capture_default_str();
-  c->add_option("--trials", compile.trials, "candidate schedules measured per new workload (0: none)")
-      ->capture_default_str();
+  c->add_option("--trials", compile.trials,
+                "schedules measured per workload, in total: a workload with fewer is tuned further "
+                "(0: no tuning)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--search", compile.search, "how candidates are proposed: random or evolutionary (learned cost model)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"random", "evolutionary"}));
   c->add_option("--server", compile.server, "HOST:PORT of a kiln-server; omitted: an embedded farm");
   c->add_option("--db", compile.db, "embedded farm's tuning database (default ~/.kiln/tuning.db)");
   c->add_option("-o,--output", compile.output, "package file to write")->required();

@@ -17,7 +17,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git ca-certificates
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libsqlite3-dev libssl-dev libcli11-dev
-  libgtest-dev libgmock-dev llvm-19-dev clang-19 libonnx-dev libonnx-testdata
+  libxgboost-dev libgtest-dev libgmock-dev llvm-19-dev clang-19 libonnx-dev libonnx-testdata
   libdnnl-dev ocl-icd-opencl-dev opencl-headers
   python3 python3-venv python3-pip
 )

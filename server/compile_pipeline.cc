@@ -13,6 +13,7 @@
 #include "compiler_core/driver/compile_driver.h"
 #include "compiler_core/driver/version.h"
 #include "server/farm_target.h"
+#include "server/search_strategy.h"
 
 namespace kiln::server {
 
@@ -51,7 +52,9 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
     on_progress(p);
   };
 
-  // 1. Import.
+  // 1. Import (after the options that need no model are checked).
+  const std::string search = request.search().empty() ? kDefaultSearchStrategy : request.search();
+  RETURN_IF_ERROR(MakeSearchStrategy(search, nullptr).status());
   report("import", "importing the model");
   ModelSource source;
   source.onnx_model = request.onnx_model();
@@ -85,7 +88,7 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
       p.set_best_so_far_ms(0);
       report("tune", absl::StrCat("group ", i, " (", w.op_summary, ")"));
       auto outcome = tuner_->Tune(
-          w, target_key, target, trials,
+          w, target_key, target, trials, search,
           [&](const TuneProgress& tp) {
             p.set_trials_measured(trials_measured + tp.trials_done);
             p.set_best_so_far_ms(tp.best_ms);

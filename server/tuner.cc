@@ -4,13 +4,14 @@
 
 #include <algorithm>
 #include <optional>
-#include <random>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "compiler_core/driver/version.h"
 #include "compiler_core/frontend/graph_proto.h"
+#include "server/farm_target.h"
 
 namespace kiln::server {
 namespace {
@@ -33,26 +34,6 @@ tuningdb::RecordError ToRecordError(kiln::v1::MeasureError e) {
 
 std::string JobKey(const std::string& workload_key, const std::string& target_key, int space_version) {
   return absl::StrCat(workload_key, "|", target_key, "|", space_version);
-}
-
-// The candidates to measure: the heuristic default first, then a shuffle of the
-// rest of the space seeded by the workload key (so a rerun picks the same ones).
-std::vector<ScheduleConfig> ChooseCandidates(const Workload& w, const CpuTarget& target, int trials) {
-  std::vector<ScheduleConfig> space = EnumerateSchedules(*w.graph, target);
-  ScheduleConfig def = DefaultSchedule(*w.graph, target);
-  std::vector<ScheduleConfig> rest;
-  for (const auto& c : space) {
-    if (!(c == def)) rest.push_back(c);
-  }
-  std::seed_seq seed(w.key.begin(), w.key.end());
-  std::mt19937_64 rng(seed);
-  std::shuffle(rest.begin(), rest.end(), rng);
-  std::vector<ScheduleConfig> out = {def};
-  for (const auto& c : rest) {
-    if (static_cast<int>(out.size()) >= trials) break;
-    out.push_back(c);
-  }
-  return out;
 }
 
 // What every candidate's measurement task shares (all but schedule_config).
@@ -95,10 +76,27 @@ int Tuner::active_jobs() const {
   return static_cast<int>(active_.size());
 }
 
+int Tuner::RoundSize(const std::string& target_key) const {
+  int workers = 0;
+  for (const WorkerView& w : broker_->Workers()) workers += w.target_key == target_key ? 1 : 0;
+  return std::max(4, 2 * workers);
+}
+
+std::optional<CpuTarget> Tuner::ResolveTarget(const std::string& target_key) const {
+  CpuTarget host = HostFarmTarget();
+  if (host.Key() == target_key) return host;
+  for (const WorkerView& w : broker_->Workers()) {
+    if (w.target_key == target_key) return FarmTargetOf(w.device);
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::string& target_key,
-                                        const CpuTarget& target, int trials,
+                                        const CpuTarget& target, int trials, const std::string& strategy_name,
                                         const std::function<void(const TuneProgress&)>& on_progress,
                                         const std::function<bool()>& cancelled) {
+  const std::string strategy = strategy_name.empty() ? kDefaultSearchStrategy : strategy_name;
+  ASSIGN_OR_RETURN(std::unique_ptr<SearchStrategy> search, MakeSearchStrategy(strategy, &models_));
   tuningdb::WorkloadInfo info;
   info.key = workload.key;
   info.canonical_text = workload.canonical_text;
@@ -106,6 +104,9 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
   info.op_summary = workload.op_summary;
   info.flops = workload.flops;
   info.bytes = workload.bytes;
+  kiln::v1::Graph graph_proto;
+  GraphToProto(*workload.graph, &graph_proto);
+  info.graph = graph_proto.SerializeAsString();
   if (absl::Status s = db_->UpsertWorkload(info); !s.ok()) return s;
 
   // The best record of the database, when it has one.
@@ -118,51 +119,103 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
     LogWarn("unparseable record ignored", {{"workload", workload.key}, {"config", best->front().config}});
     return std::nullopt;
   };
-  {
+  if (trials <= 0) {
     ASSIGN_OR_RETURN(std::optional<TuneOutcome> hit, recorded());
     if (hit) return *hit;
+    return TuneOutcome{DefaultSchedule(*workload.graph, target), 0, false, 0};
   }
-  if (trials <= 0) return TuneOutcome{DefaultSchedule(*workload.graph, target), 0, false, 0};
+  const std::vector<ScheduleConfig> space = EnumerateSchedules(*workload.graph, target);
+  const int goal = std::min<int>(trials, static_cast<int>(space.size()));
+  // The answer once the workload has `goal` measured schedules: the best
+  // record, or why there is none. nullopt: more must be measured.
+  auto settled = [&]() -> absl::StatusOr<std::optional<TuneOutcome>> {
+    ASSIGN_OR_RETURN(std::vector<std::string> measured,
+                     db_->MeasuredConfigs(workload.key, target_key, kScheduleSpaceVersion));
+    if (static_cast<int>(measured.size()) < goal) return std::nullopt;
+    ASSIGN_OR_RETURN(std::optional<TuneOutcome> hit, recorded());
+    if (hit) return hit;
+    ASSIGN_OR_RETURN(std::string why, db_->ExplainMiss(workload.key, target_key, kScheduleSpaceVersion));
+    return absl::InternalError(absl::StrCat("every measured schedule of workload ", workload.key.substr(0, 12),
+                                            " failed: ", why));
+  };
 
-  // Wait for a worker that measures this target.
-  auto wait_until = std::chrono::steady_clock::now() + options_.worker_wait;
-  while (!broker_->HasLiveWorker(target_key, kScheduleSpaceVersion)) {
-    if (cancelled()) return absl::CancelledError("compile cancelled");
-    if (std::chrono::steady_clock::now() > wait_until) {
-      return absl::UnavailableError(absl::StrCat(
-          "no worker measures target ", target_key, "; start `kiln-worker --server ... --device cpu` on a ",
-          "matching host, or pass --trials 0 to use untuned default schedules"));
+  int trials_measured = 0;
+  while (true) {
+    {
+      ASSIGN_OR_RETURN(std::optional<TuneOutcome> done, settled());
+      if (done) {
+        done->trials_measured = trials_measured;
+        return *done;
+      }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+    // Wait for a worker that measures this target.
+    auto wait_until = std::chrono::steady_clock::now() + options_.worker_wait;
+    while (!broker_->HasLiveWorker(target_key, kScheduleSpaceVersion)) {
+      if (cancelled()) return absl::CancelledError("compile cancelled");
+      if (std::chrono::steady_clock::now() > wait_until) {
+        return absl::UnavailableError(absl::StrCat(
+            "no worker measures target ", target_key, "; start `kiln-worker --server ... --device cpu` on a ",
+            "matching host, or pass --trials 0 to use untuned default schedules"));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
 
-  // Join the job in flight for this workload, or begin one.
-  std::shared_ptr<ActiveJob> active;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = active_.find(JobKey(workload.key, target_key, kScheduleSpaceVersion));
-    if (it != active_.end()) {
-      active = it->second;
-    } else {
-      // A job for this workload may have finished (and left active_) since
-      // the lookup above: its records answer, not a second job.
-      ASSIGN_OR_RETURN(std::optional<TuneOutcome> hit, recorded());
-      if (hit) return *hit;
-      std::vector<std::string> candidates;
-      for (const ScheduleConfig& c : ChooseCandidates(workload, target, trials)) {
-        candidates.push_back(c.ToString());
+    // Join the job in flight for this workload, or begin one with this goal.
+    std::shared_ptr<ActiveJob> active;
+    bool ours = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = active_.find(JobKey(workload.key, target_key, kScheduleSpaceVersion));
+      if (it != active_.end()) {
+        active = it->second;
+      } else {
+        // A job for this workload may have finished (and left active_) since
+        // the check above: its records may answer.
+        ASSIGN_OR_RETURN(std::optional<TuneOutcome> done, settled());
+        if (done) {
+          done->trials_measured = trials_measured;
+          return *done;
+        }
+        ASSIGN_OR_RETURN(std::vector<std::string> measured,
+                         db_->MeasuredConfigs(workload.key, target_key, kScheduleSpaceVersion));
+        SearchInput in;
+        in.workload_key = workload.key;
+        in.workload = workload.graph.get();
+        in.target_key = target_key;
+        in.target = target;
+        in.space_version = kScheduleSpaceVersion;
+        in.space = space;
+        in.default_config = DefaultSchedule(*workload.graph, target);
+        in.measured = std::set<std::string>(measured.begin(), measured.end());
+        const int round = std::min(RoundSize(target_key), goal - static_cast<int>(measured.size()));
+        std::vector<std::string> candidates;
+        for (const ScheduleConfig& c : search->Propose(in, round)) candidates.push_back(c.ToString());
+        if (candidates.empty()) {
+          // Measured schedules outside today's space count for nothing here.
+          ASSIGN_OR_RETURN(std::optional<TuneOutcome> hit, recorded());
+          if (hit) return *hit;
+          return absl::InternalError(absl::StrCat("no schedule of workload ", workload.key.substr(0, 12),
+                                                  " is left to measure and none measured succeeded"));
+        }
+        auto begun = db_->BeginJob(workload.key, target_key, kScheduleSpaceVersion,
+                                   TaskTemplate(workload).SerializeAsString(), candidates, goal, strategy);
+        if (!begun.ok()) return begun.status();
+        if (!begun->created) {
+          LogInfo("joining a tuning job the database lists as running",
+                  {{"job", absl::StrCat(begun->job.id)}, {"workload", workload.key}});
+        }
+        ours = begun->created;
+        active = StartJobLocked(std::move(begun->job));
       }
-      auto begun = db_->BeginJob(workload.key, target_key, kScheduleSpaceVersion,
-                                 TaskTemplate(workload).SerializeAsString(), candidates);
-      if (!begun.ok()) return begun.status();
-      if (!begun->created) {
-        LogInfo("joining a tuning job the database lists as running",
-                {{"job", absl::StrCat(begun->job.id)}, {"workload", workload.key}});
-      }
-      active = StartJobLocked(std::move(begun->job));
     }
+    ASSIGN_OR_RETURN(TuneOutcome outcome, WaitForJob(active, on_progress, cancelled));
+    trials_measured += outcome.trials_measured;
+    if (ours) {
+      outcome.trials_measured = trials_measured;
+      return outcome;
+    }
+    // Another compile's job, whose goal may be below ours: check again.
   }
-  return WaitForJob(active, on_progress, cancelled);
 }
 
 absl::StatusOr<int> Tuner::ResumeUnfinishedJobs() {
@@ -184,8 +237,14 @@ absl::StatusOr<int> Tuner::ResumeUnfinishedJobs() {
 
 std::shared_ptr<Tuner::ActiveJob> Tuner::StartJobLocked(tuningdb::TuningJob job) {
   auto active = std::make_shared<ActiveJob>();
-  active->progress.trials_total = static_cast<int>(job.candidates.size());
   active->progress.trials_done = MeasuredCount(job);
+  // Planned: up to the goal, less what the workload had measured before the job.
+  int measured_elsewhere = 0;
+  if (auto m = db_->MeasuredConfigs(job.workload_key, job.target_key, job.space_version); m.ok()) {
+    measured_elsewhere = std::max(0, static_cast<int>(m->size()) - active->progress.trials_done);
+  }
+  active->progress.trials_total =
+      std::max(static_cast<int>(job.candidates.size()), job.trials - measured_elsewhere);
   std::string key = JobKey(job.workload_key, job.target_key, job.space_version);
   active->job = std::move(job);
   active_[key] = active;
@@ -245,10 +304,53 @@ bool Tuner::MeasureCandidates(const std::shared_ptr<ActiveJob>& active, std::str
   return true;
 }
 
+bool Tuner::NextRound(const std::shared_ptr<ActiveJob>& active) {
+  tuningdb::TuningJob& job = active->job;
+  // The job as the database has it now: which candidates are measured.
+  if (auto fresh = db_->GetJob(job.id); fresh.ok() && *fresh) job = std::move(**fresh);
+  auto measured = db_->MeasuredConfigs(job.workload_key, job.target_key, job.space_version);
+  if (!measured.ok() || static_cast<int>(measured->size()) >= job.trials) return false;
+  std::optional<CpuTarget> target = ResolveTarget(job.target_key);
+  kiln::v1::MeasureTask base;
+  if (!target || !base.ParseFromString(job.task_template)) return false;
+  auto graph = GraphFromProto(base.workload());
+  auto search = MakeSearchStrategy(job.strategy, &models_);
+  if (!graph.ok() || !search.ok()) return false;
+  SearchInput in;
+  in.workload_key = job.workload_key;
+  in.workload = graph->get();
+  in.target_key = job.target_key;
+  in.target = *target;
+  in.space_version = job.space_version;
+  in.space = EnumerateSchedules(**graph, *target);
+  in.default_config = DefaultSchedule(**graph, *target);
+  in.measured = std::set<std::string>(measured->begin(), measured->end());
+  for (const tuningdb::JobCandidate& c : job.candidates) in.measured.insert(c.config);
+  if (auto top = db_->TopK(job.workload_key, job.target_key, job.space_version, 64); top.ok()) {
+    for (const tuningdb::Record& r : *top) {
+      if (auto c = ScheduleConfig::Parse(r.config); c.ok()) in.results.emplace_back(*c, r.median_ms);
+    }
+  }
+  const int round = std::min(RoundSize(job.target_key), job.trials - static_cast<int>(measured->size()));
+  std::vector<std::string> configs;
+  for (const ScheduleConfig& c : (*search)->Propose(in, round)) configs.push_back(c.ToString());
+  if (configs.empty()) return false;
+  if (auto added = db_->AddJobCandidates(job.id, configs); !added.ok()) {
+    LogWarn("cannot add a round to a tuning job", {{"job", absl::StrCat(job.id)}, {"error", added.status().ToString()}});
+    return false;
+  }
+  for (const std::string& c : configs) job.candidates.push_back(tuningdb::JobCandidate{c, 0});
+  return true;
+}
+
 void Tuner::RunJob(const std::shared_ptr<ActiveJob>& active) {
   const tuningdb::TuningJob& job = active->job;
   std::string first_error;
-  bool done = MeasureCandidates(active, &first_error);
+  bool done = true;
+  do {
+    done = MeasureCandidates(active, &first_error);
+  } while (done && !stopping_ && NextRound(active));
+  done = done && !stopping_;
   absl::Status status;
   TuneOutcome outcome;
   if (!done) {

@@ -1,8 +1,12 @@
-// The tuner: finds the schedule for one workload on one target. A tuning
-// database hit answers at once; a miss turns into a tuning job whose candidate
-// schedules are measured by the farm's workers. The job lives in the database
-// (tuningdb::TuningJob): every measurement is recorded as it arrives, and a
-// restarted server resumes the jobs that were not finished.
+// The tuner: finds the schedule for one workload on one target. A workload
+// with as many measured schedules as the compile asks for is answered from the
+// tuning database at once; one with fewer turns into a tuning job that
+// measures more, round by round, on the farm's workers: a search strategy
+// (server/search_strategy.h) proposes each round from what was measured so
+// far. Asking for more trials later deepens the search; nothing is measured
+// twice. The job lives in the database (tuningdb::TuningJob): every
+// measurement is recorded as it arrives, and a restarted server resumes the
+// jobs that were not finished.
 #pragma once
 
 #include <atomic>
@@ -12,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +25,8 @@
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/codegen/target.h"
 #include "compiler_core/fusion/workload.h"
+#include "server/cost_model_store.h"
+#include "server/search_strategy.h"
 #include "server/task_broker.h"
 #include "tuning_db/tuning_db.h"
 
@@ -51,14 +58,17 @@ class Tuner {
     std::chrono::milliseconds worker_wait{30000};
   };
   Tuner(tuningdb::TuningDb* db, TaskBroker* broker, Options options)
-      : db_(db), broker_(broker), options_(options) {}
+      : db_(db), broker_(broker), options_(options), models_(db) {}
   ~Tuner();
   Tuner(const Tuner&) = delete;
   Tuner& operator=(const Tuner&) = delete;
 
-  // trials == 0: no search; the heuristic default (or a database record if one exists).
+  // Makes sure the workload has `trials` measured schedules on the target (or
+  // its whole space, when smaller), then answers with the best. trials == 0:
+  // no search; the best record if one exists, else the heuristic default.
+  // `strategy` names the search strategy ("" = kDefaultSearchStrategy).
   absl::StatusOr<TuneOutcome> Tune(const Workload& workload, const std::string& target_key,
-                                   const CpuTarget& target, int trials,
+                                   const CpuTarget& target, int trials, const std::string& strategy,
                                    const std::function<void(const TuneProgress&)>& on_progress,
                                    const std::function<bool()>& cancelled);
 
@@ -70,6 +80,12 @@ class Tuner {
   // Jobs running in this process now.
   int active_jobs() const;
 
+  // Candidates a round of a job asks the farm for: twice the live workers of
+  // the target (so that none waits while the next round is chosen), at least 4.
+  int RoundSize(const std::string& target_key) const;
+
+  CostModelStore& cost_models() { return models_; }
+
  private:
   struct ActiveJob {
     tuningdb::TuningJob job;
@@ -78,12 +94,17 @@ class Tuner {
     bool finished = false;
     absl::Status status;  // when finished
     TuneOutcome outcome;  // when finished with OK
-    TuneProgress progress;
+    TuneProgress progress;  // trials of this job: done, and planned to reach its goal
   };
 
   // Requires mu_. Registers the job and starts its thread.
   std::shared_ptr<ActiveJob> StartJobLocked(tuningdb::TuningJob job);
   void RunJob(const std::shared_ptr<ActiveJob>& active);
+  // Proposes and appends the job's next round; false when there is none (the
+  // goal is reached, the space is spent, or the job cannot grow).
+  bool NextRound(const std::shared_ptr<ActiveJob>& active);
+  // The CPU a target key names: the server's own, or a live worker's.
+  std::optional<CpuTarget> ResolveTarget(const std::string& target_key) const;
   // Measures the job's unmeasured candidates, recording each result. Returns
   // false when the tuner stopped before the job was done.
   bool MeasureCandidates(const std::shared_ptr<ActiveJob>& active, std::string* first_error);
@@ -94,6 +115,7 @@ class Tuner {
   tuningdb::TuningDb* db_;
   TaskBroker* broker_;
   Options options_;
+  CostModelStore models_;
 
   mutable std::mutex mu_;
   // In flight in this process, by JobKey (workload, target, space version).

@@ -159,6 +159,15 @@ CREATE TABLE tuning_job_candidates (
 ) WITHOUT ROWID;
 )sql",
        BackfillRecordKeys},
+      // 2 -> 3: the workload graph (a serialized kiln.v1.Graph; empty when
+      // unknown), and a job's goal: measured schedules in total, and how the
+      // next ones are proposed.
+      {R"sql(
+ALTER TABLE workloads ADD COLUMN graph BLOB NOT NULL DEFAULT x'';
+ALTER TABLE tuning_jobs ADD COLUMN trials INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tuning_jobs ADD COLUMN strategy TEXT NOT NULL DEFAULT 'random';
+)sql",
+       nullptr},
   };
   return kMigrations;
 }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -161,13 +162,14 @@ absl::Status TuningDb::UpsertWorkload(const WorkloadInfo& w) {
   ASSIGN_OR_RETURN(SqliteStatement s,
                    conn_->Prepare(
                        "INSERT INTO workloads (key, canonical_text, kind, op_summary, flops, bytes, "
-                       "created_unix_ms, updated_unix_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7) "
+                       "created_unix_ms, updated_unix_ms, graph) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8) "
                        "ON CONFLICT (key) DO UPDATE SET canonical_text = excluded.canonical_text, "
                        "kind = excluded.kind, op_summary = excluded.op_summary, "
                        "flops = excluded.flops, bytes = excluded.bytes, "
-                       "updated_unix_ms = excluded.updated_unix_ms"));
+                       "updated_unix_ms = excluded.updated_unix_ms, "
+                       "graph = CASE WHEN length(excluded.graph) > 0 THEN excluded.graph ELSE graph END"));
   s.Bind(1, w.key).Bind(2, w.canonical_text).Bind(3, w.kind).Bind(4, w.op_summary);
-  s.Bind(5, w.flops).Bind(6, w.bytes).Bind(7, now);
+  s.Bind(5, w.flops).Bind(6, w.bytes).Bind(7, now).BindBlob(8, w.graph);
   return s.Run();
 }
 
@@ -186,13 +188,13 @@ absl::StatusOr<std::optional<TargetInfo>> TuningDb::GetTarget(const std::string&
 absl::StatusOr<std::optional<WorkloadInfo>> TuningDb::GetWorkload(const std::string& key) {
   std::lock_guard<std::mutex> lock(read_mu_);
   ASSIGN_OR_RETURN(SqliteStatement s,
-                   reader_->Prepare("SELECT key, canonical_text, kind, op_summary, flops, bytes "
+                   reader_->Prepare("SELECT key, canonical_text, kind, op_summary, flops, bytes, graph "
                                   "FROM workloads WHERE key = ?1"));
   s.Bind(1, key);
   ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) return std::nullopt;
-  return WorkloadInfo{s.ColumnText(0), s.ColumnText(1), s.ColumnText(2),
-                      s.ColumnText(3), s.ColumnDouble(4), s.ColumnDouble(5)};
+  return WorkloadInfo{s.ColumnText(0),     s.ColumnText(1),     s.ColumnText(2), s.ColumnText(3),
+                      s.ColumnDouble(4),   s.ColumnDouble(5),   s.ColumnBlob(6)};
 }
 
 absl::Status TuningDb::AddRecords(const std::vector<Record>& records) {
@@ -323,6 +325,39 @@ absl::StatusOr<int64_t> TuningDb::CountLocked(SqliteConnection& conn, const std:
   for (size_t i = 0; i < args.size(); ++i) s.Bind(static_cast<int>(i) + 1, args[i]);
   ASSIGN_OR_RETURN(bool row, s.Step());
   return row ? s.ColumnInt(0) : 0;
+}
+
+absl::StatusOr<std::vector<std::string>> TuningDb::MeasuredConfigs(const std::string& workload_key,
+                                                                   const std::string& target_key,
+                                                                   int space_version) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  ASSIGN_OR_RETURN(SqliteStatement s,
+                   reader_->Prepare("SELECT DISTINCT config FROM records WHERE workload_key = ?1 AND "
+                                    "target_key = ?2 AND space_version = ?3 ORDER BY config"));
+  s.Bind(1, workload_key).Bind(2, target_key).Bind(3, space_version);
+  std::vector<std::string> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out.push_back(s.ColumnText(0));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<Record>> TuningDb::ValidRecords(const std::string& target_key, int space_version) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  ASSIGN_OR_RETURN(SqliteStatement s,
+                   reader_->Prepare(absl::StrCat("SELECT ", kRecordColumns,
+                                                 " FROM records WHERE target_key = ?1 AND space_version = ?2 "
+                                                 "AND error = 0 ORDER BY id")));
+  s.Bind(1, target_key).Bind(2, space_version);
+  std::vector<Record> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out.push_back(ReadRecord(s));
+  }
+  return out;
 }
 
 int64_t TuningDb::CountRecords(const std::string& workload_key, const std::string& target_key,
@@ -667,8 +702,8 @@ absl::StatusOr<std::optional<TuningJob>> TuningDb::ReadJobLocked(SqliteConnectio
   {
     ASSIGN_OR_RETURN(SqliteStatement s,
                      conn.Prepare("SELECT id, workload_key, target_key, space_version, state, "
-                                  "task_template, message, created_unix_ms, updated_unix_ms "
-                                  "FROM tuning_jobs WHERE id = ?1"));
+                                  "task_template, message, created_unix_ms, updated_unix_ms, trials, "
+                                  "strategy FROM tuning_jobs WHERE id = ?1"));
     s.Bind(1, job_id);
     ASSIGN_OR_RETURN(bool row, s.Step());
     if (!row) return std::nullopt;
@@ -682,6 +717,8 @@ absl::StatusOr<std::optional<TuningJob>> TuningDb::ReadJobLocked(SqliteConnectio
     job->message = s.ColumnText(6);
     job->created_unix_ms = s.ColumnInt(7);
     job->updated_unix_ms = s.ColumnInt(8);
+    job->trials = static_cast<int>(s.ColumnInt(9));
+    job->strategy = s.ColumnText(10);
   }
   ASSIGN_OR_RETURN(SqliteStatement c,
                    conn.Prepare("SELECT config, COALESCE(record_id, 0) FROM tuning_job_candidates "
@@ -699,7 +736,8 @@ absl::StatusOr<TuningDb::BeginJobResult> TuningDb::BeginJob(const std::string& w
                                                             const std::string& target_key,
                                                             int space_version,
                                                             const std::string& task_template,
-                                                            const std::vector<std::string>& candidates) {
+                                                            const std::vector<std::string>& candidates,
+                                                            int trials, const std::string& strategy) {
   if (workload_key.empty() || target_key.empty() || space_version < 0) {
     return absl::InvalidArgumentError(absl::StrCat("tuning job needs a workload key, a target key and a "
                                                    "non-negative space version (got \"", workload_key,
@@ -732,9 +770,10 @@ absl::StatusOr<TuningDb::BeginJobResult> TuningDb::BeginJob(const std::string& w
   {
     ASSIGN_OR_RETURN(SqliteStatement s,
                      conn_->Prepare("INSERT INTO tuning_jobs (workload_key, target_key, space_version, "
-                                    "state, task_template, message, created_unix_ms, updated_unix_ms) "
-                                    "VALUES (?1, ?2, ?3, 0, ?4, '', ?5, ?5)"));
+                                    "state, task_template, message, created_unix_ms, updated_unix_ms, "
+                                    "trials, strategy) VALUES (?1, ?2, ?3, 0, ?4, '', ?5, ?5, ?6, ?7)"));
     s.Bind(1, workload_key).Bind(2, target_key).Bind(3, space_version).BindBlob(4, task_template).Bind(5, now);
+    s.Bind(6, static_cast<int64_t>(trials)).Bind(7, strategy);
     RETURN_IF_ERROR(s.Run());
   }
   int64_t id = sqlite3_last_insert_rowid(conn_->raw());
@@ -752,9 +791,42 @@ absl::StatusOr<TuningDb::BeginJobResult> TuningDb::BeginJob(const std::string& w
   result.job.target_key = target_key;
   result.job.space_version = space_version;
   result.job.task_template = task_template;
+  result.job.trials = trials;
+  result.job.strategy = strategy;
   result.job.created_unix_ms = result.job.updated_unix_ms = now;
   for (const std::string& c : candidates) result.job.candidates.push_back(JobCandidate{c, 0});
   return result;
+}
+
+absl::StatusOr<int> TuningDb::AddJobCandidates(int64_t job_id, const std::vector<std::string>& configs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::BeginImmediate(*conn_));
+  ASSIGN_OR_RETURN(std::optional<TuningJob> job, ReadJobLocked(*conn_, job_id));
+  if (!job) return absl::InvalidArgumentError(absl::StrCat("no tuning job ", job_id));
+  if (job->state != JobState::kRunning) {
+    return absl::InvalidArgumentError(absl::StrCat("tuning job ", job_id, " is ", std::string(JobStateName(job->state)),
+                                                   ", not running: it takes no more candidates"));
+  }
+  std::set<std::string> listed;
+  for (const JobCandidate& c : job->candidates) listed.insert(c.config);
+  const int first = static_cast<int>(job->candidates.size());
+  int position = first;
+  for (const std::string& config : configs) {
+    if (!listed.insert(config).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tuning job ", job_id, " already lists candidate '", config, "'"));
+    }
+    ASSIGN_OR_RETURN(SqliteStatement s,
+                     conn_->Prepare("INSERT INTO tuning_job_candidates (job_id, position, config) "
+                                    "VALUES (?1, ?2, ?3)"));
+    s.Bind(1, job_id).Bind(2, position++).Bind(3, config);
+    RETURN_IF_ERROR(s.Run());
+  }
+  ASSIGN_OR_RETURN(SqliteStatement u, conn_->Prepare("UPDATE tuning_jobs SET updated_unix_ms = ?1 WHERE id = ?2"));
+  u.Bind(1, NowUnixMs()).Bind(2, job_id);
+  RETURN_IF_ERROR(u.Run());
+  RETURN_IF_ERROR(txn.Commit());
+  return first;
 }
 
 absl::Status TuningDb::AddJobRecord(int64_t job_id, int position, const Record& record) {

@@ -36,6 +36,10 @@ struct WorkloadInfo {
   std::string op_summary;
   double flops = 0;
   double bytes = 0;
+  // The workload graph, serialized (kiln.v1.Graph): what the cost model lowers
+  // to compute a record's features. Empty when not known (rows written before
+  // schema 3, imports); an upsert with an empty graph keeps the stored one.
+  std::string graph;
 };
 
 enum class RecordError { kOk = 0, kBuildError = 1, kWrongAnswer = 2, kRuntimeError = 3, kTimeout = 4 };
@@ -101,6 +105,12 @@ struct TuningJob {
   // serialized kiln.v1.MeasureTask without its schedule_config).
   std::string task_template;
   std::string message;  // why it failed, or a summary when done
+  // The goal: the job ends when the triple has `trials` measured schedules (its
+  // own and earlier ones) or the space has no more; `strategy` proposes the
+  // candidates of each round ("random", "evolutionary"). Candidates grow round
+  // by round (AddJobCandidates).
+  int trials = 0;
+  std::string strategy = "random";
   std::vector<JobCandidate> candidates;
   int64_t created_unix_ms = 0, updated_unix_ms = 0;
 };
@@ -167,6 +177,15 @@ class TuningDb {
   absl::StatusOr<std::string> ExplainMiss(const std::string& workload_key,
                                           const std::string& target_key, int space_version);
 
+  // Every distinct config with a record (errors included) for the triple:
+  // what a search must not propose again.
+  absl::StatusOr<std::vector<std::string>> MeasuredConfigs(const std::string& workload_key,
+                                                           const std::string& target_key, int space_version);
+
+  // Every valid record of a target and schedule-space version, oldest first:
+  // the cost model's training set.
+  absl::StatusOr<std::vector<Record>> ValidRecords(const std::string& target_key, int space_version);
+
   // All records (errors included) for the triple; -1 when the database fails.
   int64_t CountRecords(const std::string& workload_key, const std::string& target_key,
                        int space_version);
@@ -201,10 +220,16 @@ class TuningDb {
     TuningJob job;
     bool created = false;
   };
+  // `trials` and `strategy` are the job's goal (TuningJob).
   absl::StatusOr<BeginJobResult> BeginJob(const std::string& workload_key,
                                           const std::string& target_key, int space_version,
                                           const std::string& task_template,
-                                          const std::vector<std::string>& candidates);
+                                          const std::vector<std::string>& candidates, int trials = 0,
+                                          const std::string& strategy = "random");
+  // Appends candidates to a running job (positions after its last), in one
+  // transaction; returns the position of the first. A config the job already
+  // lists is INVALID_ARGUMENT, as is a job that is not running.
+  absl::StatusOr<int> AddJobCandidates(int64_t job_id, const std::vector<std::string>& configs);
   // Appends the record of candidate `position` of a running job and marks the
   // candidate measured, in one transaction. A candidate already measured keeps
   // its first record (FAILED_PRECONDITION); an unknown job or position, or a

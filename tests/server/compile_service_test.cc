@@ -101,6 +101,40 @@ TEST_F(CompileServiceTest, CompilesRunsAndRemembers) {
   EXPECT_NE(missing->reason().find("no compile"), std::string::npos);
 }
 
+TEST_F(CompileServiceTest, MoreTrialsDeepenTheSearchWithoutMeasuringAnythingTwice) {
+  KilnClient client(farm_->address());
+  for (const char* search : {"random", "evolutionary"}) {
+    SCOPED_TRACE(search);
+    // Shapes of their own: workloads no other test of the suite has tuned.
+    kiln::v1::CompileRequest r = testing::MlpRequest(1);
+    r.mutable_shapes(0)->set_dims(0, std::string(search) == "random" ? 5 : 6);
+    r.set_search(search);
+    auto first = Compile(client, r);
+    ASSERT_TRUE(first.ok()) << first.status();
+    ASSERT_EQ(first->groups_size(), 2);
+    EXPECT_EQ(first->trials_measured(), 2);  // one per workload: its default
+    r.set_trials_per_group(3);
+    auto deeper = Compile(client, r);
+    ASSERT_TRUE(deeper.ok()) << deeper.status();
+    EXPECT_EQ(deeper->trials_measured(), 4);  // two more per workload
+    auto again = Compile(client, r);
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(again->trials_measured(), 0);
+    for (const auto& g : again->groups()) EXPECT_TRUE(g.from_database()) << g.index();
+    // Fewer trials than measured already: answered from the database.
+    r.set_trials_per_group(2);
+    auto fewer = Compile(client, r);
+    ASSERT_TRUE(fewer.ok()) << fewer.status();
+    EXPECT_EQ(fewer->trials_measured(), 0);
+    EXPECT_EQ(fewer->package_digest(), again->package_digest());
+  }
+  kiln::v1::CompileRequest bad = testing::MlpRequest(1);
+  bad.set_search("annealing");
+  auto refused = Compile(client, bad);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(refused.status().message()).find("annealing"), std::string::npos) << refused.status();
+}
+
 TEST_F(CompileServiceTest, FetchOfUnknownDigestIsNotFound) {
   KilnClient client(farm_->address());
   auto r = client.FetchArtifact("sha256:" + std::string(64, '0'));

@@ -92,7 +92,7 @@ TEST_F(ResumeTest, RestartedServerFinishesTheJobWithoutAClient) {
     broker.RegisterWorker(target_key, "silent", kiln::v1::DeviceInfo());
     server::Tuner tuner(db->get(), &broker, server::Tuner::Options{std::chrono::milliseconds(5000)});
     int polls = 0;
-    auto outcome = tuner.Tune(*workload, target_key, target, 4, [](const server::TuneProgress&) {},
+    auto outcome = tuner.Tune(*workload, target_key, target, 4, "", [](const server::TuneProgress&) {},
                               [&] { return ++polls > 3; });
     EXPECT_EQ(outcome.status().code(), absl::StatusCode::kCancelled) << outcome.status();
     EXPECT_EQ(tuner.active_jobs(), 1);  // a cancelled compile leaves its job running

@@ -86,6 +86,81 @@ TEST(JobsTest, LifecycleSurvivesReopen) {
   }
 }
 
+TEST(JobsTest, JobsGrowRoundByRoundAndKeepTheirGoal) {
+  TempDbDir dir;
+  std::string path = dir.Path();
+  int64_t id = 0;
+  {
+    auto db = TuningDb::Open(path);
+    ASSERT_TRUE(db.ok()) << db.status();
+    auto begun = (*db)->BeginJob("w", "t", 3, "", {"a", "b"}, /*trials=*/5, "evolutionary");
+    ASSERT_TRUE(begun.ok()) << begun.status();
+    id = begun->job.id;
+    EXPECT_EQ(begun->job.trials, 5);
+    EXPECT_EQ(begun->job.strategy, "evolutionary");
+    ASSERT_TRUE((*db)->AddJobRecord(id, 0, Measured("a", 2.0)).ok());
+    auto first = (*db)->AddJobCandidates(id, {"c", "d"});
+    ASSERT_TRUE(first.ok()) << first.status();
+    EXPECT_EQ(*first, 2);
+    // A config the job lists already is refused, and nothing of the round is added.
+    EXPECT_EQ((*db)->AddJobCandidates(id, {"e", "a"}).status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ((*db)->AddJobCandidates(99, {"x"}).status().code(), absl::StatusCode::kInvalidArgument);
+    ASSERT_TRUE((*db)->AddJobRecord(id, 3, Measured("d", 1.0)).ok());
+  }
+  auto db = TuningDb::Open(path);
+  ASSERT_TRUE(db.ok());
+  auto job = (*db)->GetJob(id);
+  ASSERT_TRUE(job.ok() && job->has_value());
+  EXPECT_EQ((*job)->trials, 5);
+  EXPECT_EQ((*job)->strategy, "evolutionary");
+  std::vector<std::string> configs;
+  for (const JobCandidate& c : (*job)->candidates) configs.push_back(c.config + (c.measured() ? "*" : ""));
+  EXPECT_THAT(configs, ::testing::ElementsAre("a*", "b", "c", "d*"));
+  ASSERT_TRUE((*db)->FinishJob(id, JobState::kDone, "").ok());
+  EXPECT_EQ((*db)->AddJobCandidates(id, {"e"}).status().code(), absl::StatusCode::kInvalidArgument);
+  // A job begun without a goal (as before schema 3) is random with 0 trials.
+  auto plain = (*db)->BeginJob("w2", "t", 3, "", {"a"});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->job.trials, 0);
+  EXPECT_EQ(plain->job.strategy, "random");
+}
+
+TEST(JobsTest, MeasuredConfigsAndValidRecordsAreWhatASearchLearnsFrom) {
+  TempDbDir dir;
+  auto db = TuningDb::Open(dir.Path());
+  ASSERT_TRUE(db.ok());
+  Record failed = Measured("b", 0);
+  failed.error = RecordError::kWrongAnswer;
+  Record other_target = Measured("c", 1.0);
+  other_target.target_key = "t2";
+  Record twice = Measured("a", 1.5);
+  twice.created_unix_ms = 77;
+  ASSERT_TRUE((*db)->AddRecords({Measured("a", 1.0), failed, other_target, twice}).ok());
+  auto measured = (*db)->MeasuredConfigs("w", "t", 3);
+  ASSERT_TRUE(measured.ok()) << measured.status();
+  EXPECT_THAT(*measured, ::testing::ElementsAre("a", "b"));  // failures count: never measured again
+  auto valid = (*db)->ValidRecords("t", 3);
+  ASSERT_TRUE(valid.ok()) << valid.status();
+  ASSERT_EQ(valid->size(), 2u);
+  EXPECT_EQ((*valid)[0].config, "a");
+  EXPECT_TRUE((*db)->ValidRecords("t", 4)->empty());
+}
+
+TEST(JobsTest, WorkloadGraphIsKeptByUpsertsWithoutOne) {
+  TempDbDir dir;
+  auto db = TuningDb::Open(dir.Path());
+  ASSERT_TRUE(db.ok());
+  WorkloadInfo w{"w", "text", "matmul", "MatMul", 1, 2, std::string("gr\0aph", 6)};
+  ASSERT_TRUE((*db)->UpsertWorkload(w).ok());
+  w.graph.clear();
+  w.op_summary = "MatMul+Add";
+  ASSERT_TRUE((*db)->UpsertWorkload(w).ok());
+  auto got = (*db)->GetWorkload("w");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->op_summary, "MatMul+Add");
+  EXPECT_EQ((*got)->graph, std::string("gr\0aph", 6));
+}
+
 TEST(JobsTest, BadArgumentsAreInvalid) {
   TempDbDir dir;
   auto db = TuningDb::Open(dir.Path());

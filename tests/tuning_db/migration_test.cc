@@ -73,6 +73,35 @@ INSERT INTO compile_entries VALUES (1, 'ck', 'sha256:000000000000000000000000000
   EXPECT_TRUE((*db)->CheckIntegrity().ok());
 }
 
+TEST(MigrationTest, VersionTwoJobsAndWorkloadsUpgradeWithoutAGoalOrGraph) {
+  TempDbDir dir;
+  std::string path = dir.Path();
+  int64_t id = 0;
+  {
+    auto conn = SqliteConnection::Open(path, 1000);
+    ASSERT_TRUE(conn.ok()) << conn.status();
+    ASSERT_TRUE(MigrateSchemaTo(**conn, 2).ok());
+    ASSERT_TRUE((*conn)->Exec(R"sql(
+INSERT INTO workloads VALUES (1, 'w1', 'matmul 4x4', 'matmul', 'MatMul', 128, 64, 5, 5);
+INSERT INTO tuning_jobs VALUES (7, 'w1', 'cpu/x', 1, 0, x'00', '', 5, 5);
+INSERT INTO tuning_job_candidates VALUES (7, 0, 'tile=4', NULL);
+)sql")
+                    .ok());
+    id = 7;
+  }
+  auto db = TuningDb::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto job = (*db)->GetJob(id);
+  ASSERT_TRUE(job.ok() && job->has_value()) << job.status();
+  EXPECT_EQ((*job)->trials, 0);
+  EXPECT_EQ((*job)->strategy, "random");
+  ASSERT_EQ((*job)->candidates.size(), 1u);
+  auto w = (*db)->GetWorkload("w1");
+  ASSERT_TRUE(w.ok() && w->has_value());
+  EXPECT_TRUE((*w)->graph.empty());
+  EXPECT_EQ((*db)->AddJobCandidates(id, {"tile=8"}).value_or(-1), 1);
+}
+
 TEST(MigrationTest, MigratingTwiceAndReopeningIsANoOp) {
   TempDbDir dir;
   std::string path = dir.Path();
