@@ -20,6 +20,7 @@ struct CompileOptions {
   std::string target = "cpu";
   int trials = 16;
   std::string search = "evolutionary";  // random | evolutionary
+  std::string budget;               // whole-model budget: "500" trials, or "90s", "10m", "1h"
   std::string server;               // empty: embedded farm
   std::string db;                   // embedded farm's database
   std::string output;

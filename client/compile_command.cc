@@ -67,6 +67,29 @@ class ProgressPrinter {
   std::string last_stage_, last_message_;
 };
 
+// --budget: "500" is trials; "90s", "10m", "1h" are seconds of tuning.
+absl::StatusOr<std::pair<int, double>> ParseBudget(const std::string& text) {
+  auto bad = [&] {
+    return absl::InvalidArgumentError(absl::StrCat("--budget '", text,
+                                                   "': expected a number of trials (500) or a time (90s, 10m, 1h)"));
+  };
+  if (text.empty()) return bad();
+  double scale = 0;  // 0: trials
+  std::string digits = text;
+  switch (text.back()) {
+    case 's': scale = 1; break;
+    case 'm': scale = 60; break;
+    case 'h': scale = 3600; break;
+    default: break;
+  }
+  if (scale > 0) digits.pop_back();
+  if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return bad();
+  const int value = std::stoi(digits);
+  if (value <= 0) return bad();
+  if (scale == 0) return std::make_pair(value, 0.0);
+  return std::make_pair(0, value * scale);
+}
+
 }  // namespace
 
 int RunCompile(const CompileOptions& o) {
@@ -77,6 +100,12 @@ int RunCompile(const CompileOptions& o) {
   request.set_target(o.target);
   request.set_trials_per_group(o.trials);
   request.set_search(o.search);
+  if (!o.budget.empty()) {
+    auto budget = ParseBudget(o.budget);
+    if (!budget.ok()) return ReportError("compile", budget.status());
+    request.set_budget_trials(budget->first);
+    request.set_budget_seconds(budget->second);
+  }
   request.set_model_name(std::filesystem::path(o.model).stem().string());
   for (const std::string& flag : o.shapes) {
     kiln::v1::ShapeBinding* b = request.add_shapes();
@@ -127,6 +156,11 @@ int RunCompile(const CompileOptions& o) {
   std::printf("size %lld bytes, %d groups (%d from the tuning database), %d trials measured, %.2f s\n",
               static_cast<long long>(result.package_size()), result.groups_size(), cached,
               result.trials_measured(), result.compile_seconds());
+  if (!result.tuning_stop().empty()) {
+    std::printf("tuning stopped: %s\n", result.tuning_stop() == "budget"      ? "the budget is spent"
+                                        : result.tuning_stop() == "converged" ? "no workload was expected to gain more"
+                                                                              : "every schedule space is measured");
+  }
   if (!o.quiet) {
     for (const auto& g : result.groups()) {
       std::string ops;

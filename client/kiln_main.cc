@@ -21,6 +21,9 @@ int main(int argc, char** argv) {
   c->add_option("--search", compile.search, "how candidates are proposed: random or evolutionary (learned cost model)")
       ->capture_default_str()
       ->check(CLI::IsMember({"random", "evolutionary"}));
+  c->add_option("--budget", compile.budget,
+                "whole-model tuning budget, spent where it lowers the model's latency most (instead of "
+                "--trials per workload): N measured trials, or a time (90s, 10m, 1h)");
   c->add_option("--server", compile.server, "HOST:PORT of a kiln-server; omitted: an embedded farm");
   c->add_option("--db", compile.db, "embedded farm's tuning database (default ~/.kiln/tuning.db)");
   c->add_option("-o,--output", compile.output, "package file to write")->required();

@@ -14,6 +14,7 @@
 #include "compiler_core/driver/version.h"
 #include "server/farm_target.h"
 #include "server/search_strategy.h"
+#include "server/task_scheduler.h"
 
 namespace kiln::server {
 
@@ -77,11 +78,54 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   const std::vector<Workload>& workloads = model.workloads;
   p.set_groups_total(static_cast<int>(partition.groups.size()));
 
-  // 4. Tune each distinct workload once.
+  // 4. Tune: the whole-model budget through the task scheduler, or each
+  // distinct workload to trials_per_group.
   int trials = std::max(0, request.trials_per_group());
   std::map<std::string, TuneOutcome> tuned;
   int trials_measured = 0;
-  for (size_t i = 0; i < workloads.size(); ++i) {
+  std::string tuning_stop;
+  TuningBudget budget{std::max(0, request.budget_trials()), std::max(0.0, request.budget_seconds())};
+  if (budget.enabled()) {
+    std::vector<TaskScheduler::Task> tasks;
+    std::map<std::string, size_t> task_of;
+    for (const Workload& w : workloads) {
+      auto [it, added] = task_of.emplace(w.key, tasks.size());
+      if (added) {
+        tasks.push_back(TaskScheduler::Task{&w, 0, static_cast<int>(EnumerateSchedules(*w.graph, target).size())});
+      }
+      tasks[it->second].count += 1;
+    }
+    TaskScheduler scheduler(std::move(tasks), budget, TaskScheduler::Options{});
+    int turns = 0;
+    auto run = scheduler.Run(
+        [&](const Workload& w, int goal) -> absl::StatusOr<TuneOutcome> {
+          ++turns;
+          report("tune", absl::StrCat("budget: turn ", turns, ", ", w.op_summary, " to ", goal, " trials"));
+          auto outcome = tuner_->Tune(
+              w, target_key, target, goal, search,
+              [&](const TuneProgress& tp) {
+                p.set_trials_measured(trials_measured + tp.trials_done);
+                p.set_best_so_far_ms(tp.best_ms);
+                report("tune", absl::StrCat("budget: turn ", turns, ", ", w.op_summary, ": ", tp.trials_done,
+                                            "/", tp.trials_total, " trials"));
+              },
+              cancelled);
+          if (!outcome.ok()) {
+            return absl::Status(outcome.status().code(), absl::StrCat("tuning ", w.op_summary, " (workload ",
+                                                                      w.key.substr(0, 12), "): ",
+                                                                      outcome.status().message()));
+          }
+          trials_measured += outcome->trials_measured;
+          p.set_trials_measured(trials_measured);
+          return outcome;
+        },
+        cancelled);
+    if (!run.ok()) return run.status();
+    tuned = std::move(*run);
+    tuning_stop = scheduler.stop_reason();
+    p.set_groups_done(static_cast<int>(workloads.size()));
+  }
+  for (size_t i = 0; i < workloads.size() && !budget.enabled(); ++i) {
     if (cancelled()) return absl::CancelledError("compile cancelled");
     const Workload& w = workloads[i];
     if (!tuned.count(w.key)) {
@@ -136,6 +180,7 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   r.set_package_size(static_cast<int64_t>(pkg.bytes.size()));
   r.set_trials_measured(trials_measured);
   r.set_target(target_key);
+  r.set_tuning_stop(tuning_stop);
   for (size_t i = 0; i < partition.groups.size(); ++i) {
     const FusionGroup& g = partition.groups[i];
     const TuneOutcome& t = tuned[workloads[i].key];

@@ -51,6 +51,24 @@ kiln::v1::MeasureTask TaskTemplate(const Workload& workload) {
   return base;
 }
 
+tuningdb::Record RecordOf(const tuningdb::TuningJob& job, const std::string& config, const TaskOutcome& o) {
+  tuningdb::Record r;
+  r.workload_key = job.workload_key;
+  r.target_key = job.target_key;
+  r.space_version = job.space_version;
+  r.compiler_version = kCompilerVersion;
+  r.config = config;
+  r.median_ms = o.result.median_ms();
+  r.p10_ms = o.result.p10_ms();
+  r.p90_ms = o.result.p90_ms();
+  r.repeats = o.result.repeats();
+  r.error = ToRecordError(o.result.error());
+  r.error_message = o.result.error_message();
+  r.worker_id = o.worker_id;
+  r.created_unix_ms = NowUnixMs();
+  return r;
+}
+
 int MeasuredCount(const tuningdb::TuningJob& job) {
   return static_cast<int>(std::count_if(job.candidates.begin(), job.candidates.end(),
                                         [](const tuningdb::JobCandidate& c) { return c.measured(); }));
@@ -111,11 +129,11 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
 
   // The best record of the database, when it has one.
   auto recorded = [&]() -> absl::StatusOr<std::optional<TuneOutcome>> {
-    auto best = db_->TopK(workload.key, target_key, kScheduleSpaceVersion, 1);
+    auto best = db_->ConfigStats(workload.key, target_key, kScheduleSpaceVersion, 1);
     if (!best.ok()) return best.status();
     if (best->empty()) return std::nullopt;
     auto config = ScheduleConfig::Parse(best->front().config);
-    if (config.ok()) return TuneOutcome{*config, best->front().median_ms, /*from_database=*/true, 0};
+    if (config.ok()) return TuneOutcome{*config, best->front().mean_ms, /*from_database=*/true, 0};
     LogWarn("unparseable record ignored", {{"workload", workload.key}, {"config", best->front().config}});
     return std::nullopt;
   };
@@ -128,11 +146,12 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
   const int goal = std::min<int>(trials, static_cast<int>(space.size()));
   // The answer once the workload has `goal` measured schedules: the best
   // record, or why there is none. nullopt: more must be measured.
-  auto settled = [&]() -> absl::StatusOr<std::optional<TuneOutcome>> {
+  auto settled = [&](bool goal_or_spent) -> absl::StatusOr<std::optional<TuneOutcome>> {
     ASSIGN_OR_RETURN(std::vector<std::string> measured,
                      db_->MeasuredConfigs(workload.key, target_key, kScheduleSpaceVersion));
-    if (static_cast<int>(measured.size()) < goal) return std::nullopt;
+    if (static_cast<int>(measured.size()) < goal && !goal_or_spent) return std::nullopt;
     ASSIGN_OR_RETURN(std::optional<TuneOutcome> hit, recorded());
+    if (hit) hit->schedules_measured = static_cast<int>(measured.size());
     if (hit) return hit;
     ASSIGN_OR_RETURN(std::string why, db_->ExplainMiss(workload.key, target_key, kScheduleSpaceVersion));
     return absl::InternalError(absl::StrCat("every measured schedule of workload ", workload.key.substr(0, 12),
@@ -142,7 +161,7 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
   int trials_measured = 0;
   while (true) {
     {
-      ASSIGN_OR_RETURN(std::optional<TuneOutcome> done, settled());
+      ASSIGN_OR_RETURN(std::optional<TuneOutcome> done, settled(false));
       if (done) {
         done->trials_measured = trials_measured;
         return *done;
@@ -171,7 +190,7 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
       } else {
         // A job for this workload may have finished (and left active_) since
         // the check above: its records may answer.
-        ASSIGN_OR_RETURN(std::optional<TuneOutcome> done, settled());
+        ASSIGN_OR_RETURN(std::optional<TuneOutcome> done, settled(false));
         if (done) {
           done->trials_measured = trials_measured;
           return *done;
@@ -192,8 +211,11 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
         for (const ScheduleConfig& c : search->Propose(in, round)) candidates.push_back(c.ToString());
         if (candidates.empty()) {
           // Measured schedules outside today's space count for nothing here.
-          ASSIGN_OR_RETURN(std::optional<TuneOutcome> hit, recorded());
-          if (hit) return *hit;
+          ASSIGN_OR_RETURN(std::optional<TuneOutcome> hit, settled(true));
+          if (hit) {
+            hit->trials_measured = trials_measured;
+            return *hit;
+          }
           return absl::InternalError(absl::StrCat("no schedule of workload ", workload.key.substr(0, 12),
                                                   " is left to measure and none measured succeeded"));
         }
@@ -211,7 +233,11 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
     ASSIGN_OR_RETURN(TuneOutcome outcome, WaitForJob(active, on_progress, cancelled));
     trials_measured += outcome.trials_measured;
     if (ours) {
+      // Our goal is met, or the strategy found nothing more to propose.
+      ASSIGN_OR_RETURN(std::optional<TuneOutcome> done, settled(true));
+      if (done) outcome = *done;
       outcome.trials_measured = trials_measured;
+      outcome.from_database = false;
       return outcome;
     }
     // Another compile's job, whose goal may be below ours: check again.
@@ -271,20 +297,7 @@ bool Tuner::MeasureCandidates(const std::shared_ptr<ActiveJob>& active, std::str
       if (stopping_) return false;
     }
     const TaskOutcome& o = future.get();
-    tuningdb::Record r;
-    r.workload_key = job.workload_key;
-    r.target_key = job.target_key;
-    r.space_version = job.space_version;
-    r.compiler_version = kCompilerVersion;
-    r.config = job.candidates[position].config;
-    r.median_ms = o.result.median_ms();
-    r.p10_ms = o.result.p10_ms();
-    r.p90_ms = o.result.p90_ms();
-    r.repeats = o.result.repeats();
-    r.error = ToRecordError(o.result.error());
-    r.error_message = o.result.error_message();
-    r.worker_id = o.worker_id;
-    r.created_unix_ms = NowUnixMs();
+    tuningdb::Record r = RecordOf(job, job.candidates[position].config, o);
     // Recorded now, not at the end: a restart loses at most the tasks in flight.
     if (absl::Status s = db_->AddJobRecord(job.id, position, r); !s.ok()) {
       LogWarn("cannot record a measurement", {{"job", absl::StrCat(job.id)}, {"error", s.ToString()}});
@@ -343,6 +356,42 @@ bool Tuner::NextRound(const std::shared_ptr<ActiveJob>& active) {
   return true;
 }
 
+bool Tuner::ConfirmWinner(const std::shared_ptr<ActiveJob>& active) {
+  const tuningdb::TuningJob& job = active->job;
+  kiln::v1::MeasureTask base;
+  if (!base.ParseFromString(job.task_template)) return true;
+  for (int pass = 0; pass < kConfirmPasses; ++pass) {
+    auto stats = db_->ConfigStats(job.workload_key, job.target_key, job.space_version, 2);
+    if (!stats.ok() || stats->empty()) return true;
+    // The leader, and a runner-up close enough to overtake it, until each has
+    // been measured twice.
+    std::vector<std::string> again;
+    if (stats->front().count < 2) again.push_back(stats->front().config);
+    if (stats->size() > 1 && (*stats)[1].count < 2 &&
+        (*stats)[1].mean_ms <= stats->front().mean_ms * (1 + kConfirmMargin)) {
+      again.push_back((*stats)[1].config);
+    }
+    if (again.empty()) return true;
+    std::vector<std::pair<std::string, std::shared_future<TaskOutcome>>> futures;
+    for (const std::string& config : again) {
+      kiln::v1::MeasureTask t = base;
+      t.set_schedule_config(config);
+      futures.emplace_back(config, broker_->Submit(job.target_key, std::move(t)));
+    }
+    for (auto& [config, future] : futures) {
+      while (future.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+        if (stopping_) return false;
+      }
+      tuningdb::Record r = RecordOf(job, config, future.get());
+      if (absl::Status s = db_->AddRecords({r}); !s.ok()) {
+        LogWarn("cannot record a re-measurement", {{"job", absl::StrCat(job.id)}, {"error", s.ToString()}});
+        return true;
+      }
+    }
+  }
+  return true;
+}
+
 void Tuner::RunJob(const std::shared_ptr<ActiveJob>& active) {
   const tuningdb::TuningJob& job = active->job;
   std::string first_error;
@@ -350,22 +399,24 @@ void Tuner::RunJob(const std::shared_ptr<ActiveJob>& active) {
   do {
     done = MeasureCandidates(active, &first_error);
   } while (done && !stopping_ && NextRound(active));
-  done = done && !stopping_;
+  done = done && !stopping_ && ConfirmWinner(active) && !stopping_;
   absl::Status status;
   TuneOutcome outcome;
   if (!done) {
     status = absl::UnavailableError("the server is stopping; the tuning job resumes when it restarts");
   } else {
-    // The best valid record of the triple, whichever job or import made it.
-    auto best = db_->TopK(job.workload_key, job.target_key, job.space_version, 1);
+    // The best config of the triple by its valid records, whichever job or
+    // import made them.
+    auto best = db_->ConfigStats(job.workload_key, job.target_key, job.space_version, 1);
     absl::StatusOr<ScheduleConfig> config = absl::NotFoundError("no valid record");
     if (best.ok() && !best->empty()) config = ScheduleConfig::Parse(best->front().config);
     if (!best.ok()) {
       status = best.status();
     } else if (config.ok()) {
-      outcome = TuneOutcome{*config, best->front().median_ms, false, 0};
+      outcome = TuneOutcome{*config, best->front().mean_ms, false, 0};
       (void)db_->FinishJob(job.id, tuningdb::JobState::kDone,
-                           absl::StrCat("best ", best->front().config, " ", best->front().median_ms, " ms"));
+                           absl::StrCat("best ", best->front().config, " ", best->front().mean_ms, " ms (",
+                                        best->front().count, " measurements)"));
     } else {
       auto why = db_->ExplainMiss(job.workload_key, job.target_key, job.space_version);
       status = absl::InternalError(absl::StrCat(

@@ -36,7 +36,8 @@ struct TuneOutcome {
   ScheduleConfig config;
   double median_ms = 0;       // 0 when the default was used without measuring
   bool from_database = false;
-  int trials_measured = 0;
+  int trials_measured = 0;     // by this call
+  int schedules_measured = 0;  // for the workload on the target, by anyone (0 with trials == 0)
 };
 
 struct TuneProgress {
@@ -86,6 +87,14 @@ class Tuner {
 
   CostModelStore& cost_models() { return models_; }
 
+  // Before a job ends, its leader (and a runner-up within kConfirmMargin of
+  // it) is measured again, up to kConfirmPasses times, until measured twice,
+  // so that one lucky measurement does not crown a kernel: the winner is the
+  // config with the best mean of its medians (TuningDb::ConfigStats).
+  // Re-measurements are records, not trials.
+  static constexpr int kConfirmPasses = 3;
+  static constexpr double kConfirmMargin = 0.10;
+
  private:
   struct ActiveJob {
     tuningdb::TuningJob job;
@@ -100,6 +109,9 @@ class Tuner {
   // Requires mu_. Registers the job and starts its thread.
   std::shared_ptr<ActiveJob> StartJobLocked(tuningdb::TuningJob job);
   void RunJob(const std::shared_ptr<ActiveJob>& active);
+  // Measures the job's leader again (see kConfirmPasses). False when the
+  // tuner stopped meanwhile.
+  bool ConfirmWinner(const std::shared_ptr<ActiveJob>& active);
   // Proposes and appends the job's next round; false when there is none (the
   // goal is reached, the space is spent, or the job cannot grow).
   bool NextRound(const std::shared_ptr<ActiveJob>& active);

@@ -344,6 +344,27 @@ absl::StatusOr<std::vector<std::string>> TuningDb::MeasuredConfigs(const std::st
   return out;
 }
 
+absl::StatusOr<std::vector<TuningDb::ConfigStat>> TuningDb::ConfigStats(const std::string& workload_key,
+                                                                       const std::string& target_key,
+                                                                       int space_version, int k) {
+  if (k < 0) return absl::InvalidArgumentError(absl::StrCat("config stats query with negative k ", k));
+  std::lock_guard<std::mutex> lock(read_mu_);
+  ASSIGN_OR_RETURN(SqliteStatement s,
+                   reader_->Prepare("SELECT config, COUNT(*), AVG(median_ms), MIN(p10_ms), MAX(p90_ms) "
+                                    "FROM records WHERE workload_key = ?1 AND target_key = ?2 AND "
+                                    "space_version = ?3 AND error = 0 GROUP BY config "
+                                    "ORDER BY AVG(median_ms) ASC, MIN(id) ASC LIMIT ?4"));
+  s.Bind(1, workload_key).Bind(2, target_key).Bind(3, space_version).Bind(4, k);
+  std::vector<ConfigStat> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out.push_back(ConfigStat{s.ColumnText(0), static_cast<int>(s.ColumnInt(1)), s.ColumnDouble(2),
+                             s.ColumnDouble(3), s.ColumnDouble(4)});
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<Record>> TuningDb::ValidRecords(const std::string& target_key, int space_version) {
   std::lock_guard<std::mutex> lock(read_mu_);
   ASSIGN_OR_RETURN(SqliteStatement s,

@@ -169,6 +169,19 @@ class TuningDb {
                                            const std::string& target_key, int space_version,
                                            int k);
 
+  // Valid measurements per config for the triple: how often each config was
+  // measured and the mean of its medians, fastest mean first (ties: measured
+  // first). What the tuner crowns by: a config measured twice is judged by
+  // both measurements, so one lucky run does not make a winner.
+  struct ConfigStat {
+    std::string config;
+    int count = 0;
+    double mean_ms = 0;
+    double p10_ms = 0, p90_ms = 0;  // lowest p10 and highest p90 over its records
+  };
+  absl::StatusOr<std::vector<ConfigStat>> ConfigStats(const std::string& workload_key, const std::string& target_key,
+                                                      int space_version, int k);
+
   // Why TopK is empty, as one line: "no workload <key>", "workload <key> known
   // but never measured", "workload <key> known but measured only for targets:
   // a, b", "... records only for schedule-space versions: 1", "... only failed

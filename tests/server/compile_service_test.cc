@@ -135,6 +135,26 @@ TEST_F(CompileServiceTest, MoreTrialsDeepenTheSearchWithoutMeasuringAnythingTwic
   EXPECT_NE(std::string(refused.status().message()).find("annealing"), std::string::npos) << refused.status();
 }
 
+TEST_F(CompileServiceTest, AWholeModelBudgetIsSpentAcrossTheWorkloads) {
+  KilnClient client(farm_->address());
+  kiln::v1::CompileRequest r = testing::MlpRequest(0);
+  r.mutable_shapes(0)->set_dims(0, 7);  // workloads of its own
+  r.set_budget_trials(10);
+  auto first = Compile(client, r);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->tuning_stop(), "budget");
+  EXPECT_GE(first->trials_measured(), 2);  // every workload's default at least
+  EXPECT_LE(first->trials_measured(), 10);
+  int per_group = 0;
+  for (const auto& g : first->groups()) per_group += g.trials_measured();
+  EXPECT_EQ(per_group, first->trials_measured());
+  // The same budget again continues from the records: new trials, new best or not.
+  auto second = Compile(client, r);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_GT(second->trials_measured(), 0);
+  EXPECT_LE(second->trials_measured(), 10);
+}
+
 TEST_F(CompileServiceTest, FetchOfUnknownDigestIsNotFound) {
   KilnClient client(farm_->address());
   auto r = client.FetchArtifact("sha256:" + std::string(64, '0'));
