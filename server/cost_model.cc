@@ -43,7 +43,8 @@ CostModel::~CostModel() {
   if (booster_ != nullptr) XGBoosterFree(booster_);
 }
 
-absl::Status CostModel::Train(const FeatureMatrix& x, const std::vector<float>& y) {
+absl::Status CostModel::Train(const FeatureMatrix& x, const std::vector<float>& y,
+                              const std::vector<unsigned>& groups) {
   if (x.rows() == 0 || x.cols <= 0) return absl::InvalidArgumentError("cost model: no training rows");
   if (static_cast<int64_t>(y.size()) != x.rows() || static_cast<int64_t>(x.data.size()) != x.rows() * x.cols) {
     return absl::InvalidArgumentError(
@@ -54,12 +55,23 @@ absl::Status CostModel::Train(const FeatureMatrix& x, const std::vector<float>& 
   if (XGDMatrixSetFloatInfo(m.handle, "label", y.data(), static_cast<bst_ulong>(y.size())) != 0) {
     return XgbError("cannot set labels");
   }
+  if (!groups.empty()) {
+    int64_t total = 0;
+    for (unsigned g : groups) total += g;
+    if (total != x.rows()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cost model: groups cover ", total, " rows of ", x.rows()));
+    }
+    if (XGDMatrixSetUIntInfo(m.handle, "group", groups.data(), static_cast<bst_ulong>(groups.size())) != 0) {
+      return XgbError("cannot set groups");
+    }
+  }
   BoosterHandle booster = nullptr;
   if (XGBoosterCreate(&m.handle, 1, &booster) != 0) return XgbError("cannot create a booster");
   std::unique_ptr<void, int (*)(BoosterHandle)> owned(booster, XGBoosterFree);
   const std::vector<std::pair<std::string, std::string>> params = {
       {"booster", "gbtree"},
-      {"objective", "reg:squarederror"},
+      {"objective", options_.objective},
       {"max_depth", absl::StrCat(options_.max_depth)},
       {"eta", absl::StrCat(options_.eta)},
       {"min_child_weight", "1"},

@@ -30,6 +30,9 @@ class CostModel {
     int max_depth = 6;
     double eta = 0.2;      // learning rate
     int threads = 1;       // XGBoost's threads: the farm's CPUs are for measuring
+    // "reg:squarederror" (regression on the normalised throughput) or
+    // "rank:pairwise" (orders within each group of rows; Train needs groups).
+    std::string objective = "reg:squarederror";
   };
   CostModel() : CostModel(Options{}) {}
   explicit CostModel(Options options) : options_(options) {}
@@ -38,9 +41,12 @@ class CostModel {
   CostModel& operator=(const CostModel&) = delete;
 
   // Trains a new model on `x` with labels `y` (one per row) and replaces the
-  // current one. INVALID_ARGUMENT when the sizes disagree or there are no rows;
-  // INTERNAL with XGBoost's message when it fails.
-  absl::Status Train(const FeatureMatrix& x, const std::vector<float>& y);
+  // current one. `groups`: sizes of consecutive row groups (one per workload),
+  // summing to the rows, for a ranking objective; may be empty otherwise.
+  // INVALID_ARGUMENT when the sizes disagree or there are no rows; INTERNAL
+  // with XGBoost's message when it fails.
+  absl::Status Train(const FeatureMatrix& x, const std::vector<float>& y,
+                     const std::vector<unsigned>& groups = {});
 
   bool trained() const { return booster_ != nullptr; }
   int64_t trained_rows() const { return trained_rows_; }

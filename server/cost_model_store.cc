@@ -47,7 +47,10 @@ void CostModelStore::RefreshLocked(const std::string& target_key, const CpuTarge
     return;
   }
   const int64_t count = static_cast<int64_t>(records->size());
-  if (tm.records_seen >= 0 && count < tm.records_seen + kRetrainAfter) return;
+  if (tm.records_seen >= 0 &&
+      count < tm.records_seen + std::max<int64_t>(kRetrainAfter, static_cast<int64_t>(kRetrainGrowth * tm.records_seen))) {
+    return;
+  }
   auto start = std::chrono::steady_clock::now();
 
   // The fastest median of each (workload, config); then each workload's best.

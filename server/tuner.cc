@@ -179,6 +179,25 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
 
+    // The first round of a new job, chosen outside the tuner's lock (the cost
+    // model may retrain meanwhile).
+    std::vector<std::string> candidates;
+    {
+      ASSIGN_OR_RETURN(std::vector<std::string> measured,
+                       db_->MeasuredConfigs(workload.key, target_key, kScheduleSpaceVersion));
+      SearchInput in;
+      in.workload_key = workload.key;
+      in.workload = workload.graph.get();
+      in.target_key = target_key;
+      in.target = target;
+      in.space_version = kScheduleSpaceVersion;
+      in.space = space;
+      in.default_config = DefaultSchedule(*workload.graph, target);
+      in.measured = std::set<std::string>(measured.begin(), measured.end());
+      const int round = std::min(RoundSize(target_key), goal - static_cast<int>(measured.size()));
+      for (const ScheduleConfig& c : search->Propose(in, round)) candidates.push_back(c.ToString());
+    }
+
     // Join the job in flight for this workload, or begin one with this goal.
     std::shared_ptr<ActiveJob> active;
     bool ours = false;
@@ -195,20 +214,13 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
           done->trials_measured = trials_measured;
           return *done;
         }
+        // Nor measured since they were proposed.
         ASSIGN_OR_RETURN(std::vector<std::string> measured,
                          db_->MeasuredConfigs(workload.key, target_key, kScheduleSpaceVersion));
-        SearchInput in;
-        in.workload_key = workload.key;
-        in.workload = workload.graph.get();
-        in.target_key = target_key;
-        in.target = target;
-        in.space_version = kScheduleSpaceVersion;
-        in.space = space;
-        in.default_config = DefaultSchedule(*workload.graph, target);
-        in.measured = std::set<std::string>(measured.begin(), measured.end());
-        const int round = std::min(RoundSize(target_key), goal - static_cast<int>(measured.size()));
-        std::vector<std::string> candidates;
-        for (const ScheduleConfig& c : search->Propose(in, round)) candidates.push_back(c.ToString());
+        const std::set<std::string> now_measured(measured.begin(), measured.end());
+        candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                        [&](const std::string& c) { return now_measured.count(c) > 0; }),
+                         candidates.end());
         if (candidates.empty()) {
           // Measured schedules outside today's space count for nothing here.
           ASSIGN_OR_RETURN(std::optional<TuneOutcome> hit, settled(true));

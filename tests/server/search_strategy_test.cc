@@ -99,6 +99,25 @@ TEST(CostModelTest, LearnsAnOrderFromFeaturesAndRefusesBadInput) {
   FeatureMatrix narrow;
   narrow.AddRow({1, 2});
   EXPECT_EQ(model.Predict(narrow).status().code(), absl::StatusCode::kInvalidArgument);
+
+  // The ranking objective orders within groups of rows; groups must cover the rows.
+  CostModel::Options rank_options;
+  rank_options.objective = "rank:pairwise";
+  CostModel ranker(rank_options);
+  EXPECT_EQ(ranker.Train(train, y, {100, 100}).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(ranker.Train(train, y, {100, 100, 100, 100}).ok());
+  auto ranked = ranker.Predict(test);
+  ASSERT_TRUE(ranked.ok()) << ranked.status();
+  int rank_agree = 0;
+  pairs = 0;
+  for (int i = 0; i < 100; ++i) {
+    for (int j = i + 1; j < 100; ++j) {
+      if (std::abs(truth[i] - truth[j]) < 0.02f) continue;
+      ++pairs;
+      rank_agree += ((truth[i] > truth[j]) == ((*ranked)[i] > (*ranked)[j])) ? 1 : 0;
+    }
+  }
+  EXPECT_GT(rank_agree, pairs * 9 / 10) << rank_agree << " of " << pairs;
 }
 
 TEST(SearchStrategyTest, UnknownNameIsInvalidArgument) {

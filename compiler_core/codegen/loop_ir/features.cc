@@ -180,6 +180,9 @@ const std::vector<std::string>& FeatureNames() {
     std::vector<std::string> names;
     for (const std::string& k : Kinds()) names.push_back("kind." + k);
     for (const std::string& k : Knobs()) names.push_back("knob." + k);
+    // The heuristic default knows a lot: how far a schedule is from it.
+    for (const std::string& k : Knobs()) names.push_back("vs_default." + k);
+    names.push_back("vs_default.knobs_differing");
     for (const std::string& n : IrFeatureNames()) names.push_back(n);
     return names;
   }();
@@ -243,6 +246,24 @@ absl::StatusOr<std::vector<float>> ScheduleFeatures(const Graph& workload, const
     v.push_back(it == config.knobs.end() ? std::numeric_limits<float>::quiet_NaN()
                                          : static_cast<float>(it->second));
   }
+  // log2(value / default value) per knob (0: as the default; NaN: unset or
+  // not positive), then how many knobs differ from the default.
+  const ScheduleConfig def = lowering->default_schedule(workload, target);
+  int differing = 0;
+  for (const std::string& k : Knobs()) {
+    auto it = config.knobs.find(k);
+    auto dt = def.knobs.find(k);
+    if (it == config.knobs.end() || dt == def.knobs.end()) {
+      v.push_back(std::numeric_limits<float>::quiet_NaN());
+      differing += (it == config.knobs.end()) != (dt == def.knobs.end()) ? 1 : 0;
+      continue;
+    }
+    differing += it->second != dt->second ? 1 : 0;
+    v.push_back(it->second > 0 && dt->second > 0
+                    ? static_cast<float>(std::log2(static_cast<double>(it->second) / static_cast<double>(dt->second)))
+                    : (it->second == dt->second ? 0.0f : std::numeric_limits<float>::quiet_NaN()));
+  }
+  v.push_back(static_cast<float>(differing));
   std::vector<float> ir = LoopFuncFeatures(*f);
   v.insert(v.end(), ir.begin(), ir.end());
   return v;

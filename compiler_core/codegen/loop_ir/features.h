@@ -3,7 +3,8 @@
 // schedule's knobs and, above all, the loop IR the schedule lowers to (how
 // many operations run as vectors or scalars, loads and stores, index
 // arithmetic, parallel tasks, loop extents, unrolling, stack temporaries,
-// arithmetic intensity). The same vector layout for every kind, so that one
+// arithmetic intensity), and how far the schedule is from the heuristic
+// default (which encodes what Kiln knows). The same vector layout for every kind, so that one
 // model per target learns across workloads. Counts are dynamic (weighted by
 // the trip counts of the enclosing loops) and log2(1 + x) scaled.
 #pragma once
@@ -18,10 +19,6 @@
 #include "compiler_core/ir/graph.h"
 
 namespace kiln::loop_ir {
-
-// Bump when a feature is added, removed or changes meaning: a model trained on
-// vectors of another layout must not be asked about these.
-inline constexpr int kFeatureVersion = 1;
 
 // The name of every feature, in vector order ("ir.vector_flops", "knob.mr", ...).
 const std::vector<std::string>& FeatureNames();
