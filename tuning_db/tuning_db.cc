@@ -61,6 +61,17 @@ constexpr char kTouchArtifactSql[] =
     "UPDATE artifacts SET last_used_unix_ms = ?1, "
     "use_seq = (SELECT COALESCE(MAX(use_seq), 0) + 1 FROM artifacts) WHERE digest = ?2";
 
+// Every row of a query that selects kRecordColumns.
+absl::StatusOr<std::vector<Record>> ReadAllRecords(SqliteStatement& s) {
+  std::vector<Record> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out.push_back(ReadRecord(s));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string_view RecordErrorName(RecordError error) {
@@ -239,13 +250,7 @@ absl::StatusOr<std::vector<Record>> TuningDb::TopK(const std::string& workload_k
                        " FROM records WHERE workload_key = ?1 AND target_key = ?2 AND "
                        "space_version = ?3 AND error = 0 ORDER BY median_ms ASC, id ASC LIMIT ?4")));
   s.Bind(1, workload_key).Bind(2, target_key).Bind(3, space_version).Bind(4, k);
-  std::vector<Record> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) break;
-    out.push_back(ReadRecord(s));
-  }
-  return out;
+  return ReadAllRecords(s);
 }
 
 absl::StatusOr<std::string> TuningDb::ExplainMiss(const std::string& workload_key,
@@ -372,13 +377,7 @@ absl::StatusOr<std::vector<Record>> TuningDb::ValidRecords(const std::string& ta
                                                  " FROM records WHERE target_key = ?1 AND space_version = ?2 "
                                                  "AND error = 0 ORDER BY id")));
   s.Bind(1, target_key).Bind(2, space_version);
-  std::vector<Record> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) break;
-    out.push_back(ReadRecord(s));
-  }
-  return out;
+  return ReadAllRecords(s);
 }
 
 int64_t TuningDb::CountRecords(const std::string& workload_key, const std::string& target_key,

@@ -59,6 +59,19 @@ void ExpectSound(const SearchInput& in, const std::vector<ScheduleConfig>& out) 
   }
 }
 
+// The share of pairs (differing by more than 0.02) that `scores` orders as `truth` does.
+double ShareOrderedAsTruth(const std::vector<float>& truth, const std::vector<float>& scores) {
+  int agree = 0, pairs = 0;
+  for (size_t i = 0; i < truth.size(); ++i) {
+    for (size_t j = i + 1; j < truth.size(); ++j) {
+      if (std::abs(truth[i] - truth[j]) < 0.02f) continue;
+      ++pairs;
+      agree += ((truth[i] > truth[j]) == (scores[i] > scores[j])) ? 1 : 0;
+    }
+  }
+  return pairs > 0 ? static_cast<double>(agree) / pairs : 0;
+}
+
 TEST(CostModelTest, LearnsAnOrderFromFeaturesAndRefusesBadInput) {
   CostModel model;
   FeatureMatrix empty;
@@ -86,16 +99,7 @@ TEST(CostModelTest, LearnsAnOrderFromFeaturesAndRefusesBadInput) {
   }
   auto predicted = model.Predict(test);
   ASSERT_TRUE(predicted.ok()) << predicted.status();
-  // Pairs ordered as the truth orders them.
-  int agree = 0, pairs = 0;
-  for (int i = 0; i < 100; ++i) {
-    for (int j = i + 1; j < 100; ++j) {
-      if (std::abs(truth[i] - truth[j]) < 0.02f) continue;
-      ++pairs;
-      agree += ((truth[i] > truth[j]) == ((*predicted)[i] > (*predicted)[j])) ? 1 : 0;
-    }
-  }
-  EXPECT_GT(agree, pairs * 9 / 10) << agree << " of " << pairs;
+  EXPECT_GT(ShareOrderedAsTruth(truth, *predicted), 0.9);
   FeatureMatrix narrow;
   narrow.AddRow({1, 2});
   EXPECT_EQ(model.Predict(narrow).status().code(), absl::StatusCode::kInvalidArgument);
@@ -108,16 +112,7 @@ TEST(CostModelTest, LearnsAnOrderFromFeaturesAndRefusesBadInput) {
   ASSERT_TRUE(ranker.Train(train, y, {100, 100, 100, 100}).ok());
   auto ranked = ranker.Predict(test);
   ASSERT_TRUE(ranked.ok()) << ranked.status();
-  int rank_agree = 0;
-  pairs = 0;
-  for (int i = 0; i < 100; ++i) {
-    for (int j = i + 1; j < 100; ++j) {
-      if (std::abs(truth[i] - truth[j]) < 0.02f) continue;
-      ++pairs;
-      rank_agree += ((truth[i] > truth[j]) == ((*ranked)[i] > (*ranked)[j])) ? 1 : 0;
-    }
-  }
-  EXPECT_GT(rank_agree, pairs * 9 / 10) << rank_agree << " of " << pairs;
+  EXPECT_GT(ShareOrderedAsTruth(truth, *ranked), 0.9);
 }
 
 TEST(SearchStrategyTest, UnknownNameIsInvalidArgument) {
