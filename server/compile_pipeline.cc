@@ -3,6 +3,9 @@
 
 #include <chrono>
 #include <map>
+#include <mutex>
+#include <set>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -125,30 +128,77 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
     tuning_stop = scheduler.stop_reason();
     p.set_groups_done(static_cast<int>(workloads.size()));
   }
-  for (size_t i = 0; i < workloads.size() && !budget.enabled(); ++i) {
-    if (cancelled()) return absl::CancelledError("compile cancelled");
-    const Workload& w = workloads[i];
-    if (!tuned.count(w.key)) {
-      p.set_best_so_far_ms(0);
-      report("tune", absl::StrCat("group ", i, " (", w.op_summary, ")"));
-      auto outcome = tuner_->Tune(
-          w, target_key, target, trials, search,
-          [&](const TuneProgress& tp) {
-            p.set_trials_measured(trials_measured + tp.trials_done);
-            p.set_best_so_far_ms(tp.best_ms);
-            report("tune", absl::StrCat("group ", i, " (", w.op_summary, "): ", tp.trials_done, "/",
-                                        tp.trials_total, " trials"));
-          },
-          cancelled);
-      if (!outcome.ok()) {
-        return absl::Status(outcome.status().code(),
-                            absl::StrCat("tuning group ", i, " (", w.op_summary, "): ",
-                                         outcome.status().message()));
+  if (!budget.enabled()) {
+    // Each distinct workload once, as many at a time as the target has live
+    // workers: while one job confirms its winner or chooses its next round,
+    // the other workers measure another workload's candidates.
+    std::vector<size_t> firsts;  // the first group of each distinct workload
+    {
+      std::set<std::string> seen;
+      for (size_t i = 0; i < workloads.size(); ++i) {
+        if (seen.insert(workloads[i].key).second) firsts.push_back(i);
       }
-      trials_measured += outcome->trials_measured;
-      tuned[w.key] = *outcome;
     }
-    p.set_groups_done(static_cast<int>(i + 1));
+    const int parallel = trials > 0 ? std::max(1, tuner_->LiveWorkers(target_key)) : 1;
+    std::mutex mu;  // guards p, the progress callback, tuned, trials_measured, in_flight, next, failure
+    std::map<size_t, int> in_flight;  // group -> trials its running job measured so far
+    size_t next = 0;
+    absl::Status failure;
+    auto progress_locked = [&](const std::string& message) {
+      int running = 0;
+      for (const auto& [group, done] : in_flight) running += done;
+      int groups_done = 0;
+      for (const Workload& w : workloads) groups_done += tuned.count(w.key) ? 1 : 0;
+      p.set_groups_done(groups_done);
+      p.set_trials_measured(trials_measured + running);
+      report("tune", message);
+    };
+    auto tune_next = [&]() {
+      while (true) {
+        size_t i = 0;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (next >= firsts.size() || !failure.ok()) return;
+          if (cancelled()) {
+            failure = absl::CancelledError("compile cancelled");
+            return;
+          }
+          i = firsts[next++];
+          in_flight[i] = 0;
+          p.set_best_so_far_ms(0);
+          progress_locked(absl::StrCat("group ", i, " (", workloads[i].op_summary, ")"));
+        }
+        const Workload& w = workloads[i];
+        auto outcome = tuner_->Tune(
+            w, target_key, target, trials, search,
+            [&](const TuneProgress& tp) {
+              std::lock_guard<std::mutex> lock(mu);
+              in_flight[i] = tp.trials_done;
+              p.set_best_so_far_ms(tp.best_ms);
+              progress_locked(absl::StrCat("group ", i, " (", w.op_summary, "): ", tp.trials_done, "/",
+                                           tp.trials_total, " trials"));
+            },
+            cancelled);
+        std::lock_guard<std::mutex> lock(mu);
+        in_flight.erase(i);
+        if (!outcome.ok()) {
+          if (failure.ok()) {
+            failure = absl::Status(outcome.status().code(), absl::StrCat("tuning group ", i, " (", w.op_summary,
+                                                                         "): ", outcome.status().message()));
+          }
+          return;
+        }
+        trials_measured += outcome->trials_measured;
+        tuned[w.key] = *outcome;
+        progress_locked(absl::StrCat("group ", i, " (", w.op_summary, ") done"));
+      }
+    };
+    std::vector<std::thread> helpers;
+    for (int k = 1; k < parallel && k < static_cast<int>(firsts.size()); ++k) helpers.emplace_back(tune_next);
+    tune_next();
+    for (std::thread& t : helpers) t.join();
+    if (!failure.ok()) return failure;
+    p.set_groups_done(static_cast<int>(workloads.size()));
     p.set_trials_measured(trials_measured);
   }
 

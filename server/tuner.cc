@@ -94,11 +94,13 @@ int Tuner::active_jobs() const {
   return static_cast<int>(active_.size());
 }
 
-int Tuner::RoundSize(const std::string& target_key) const {
+int Tuner::LiveWorkers(const std::string& target_key) const {
   int workers = 0;
   for (const WorkerView& w : broker_->Workers()) workers += w.target_key == target_key ? 1 : 0;
-  return std::max(4, 2 * workers);
+  return workers;
 }
+
+int Tuner::RoundSize(const std::string& target_key) const { return std::max(4, 2 * LiveWorkers(target_key)); }
 
 std::optional<CpuTarget> Tuner::ResolveTarget(const std::string& target_key) const {
   CpuTarget host = HostFarmTarget();

@@ -84,6 +84,8 @@ class Tuner {
   // Candidates a round of a job asks the farm for: twice the live workers of
   // the target (so that none waits while the next round is chosen), at least 4.
   int RoundSize(const std::string& target_key) const;
+  // Registered workers of the target now.
+  int LiveWorkers(const std::string& target_key) const;
 
   CostModelStore& cost_models() { return models_; }
 

@@ -135,6 +135,28 @@ TEST_F(CompileServiceTest, MoreTrialsDeepenTheSearchWithoutMeasuringAnythingTwic
   EXPECT_NE(std::string(refused.status().message()).find("annealing"), std::string::npos) << refused.status();
 }
 
+TEST_F(CompileServiceTest, WithTwoWorkersTheWorkloadsAreTunedTogether) {
+  farm_->StartWorker();  // two workers: both workloads of the model tune at once
+  KilnClient client(farm_->address());
+  kiln::v1::CompileRequest r = testing::MlpRequest(3);
+  r.mutable_shapes(0)->set_dims(0, 9);  // workloads of their own
+  int events = 0;
+  auto first = Compile(client, r, &events);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->groups_size(), 2);
+  EXPECT_EQ(first->trials_measured(), 6);
+  EXPECT_GT(events, 4);
+  for (const auto& g : first->groups()) {
+    EXPECT_FALSE(g.from_database()) << g.index();
+    EXPECT_EQ(g.trials_measured(), 3) << g.index();
+    EXPECT_FALSE(g.schedule_config().empty()) << g.index();
+  }
+  auto again = Compile(client, r);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->trials_measured(), 0);
+  EXPECT_EQ(again->package_digest(), first->package_digest());
+}
+
 TEST_F(CompileServiceTest, AWholeModelBudgetIsSpentAcrossTheWorkloads) {
   KilnClient client(farm_->address());
   kiln::v1::CompileRequest r = testing::MlpRequest(0);
