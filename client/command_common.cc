@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <google/protobuf/util/json_util.h>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -14,6 +16,7 @@
 #include "base/status_macros.h"
 #include "client/commands.h"
 #include "client/tensor_io.h"
+#include "server/embedded_farm.h"
 
 namespace kiln::client {
 
@@ -80,6 +83,32 @@ std::string FileNameFor(const std::string& tensor_name) {
     if (c == '/' || c == ':' || c == '\\') c = '_';
   }
   return s;
+}
+
+absl::StatusOr<std::unique_ptr<FarmConnection>> FarmConnection::Open(const std::string& server, const std::string& db,
+                                                                     int workers) {
+  std::unique_ptr<FarmConnection> c(new FarmConnection());
+  c->address_ = server;
+  if (server.empty()) {
+    server::EmbeddedFarm::Options options;
+    options.server.db_path = db.empty() ? DefaultKilnHome() + "/tuning.db" : db;
+    options.workers = workers;
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(options.server.db_path).parent_path(), ec);
+    ASSIGN_OR_RETURN(c->farm_, server::EmbeddedFarm::Start(options));
+    c->address_ = c->farm_->address();
+  }
+  return c;
+}
+
+FarmConnection::~FarmConnection() = default;
+
+std::string ToJson(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions jo;
+  jo.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &json, jo);
+  return json;
 }
 
 }  // namespace kiln::client

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,12 @@
 #include "absl/status/statusor.h"
 #include "base/file.h"  // ReadFile, WriteFileAtomic for the subcommands
 #include "compiler_core/ir/tensor.h"
+#include "kiln/v1/compile.pb.h"
+#include "kiln/v1/report.pb.h"
+
+namespace kiln::server {
+class EmbeddedFarm;
+}
 
 namespace kiln::client {
 
@@ -25,6 +32,23 @@ struct CompileOptions {
   std::string db;                   // embedded farm's database
   std::string output;
   bool quiet = false;
+  bool json = false;
+};
+
+// `kiln tune`: a whole-model budget, the package, and a report.
+struct TuneOptions {
+  CompileOptions compile;           // budget defaults to "10m"; output may be empty (no package)
+  std::string report;               // HTML report file; empty: <model stem>.tuning.html
+};
+
+// `kiln report MODEL|JOB`: the database's record of tuning a model or a job.
+struct ReportOptions {
+  std::string subject;              // an ONNX model file, or a tuning job id
+  std::vector<std::string> shapes;
+  std::string target = "cpu";
+  std::string server;
+  std::string db;
+  std::string output;               // HTML file; empty: the terminal summary only
   bool json = false;
 };
 
@@ -94,6 +118,41 @@ int RunCompare(const CompareOptions& options);
 int RunExample(const ExampleOptions& options);
 int RunDb(const DbOptions& options);
 int RunInspect(const InspectOptions& options);
+int RunTune(const TuneOptions& options);
+int RunReport(const ReportOptions& options);
+
+class KilnClient;
+
+// The farm a command talks to: --server's address, or an embedded farm (the
+// server and `workers` CPU workers in this process) on the database `db`
+// (default ~/.kiln/tuning.db), for as long as the connection lives.
+class FarmConnection {
+ public:
+  static absl::StatusOr<std::unique_ptr<FarmConnection>> Open(const std::string& server, const std::string& db,
+                                                               int workers);
+  ~FarmConnection();
+  const std::string& address() const { return address_; }
+
+ private:
+  FarmConnection() = default;
+  std::unique_ptr<server::EmbeddedFarm> farm_;
+  std::string address_;
+};
+
+// The compile request of `kiln compile`'s options (model file, shapes,
+// target, trials or budget, search); INVALID_ARGUMENT for a bad flag value.
+absl::StatusOr<kiln::v1::CompileRequest> CompileRequestFor(const CompileOptions& options);
+// Compiles with a progress line on stderr (none when quiet); fetches the
+// package into `output` unless it is empty.
+absl::StatusOr<kiln::v1::CompileResult> CompileWithProgress(KilnClient& client,
+                                                            const kiln::v1::CompileRequest& request, bool quiet,
+                                                            const std::string& output);
+// The compile's summary lines on stdout, and one line per group when `groups`.
+void PrintCompileSummary(const kiln::v1::CompileResult& result, const std::string& output, bool groups);
+// The report's HTML page (client/tuning_report_view.h) into a file.
+absl::Status WriteTuningReport(const kiln::v1::TuningReport& report, const std::string& html_path);
+// Protobuf JSON with the proto's field names.
+std::string ToJson(const google::protobuf::Message& message);
 
 // Shared by the subcommands.
 int ReportError(const std::string& command, const absl::Status& status);

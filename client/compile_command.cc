@@ -5,13 +5,11 @@
 #include <cstdio>
 #include <filesystem>
 
-#include <google/protobuf/util/json_util.h>
-
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "client/commands.h"
 #include "client/kiln_client.h"
 #include "client/onnx_model_file.h"
-#include "server/embedded_farm.h"
 
 namespace kiln::client {
 namespace {
@@ -92,66 +90,52 @@ absl::StatusOr<std::pair<int, double>> ParseBudget(const std::string& text) {
 
 }  // namespace
 
-int RunCompile(const CompileOptions& o) {
-  auto model = ReadOnnxModelFile(o.model);
-  if (!model.ok()) return ReportError("compile", model.status());
+absl::StatusOr<kiln::v1::CompileRequest> CompileRequestFor(const CompileOptions& o) {
+  ASSIGN_OR_RETURN(std::string model, ReadOnnxModelFile(o.model));
   kiln::v1::CompileRequest request;
-  request.set_onnx_model(*model);
+  request.set_onnx_model(std::move(model));
   request.set_target(o.target);
   request.set_trials_per_group(o.trials);
   request.set_search(o.search);
   if (!o.budget.empty()) {
-    auto budget = ParseBudget(o.budget);
-    if (!budget.ok()) return ReportError("compile", budget.status());
-    request.set_budget_trials(budget->first);
-    request.set_budget_seconds(budget->second);
+    ASSIGN_OR_RETURN(auto budget, ParseBudget(o.budget));
+    request.set_budget_trials(budget.first);
+    request.set_budget_seconds(budget.second);
   }
   request.set_model_name(std::filesystem::path(o.model).stem().string());
   for (const std::string& flag : o.shapes) {
     kiln::v1::ShapeBinding* b = request.add_shapes();
     std::string name;
     std::vector<int64_t> dims;
-    if (absl::Status s = ParseShapeFlag(flag, &name, &dims); !s.ok()) return ReportError("compile", s);
+    RETURN_IF_ERROR(ParseShapeFlag(flag, &name, &dims));
     b->set_input(name);
     for (int64_t d : dims) b->add_dims(d);
   }
+  return request;
+}
 
-  std::unique_ptr<server::EmbeddedFarm> farm;
-  std::string address = o.server;
-  if (address.empty()) {
-    std::string db = o.db.empty() ? DefaultKilnHome() + "/tuning.db" : o.db;
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(db).parent_path(), ec);
-    auto started = server::EmbeddedFarm::Start(db);
-    if (!started.ok()) return ReportError("compile", started.status());
-    farm = std::move(*started);
-    address = farm->address();
-  }
-
-  KilnClient client(address);
+absl::StatusOr<kiln::v1::CompileResult> CompileWithProgress(KilnClient& client,
+                                                            const kiln::v1::CompileRequest& request, bool quiet,
+                                                            const std::string& output) {
   kiln::v1::CompileResult result;
   {
-    ProgressPrinter printer(o.quiet);
+    ProgressPrinter printer(quiet);
     auto r = client.Compile(request, [&](const kiln::v1::Progress& p) { printer.Update(p); });
     printer.Finish();
-    if (!r.ok()) return ReportError("compile", r.status());
+    if (!r.ok()) return r.status();
     result = *r;
   }
-  auto bytes = client.FetchArtifact(result.package_digest());
-  if (!bytes.ok()) return ReportError("compile", bytes.status());
-  if (absl::Status s = WriteFileAtomic(o.output, *bytes); !s.ok()) return ReportError("compile", s);
-
-  if (o.json) {
-    std::string json;
-    google::protobuf::util::JsonPrintOptions jo;
-    jo.preserve_proto_field_names = true;
-    (void)google::protobuf::util::MessageToJsonString(result, &json, jo);
-    std::printf("%s\n", json.c_str());
-    return 0;
+  if (!output.empty()) {
+    ASSIGN_OR_RETURN(std::string bytes, client.FetchArtifact(result.package_digest()));
+    RETURN_IF_ERROR(WriteFileAtomic(output, bytes));
   }
+  return result;
+}
+
+void PrintCompileSummary(const kiln::v1::CompileResult& result, const std::string& output, bool groups) {
   int cached = 0;
   for (const auto& g : result.groups()) cached += g.from_database() ? 1 : 0;
-  std::printf("package %s\n", o.output.c_str());
+  if (!output.empty()) std::printf("package %s\n", output.c_str());
   std::printf("digest %s\n", result.package_digest().c_str());
   std::printf("size %lld bytes, %d groups (%d from the tuning database), %d trials measured, %.2f s\n",
               static_cast<long long>(result.package_size()), result.groups_size(), cached,
@@ -161,15 +145,29 @@ int RunCompile(const CompileOptions& o) {
                                         : result.tuning_stop() == "converged" ? "no workload was expected to gain more"
                                                                               : "every schedule space is measured");
   }
-  if (!o.quiet) {
-    for (const auto& g : result.groups()) {
-      std::string ops;
-      for (const auto& op : g.ops()) ops += (ops.empty() ? "" : "+") + op;
-      std::printf("  group %d %-11s %-26s %-24s %s%s\n", g.index(), g.kind().c_str(), ops.c_str(),
-                  g.schedule_config().c_str(), g.median_ms() > 0 ? FormatLatency(g.median_ms()).c_str() : "untuned",
-                  g.from_database() ? " (database)" : "");
-    }
+  if (!groups) return;
+  for (const auto& g : result.groups()) {
+    std::string ops;
+    for (const auto& op : g.ops()) ops += (ops.empty() ? "" : "+") + op;
+    std::printf("  group %d %-11s %-26s %-24s %s%s\n", g.index(), g.kind().c_str(), ops.c_str(),
+                g.schedule_config().c_str(), g.median_ms() > 0 ? FormatLatency(g.median_ms()).c_str() : "untuned",
+                g.from_database() ? " (database)" : "");
   }
+}
+
+int RunCompile(const CompileOptions& o) {
+  auto request = CompileRequestFor(o);
+  if (!request.ok()) return ReportError("compile", request.status());
+  auto farm = FarmConnection::Open(o.server, o.db, /*workers=*/1);
+  if (!farm.ok()) return ReportError("compile", farm.status());
+  KilnClient client((*farm)->address());
+  auto result = CompileWithProgress(client, *request, o.quiet, o.output);
+  if (!result.ok()) return ReportError("compile", result.status());
+  if (o.json) {
+    std::printf("%s\n", ToJson(*result).c_str());
+    return 0;
+  }
+  PrintCompileSummary(*result, o.output, !o.quiet);
   return 0;
 }
 

@@ -72,6 +72,15 @@ absl::StatusOr<std::string> KilnClient::FetchArtifact(const std::string& digest)
   return bytes;
 }
 
+absl::StatusOr<kiln::v1::TuningReport> KilnClient::Report(const kiln::v1::ReportRequest& request) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+  kiln::v1::TuningReport report;
+  grpc::Status s = compile_->Report(&context, request, &report);
+  if (!s.ok()) return FromGrpc(s, "report");
+  return report;
+}
+
 absl::StatusOr<kiln::v1::LookupResponse> KilnClient::Lookup(const kiln::v1::LookupRequest& request) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));

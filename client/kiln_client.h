@@ -23,6 +23,8 @@ class KilnClient {
   // The artifact's bytes; fails with DATA_LOSS if they do not hash to `digest`.
   absl::StatusOr<std::string> FetchArtifact(const std::string& digest);
   absl::StatusOr<kiln::v1::LookupResponse> Lookup(const kiln::v1::LookupRequest& request);
+  // The database's record of tuning a model or a job (read-only).
+  absl::StatusOr<kiln::v1::TuningReport> Report(const kiln::v1::ReportRequest& request);
 
  private:
   std::shared_ptr<grpc::Channel> channel_;

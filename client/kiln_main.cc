@@ -1,4 +1,4 @@
-// kiln: the command-line client of Kiln (compile, run, eval, inspect, lookup, compare, example, db).
+// kiln: the command-line client of Kiln (compile, tune, report, run, eval, inspect, lookup, compare, example, db).
 #include <CLI/CLI.hpp>
 
 #include "client/commands.h"
@@ -29,6 +29,33 @@ int main(int argc, char** argv) {
   c->add_option("-o,--output", compile.output, "package file to write")->required();
   c->add_flag("-q,--quiet", compile.quiet, "no progress output");
   c->add_flag("--json", compile.json, "print the compile result as JSON");
+
+  TuneOptions tune;
+  auto* t = app.add_subcommand("tune", "spend a whole-model tuning budget, continuing from the database's records, "
+                                       "and write a tuning report");
+  t->add_option("model", tune.compile.model, "ONNX model file")->required();
+  t->add_option("--shape", tune.compile.shapes, "bind an input's shape: NAME=D0,D1,...");
+  t->add_option("--target", tune.compile.target, "target to tune for")->capture_default_str();
+  t->add_option("--budget", tune.compile.budget, "N measured trials, or a time (90s, 10m, 1h); default 10m");
+  t->add_option("--search", tune.compile.search, "how candidates are proposed: random or evolutionary")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"random", "evolutionary"}));
+  t->add_option("--server", tune.compile.server, "HOST:PORT of a kiln-server; omitted: an embedded farm");
+  t->add_option("--db", tune.compile.db, "embedded farm's tuning database (default ~/.kiln/tuning.db)");
+  t->add_option("-o,--output", tune.compile.output, "also write the tuned package here");
+  t->add_option("--report", tune.report, "HTML report file (default <model>.tuning.html)");
+  t->add_flag("-q,--quiet", tune.compile.quiet, "no progress output");
+  t->add_flag("--json", tune.compile.json, "print the compile result and the report as JSON");
+
+  ReportOptions report;
+  auto* rep = app.add_subcommand("report", "how tuning went for a model or a tuning job, from the database");
+  rep->add_option("subject", report.subject, "ONNX model file, or a tuning job id")->required();
+  rep->add_option("--shape", report.shapes, "bind an input's shape: NAME=D0,D1,...");
+  rep->add_option("--target", report.target, "target of the records")->capture_default_str();
+  rep->add_option("--server", report.server, "HOST:PORT of a kiln-server; omitted: the database itself");
+  rep->add_option("--db", report.db, "tuning database (default ~/.kiln/tuning.db)");
+  rep->add_option("-o,--output", report.output, "write an HTML report (SVG charts) here");
+  rep->add_flag("--json", report.json, "print the report as JSON");
 
   RunOptions run;
   auto* r = app.add_subcommand("run", "run a package");
@@ -101,6 +128,8 @@ int main(int argc, char** argv) {
     return app.exit(err) == 0 ? 0 : 2;
   }
   if (*c) return RunCompile(compile);
+  if (*t) return RunTune(tune);
+  if (*rep) return RunReport(report);
   if (*r) return RunRun(run);
   if (*e) return RunEval(eval);
   if (*in) return RunInspect(inspect);

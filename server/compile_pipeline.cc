@@ -18,6 +18,7 @@
 #include "server/farm_target.h"
 #include "server/search_strategy.h"
 #include "server/task_scheduler.h"
+#include "server/tuning_report.h"
 
 namespace kiln::server {
 
@@ -32,6 +33,21 @@ std::string CompileKey(const std::string& model_bytes,
                   "\nspace=", kScheduleSpaceVersion, "\n");
   return Sha256Hex(text);
 }
+
+namespace {
+
+// A request's model (ONNX bytes or Kiln's graph) with its shape bindings.
+absl::StatusOr<std::unique_ptr<Graph>> ImportRequestModel(
+    const std::string& onnx_model, const kiln::v1::Graph* graph,
+    const google::protobuf::RepeatedPtrField<kiln::v1::ShapeBinding>& shapes) {
+  ModelSource source;
+  source.onnx_model = onnx_model;
+  source.graph = graph;
+  for (const auto& b : shapes) source.input_shapes[b.input()] = std::vector<int64_t>(b.dims().begin(), b.dims().end());
+  return ImportModel(source);
+}
+
+}  // namespace
 
 absl::StatusOr<std::pair<std::string, CpuTarget>> CompilePipeline::ResolveTarget(
     const std::string& target) const {
@@ -60,13 +76,9 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   const std::string search = request.search().empty() ? kDefaultSearchStrategy : request.search();
   RETURN_IF_ERROR(MakeSearchStrategy(search, nullptr).status());
   report("import", "importing the model");
-  ModelSource source;
-  source.onnx_model = request.onnx_model();
-  if (request.has_graph()) source.graph = &request.graph();
-  for (const auto& b : request.shapes()) {
-    source.input_shapes[b.input()] = std::vector<int64_t>(b.dims().begin(), b.dims().end());
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, ImportModel(source));
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph,
+                   ImportRequestModel(request.onnx_model(), request.has_graph() ? &request.graph() : nullptr,
+                                      request.shapes()));
   const std::string model_bytes = request.has_graph() ? request.graph().SerializeAsString() : request.onnx_model();
   ASSIGN_OR_RETURN(auto resolved, ResolveTarget(request.target()));
   const auto& [target_key, target] = resolved;
@@ -253,6 +265,28 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
                        {"groups", absl::StrCat(partition.groups.size())},
                        {"trials", absl::StrCat(trials_measured)}});
   return out;
+}
+
+absl::StatusOr<kiln::v1::TuningReport> CompilePipeline::Report(const kiln::v1::ReportRequest& request) {
+  if (request.subject_case() == kiln::v1::ReportRequest::kJobId) {
+    ASSIGN_OR_RETURN(std::optional<tuningdb::TuningJob> job, db_->GetJob(request.job_id()));
+    if (!job) return absl::NotFoundError(absl::StrCat("no tuning job ", request.job_id(), " in ", db_->path()));
+    ASSIGN_OR_RETURN(kiln::v1::TuningReport report,
+                     ReportJob(*db_, request.job_id(), tuner_->ResolveTarget(job->target_key)));
+    report.set_model_name(request.model_name());
+    return report;
+  }
+  if (request.subject_case() == kiln::v1::ReportRequest::SUBJECT_NOT_SET) {
+    return absl::InvalidArgumentError("report request names no model and no job");
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph,
+                   ImportRequestModel(request.onnx_model(), request.has_graph() ? &request.graph() : nullptr,
+                                      request.shapes()));
+  ASSIGN_OR_RETURN(auto resolved, ResolveTarget(request.target()));
+  ASSIGN_OR_RETURN(PreparedModel model, PrepareModel(std::move(graph)));
+  ASSIGN_OR_RETURN(kiln::v1::TuningReport report, ReportModel(*db_, model, resolved.first, resolved.second));
+  report.set_model_name(request.model_name());
+  return report;
 }
 
 }  // namespace kiln::server

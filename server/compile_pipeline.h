@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "kiln/v1/compile.pb.h"
+#include "kiln/v1/report.pb.h"
 #include "server/tuner.h"
 #include "tuning_db/tuning_db.h"
 
@@ -34,6 +35,10 @@ class CompilePipeline {
   absl::StatusOr<CompileOutput> Run(const kiln::v1::CompileRequest& request,
                                     const std::function<void(const kiln::v1::Progress&)>& on_progress,
                                     const std::function<bool()>& cancelled);
+
+  // What the database holds on tuning the request's model (partitioned as a
+  // compile would) or job; see server/tuning_report.h.
+  absl::StatusOr<kiln::v1::TuningReport> Report(const kiln::v1::ReportRequest& request);
 
  private:
   tuningdb::TuningDb* db_;

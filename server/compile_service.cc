@@ -61,4 +61,12 @@ grpc::Status CompileServiceImpl::FetchArtifact(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status CompileServiceImpl::Report(grpc::ServerContext* /*context*/, const kiln::v1::ReportRequest* request,
+                                        kiln::v1::TuningReport* response) {
+  auto report = pipeline_->Report(*request);
+  if (!report.ok()) return ToGrpcStatus(report.status());
+  *response = std::move(*report);
+  return grpc::Status::OK;
+}
+
 }  // namespace kiln::server

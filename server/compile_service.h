@@ -18,6 +18,8 @@ class CompileServiceImpl final : public kiln::v1::CompileService::Service {
   grpc::Status FetchArtifact(grpc::ServerContext* context,
                              const kiln::v1::FetchArtifactRequest* request,
                              grpc::ServerWriter<kiln::v1::ArtifactChunk>* writer) override;
+  grpc::Status Report(grpc::ServerContext* context, const kiln::v1::ReportRequest* request,
+                      kiln::v1::TuningReport* response) override;
 
  private:
   CompilePipeline* pipeline_;

@@ -3,6 +3,7 @@
 #include "server/tuner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <set>
 
@@ -184,6 +185,7 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
     // The first round of a new job, chosen outside the tuner's lock (the cost
     // model may retrain meanwhile).
     std::vector<std::string> candidates;
+    std::vector<double> predicted;  // for each candidate
     {
       ASSIGN_OR_RETURN(std::vector<std::string> measured,
                        db_->MeasuredConfigs(workload.key, target_key, kScheduleSpaceVersion));
@@ -197,7 +199,9 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
       in.default_config = DefaultSchedule(*workload.graph, target);
       in.measured = std::set<std::string>(measured.begin(), measured.end());
       const int round = std::min(RoundSize(target_key), goal - static_cast<int>(measured.size()));
-      for (const ScheduleConfig& c : search->Propose(in, round)) candidates.push_back(c.ToString());
+      const std::vector<ScheduleConfig> proposed = search->Propose(in, round);
+      for (const ScheduleConfig& c : proposed) candidates.push_back(c.ToString());
+      predicted = Predict(workload.key, *workload.graph, target_key, target, proposed);
     }
 
     // Join the job in flight for this workload, or begin one with this goal.
@@ -220,9 +224,14 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
         ASSIGN_OR_RETURN(std::vector<std::string> measured,
                          db_->MeasuredConfigs(workload.key, target_key, kScheduleSpaceVersion));
         const std::set<std::string> now_measured(measured.begin(), measured.end());
-        candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
-                                        [&](const std::string& c) { return now_measured.count(c) > 0; }),
-                         candidates.end());
+        size_t kept = 0;
+        for (size_t i = 0; i < candidates.size(); ++i) {
+          if (now_measured.count(candidates[i])) continue;
+          candidates[kept] = candidates[i];
+          predicted[kept++] = predicted[i];
+        }
+        candidates.resize(kept);
+        predicted.resize(kept);
         if (candidates.empty()) {
           // Measured schedules outside today's space count for nothing here.
           ASSIGN_OR_RETURN(std::optional<TuneOutcome> hit, settled(true));
@@ -234,7 +243,8 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
                                                   " is left to measure and none measured succeeded"));
         }
         auto begun = db_->BeginJob(workload.key, target_key, kScheduleSpaceVersion,
-                                   TaskTemplate(workload).SerializeAsString(), candidates, goal, strategy);
+                                   TaskTemplate(workload).SerializeAsString(), candidates, goal, strategy,
+                                   predicted);
         if (!begun.ok()) return begun.status();
         if (!begun->created) {
           LogInfo("joining a tuning job the database lists as running",
@@ -256,6 +266,17 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
     }
     // Another compile's job, whose goal may be below ours: check again.
   }
+}
+
+std::vector<double> Tuner::Predict(const std::string& workload_key, const Graph& workload,
+                                   const std::string& target_key, const CpuTarget& target,
+                                   const std::vector<ScheduleConfig>& configs) {
+  std::vector<double> out(configs.size(), std::nan(""));
+  if (configs.empty()) return out;
+  if (auto scores = models_.Score(workload_key, workload, target_key, target, kScheduleSpaceVersion, configs)) {
+    for (size_t i = 0; i < scores->size() && i < out.size(); ++i) out[i] = (*scores)[i];
+  }
+  return out;
 }
 
 absl::StatusOr<int> Tuner::ResumeUnfinishedJobs() {
@@ -359,14 +380,22 @@ bool Tuner::NextRound(const std::shared_ptr<ActiveJob>& active) {
     }
   }
   const int round = std::min(RoundSize(job.target_key), job.trials - static_cast<int>(measured->size()));
+  const std::vector<ScheduleConfig> proposed = (*search)->Propose(in, round);
+  if (proposed.empty()) return false;
+  // What the cost model expects of each candidate, whichever strategy chose
+  // it: stored beside the candidate for reports of predicted against measured.
+  const std::vector<double> predicted = Predict(job.workload_key, **graph, job.target_key, *target, proposed);
   std::vector<std::string> configs;
-  for (const ScheduleConfig& c : (*search)->Propose(in, round)) configs.push_back(c.ToString());
-  if (configs.empty()) return false;
-  if (auto added = db_->AddJobCandidates(job.id, configs); !added.ok()) {
+  for (const ScheduleConfig& c : proposed) configs.push_back(c.ToString());
+  if (auto added = db_->AddJobCandidates(job.id, configs, predicted); !added.ok()) {
     LogWarn("cannot add a round to a tuning job", {{"job", absl::StrCat(job.id)}, {"error", added.status().ToString()}});
     return false;
   }
-  for (const std::string& c : configs) job.candidates.push_back(tuningdb::JobCandidate{c, 0});
+  for (size_t i = 0; i < configs.size(); ++i) {
+    tuningdb::JobCandidate c{configs[i], 0, std::nullopt};
+    if (std::isfinite(predicted[i])) c.predicted = predicted[i];
+    job.candidates.push_back(std::move(c));
+  }
   return true;
 }
 

@@ -89,6 +89,9 @@ class Tuner {
 
   CostModelStore& cost_models() { return models_; }
 
+  // The CPU a target key names: the server's own, or a live worker's.
+  std::optional<CpuTarget> ResolveTarget(const std::string& target_key) const;
+
   // Before a job ends, its leader (and a runner-up within kConfirmMargin of
   // it) is measured again, up to kConfirmPasses times, until measured twice,
   // so that one lucky measurement does not crown a kernel: the winner is the
@@ -117,8 +120,11 @@ class Tuner {
   // Proposes and appends the job's next round; false when there is none (the
   // goal is reached, the space is spent, or the job cannot grow).
   bool NextRound(const std::shared_ptr<ActiveJob>& active);
-  // The CPU a target key names: the server's own, or a live worker's.
-  std::optional<CpuTarget> ResolveTarget(const std::string& target_key) const;
+  // What the cost model expects of each config (NaN for all when it has no
+  // model yet), whichever strategy proposed them: stored with the candidates
+  // for reports of predicted against measured.
+  std::vector<double> Predict(const std::string& workload_key, const Graph& workload, const std::string& target_key,
+                              const CpuTarget& target, const std::vector<ScheduleConfig>& configs);
   // Measures the job's unmeasured candidates, recording each result. Returns
   // false when the tuner stopped before the job was done.
   bool MeasureCandidates(const std::shared_ptr<ActiveJob>& active, std::string* first_error);

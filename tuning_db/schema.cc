@@ -168,6 +168,13 @@ ALTER TABLE tuning_jobs ADD COLUMN trials INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE tuning_jobs ADD COLUMN strategy TEXT NOT NULL DEFAULT 'random';
 )sql",
        nullptr},
+      // 3 -> 4: what the search predicted for each candidate it proposed (the
+      // cost model's score, higher = faster; NULL when it had no model), for
+      // reports of predicted against measured.
+      {R"sql(
+ALTER TABLE tuning_job_candidates ADD COLUMN predicted REAL;
+)sql",
+       nullptr},
   };
   return kMigrations;
 }

@@ -36,6 +36,11 @@ SqliteStatement& SqliteStatement::BindBlob(int index, std::string_view bytes) {
   return *this;
 }
 
+SqliteStatement& SqliteStatement::BindNull(int index) {
+  sqlite3_bind_null(stmt_, index);
+  return *this;
+}
+
 absl::StatusOr<bool> SqliteStatement::Step() {
   int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
@@ -68,6 +73,8 @@ std::string SqliteStatement::ColumnBlob(int column) const {
   if (bytes == nullptr) return "";
   return std::string(static_cast<const char*>(bytes), sqlite3_column_bytes(stmt_, column));
 }
+
+bool SqliteStatement::ColumnIsNull(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
 
 absl::StatusOr<std::unique_ptr<SqliteConnection>> SqliteConnection::Open(const std::string& path,
                                                                          int busy_timeout_ms) {

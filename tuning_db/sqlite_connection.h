@@ -37,6 +37,7 @@ class SqliteStatement {
   SqliteStatement& Bind(int index, int value) { return Bind(index, static_cast<int64_t>(value)); }
   SqliteStatement& Bind(int index, double value);
   SqliteStatement& BindBlob(int index, std::string_view bytes);
+  SqliteStatement& BindNull(int index);
 
   // Steps once: true when a row is available, false when the statement is done.
   absl::StatusOr<bool> Step();
@@ -47,6 +48,7 @@ class SqliteStatement {
   double ColumnDouble(int column) const;
   std::string ColumnText(int column) const;
   std::string ColumnBlob(int column) const;
+  bool ColumnIsNull(int column) const;
 
  private:
   sqlite3_stmt* stmt_;

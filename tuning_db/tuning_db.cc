@@ -61,6 +61,13 @@ constexpr char kTouchArtifactSql[] =
     "UPDATE artifacts SET last_used_unix_ms = ?1, "
     "use_seq = (SELECT COALESCE(MAX(use_seq), 0) + 1 FROM artifacts) WHERE digest = ?2";
 
+// A candidate's predicted score from the caller's parallel vector: none when
+// the vector is short or holds NaN there.
+std::optional<double> PredictedAt(const std::vector<double>& predicted, size_t i) {
+  if (i < predicted.size() && std::isfinite(predicted[i])) return predicted[i];
+  return std::nullopt;
+}
+
 // Every row of a query that selects kRecordColumns.
 absl::StatusOr<std::vector<Record>> ReadAllRecords(SqliteStatement& s) {
   std::vector<Record> out;
@@ -378,6 +385,49 @@ absl::StatusOr<std::vector<Record>> TuningDb::ValidRecords(const std::string& ta
                                                  "AND error = 0 ORDER BY id")));
   s.Bind(1, target_key).Bind(2, space_version);
   return ReadAllRecords(s);
+}
+
+absl::StatusOr<std::vector<TuningDb::HistoryEntry>> TuningDb::TuningHistory(const std::string& workload_key,
+                                                                            const std::string& target_key,
+                                                                            int space_version) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  // Two statements: a record stored between them has no job yet (records are
+  // append-only, so nothing else can change).
+  std::vector<HistoryEntry> out;
+  std::map<int64_t, size_t> index;  // record id -> its entry
+  {
+    ASSIGN_OR_RETURN(SqliteStatement s,
+                     reader_->Prepare(absl::StrCat("SELECT id, ", kRecordColumns,
+                                                   " FROM records WHERE workload_key = ?1 AND target_key = ?2 "
+                                                   "AND space_version = ?3 ORDER BY id")));
+    s.Bind(1, workload_key).Bind(2, target_key).Bind(3, space_version);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      HistoryEntry e;
+      e.record_id = s.ColumnInt(0);
+      e.record = ReadRecord(s, /*first=*/1);
+      index[e.record_id] = out.size();
+      out.push_back(std::move(e));
+    }
+  }
+  ASSIGN_OR_RETURN(SqliteStatement c,
+                   reader_->Prepare("SELECT c.record_id, c.job_id, j.strategy, c.predicted FROM "
+                                    "tuning_job_candidates c JOIN tuning_jobs j ON j.id = c.job_id WHERE "
+                                    "j.workload_key = ?1 AND j.target_key = ?2 AND j.space_version = ?3 AND "
+                                    "c.record_id IS NOT NULL"));
+  c.Bind(1, workload_key).Bind(2, target_key).Bind(3, space_version);
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, c.Step());
+    if (!row) break;
+    auto it = index.find(c.ColumnInt(0));
+    if (it == index.end()) continue;
+    HistoryEntry& e = out[it->second];
+    e.job_id = c.ColumnInt(1);
+    e.strategy = c.ColumnText(2);
+    if (!c.ColumnIsNull(3)) e.predicted = c.ColumnDouble(3);
+  }
+  return out;
 }
 
 int64_t TuningDb::CountRecords(const std::string& workload_key, const std::string& target_key,
@@ -741,13 +791,15 @@ absl::StatusOr<std::optional<TuningJob>> TuningDb::ReadJobLocked(SqliteConnectio
     job->strategy = s.ColumnText(10);
   }
   ASSIGN_OR_RETURN(SqliteStatement c,
-                   conn.Prepare("SELECT config, COALESCE(record_id, 0) FROM tuning_job_candidates "
+                   conn.Prepare("SELECT config, COALESCE(record_id, 0), predicted FROM tuning_job_candidates "
                                 "WHERE job_id = ?1 ORDER BY position"));
   c.Bind(1, job_id);
   while (true) {
     ASSIGN_OR_RETURN(bool row, c.Step());
     if (!row) break;
-    job->candidates.push_back(JobCandidate{c.ColumnText(0), c.ColumnInt(1)});
+    JobCandidate candidate{c.ColumnText(0), c.ColumnInt(1), std::nullopt};
+    if (!c.ColumnIsNull(2)) candidate.predicted = c.ColumnDouble(2);
+    job->candidates.push_back(std::move(candidate));
   }
   return job;
 }
@@ -757,7 +809,8 @@ absl::StatusOr<TuningDb::BeginJobResult> TuningDb::BeginJob(const std::string& w
                                                             int space_version,
                                                             const std::string& task_template,
                                                             const std::vector<std::string>& candidates,
-                                                            int trials, const std::string& strategy) {
+                                                            int trials, const std::string& strategy,
+                                                            const std::vector<double>& predicted) {
   if (workload_key.empty() || target_key.empty() || space_version < 0) {
     return absl::InvalidArgumentError(absl::StrCat("tuning job needs a workload key, a target key and a "
                                                    "non-negative space version (got \"", workload_key,
@@ -798,11 +851,7 @@ absl::StatusOr<TuningDb::BeginJobResult> TuningDb::BeginJob(const std::string& w
   }
   int64_t id = sqlite3_last_insert_rowid(conn_->raw());
   for (size_t i = 0; i < candidates.size(); ++i) {
-    ASSIGN_OR_RETURN(SqliteStatement s,
-                     conn_->Prepare("INSERT INTO tuning_job_candidates (job_id, position, config) "
-                                    "VALUES (?1, ?2, ?3)"));
-    s.Bind(1, id).Bind(2, static_cast<int64_t>(i)).Bind(3, candidates[i]);
-    RETURN_IF_ERROR(s.Run());
+    RETURN_IF_ERROR(InsertCandidateLocked(id, static_cast<int>(i), candidates[i], PredictedAt(predicted, i)));
   }
   RETURN_IF_ERROR(txn.Commit());
   result.created = true;
@@ -814,11 +863,28 @@ absl::StatusOr<TuningDb::BeginJobResult> TuningDb::BeginJob(const std::string& w
   result.job.trials = trials;
   result.job.strategy = strategy;
   result.job.created_unix_ms = result.job.updated_unix_ms = now;
-  for (const std::string& c : candidates) result.job.candidates.push_back(JobCandidate{c, 0});
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    result.job.candidates.push_back(JobCandidate{candidates[i], 0, PredictedAt(predicted, i)});
+  }
   return result;
 }
 
-absl::StatusOr<int> TuningDb::AddJobCandidates(int64_t job_id, const std::vector<std::string>& configs) {
+absl::Status TuningDb::InsertCandidateLocked(int64_t job_id, int position, const std::string& config,
+                                             std::optional<double> predicted) {
+  ASSIGN_OR_RETURN(SqliteStatement s,
+                   conn_->Prepare("INSERT INTO tuning_job_candidates (job_id, position, config, predicted) "
+                                  "VALUES (?1, ?2, ?3, ?4)"));
+  s.Bind(1, job_id).Bind(2, position).Bind(3, config);
+  if (predicted) {
+    s.Bind(4, *predicted);
+  } else {
+    s.BindNull(4);
+  }
+  return s.Run();
+}
+
+absl::StatusOr<int> TuningDb::AddJobCandidates(int64_t job_id, const std::vector<std::string>& configs,
+                                               const std::vector<double>& predicted) {
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(SqliteTransaction txn, SqliteTransaction::BeginImmediate(*conn_));
   ASSIGN_OR_RETURN(std::optional<TuningJob> job, ReadJobLocked(*conn_, job_id));
@@ -831,16 +897,13 @@ absl::StatusOr<int> TuningDb::AddJobCandidates(int64_t job_id, const std::vector
   for (const JobCandidate& c : job->candidates) listed.insert(c.config);
   const int first = static_cast<int>(job->candidates.size());
   int position = first;
-  for (const std::string& config : configs) {
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const std::string& config = configs[i];
     if (!listed.insert(config).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("tuning job ", job_id, " already lists candidate '", config, "'"));
     }
-    ASSIGN_OR_RETURN(SqliteStatement s,
-                     conn_->Prepare("INSERT INTO tuning_job_candidates (job_id, position, config) "
-                                    "VALUES (?1, ?2, ?3)"));
-    s.Bind(1, job_id).Bind(2, position++).Bind(3, config);
-    RETURN_IF_ERROR(s.Run());
+    RETURN_IF_ERROR(InsertCandidateLocked(job_id, position++, config, PredictedAt(predicted, i)));
   }
   ASSIGN_OR_RETURN(SqliteStatement u, conn_->Prepare("UPDATE tuning_jobs SET updated_unix_ms = ?1 WHERE id = ?2"));
   u.Bind(1, NowUnixMs()).Bind(2, job_id);

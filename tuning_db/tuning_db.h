@@ -93,6 +93,9 @@ std::string_view JobStateName(JobState state);  // "running", "done", "failed"
 struct JobCandidate {
   std::string config;
   int64_t record_id = 0;  // the record of its measurement; 0 while unmeasured
+  // The search's score for it when proposed (the cost model's, higher =
+  // faster; see CostModelStore::Score); nullopt when there was no model.
+  std::optional<double> predicted;
   bool measured() const { return record_id != 0; }
 };
 
@@ -199,6 +202,20 @@ class TuningDb {
   // the cost model's training set.
   absl::StatusOr<std::vector<Record>> ValidRecords(const std::string& target_key, int space_version);
 
+  // Every record of the triple (errors included) in the order stored, each
+  // with the tuning job that proposed it, if one did, and what its search
+  // predicted: the history `kiln report` draws. A config's first record is a
+  // trial; later ones are re-measurements.
+  struct HistoryEntry {
+    Record record;
+    int64_t record_id = 0;
+    int64_t job_id = 0;     // 0: not measured for a job (a re-measurement, an import)
+    std::string strategy;   // the job's; empty when job_id is 0
+    std::optional<double> predicted;
+  };
+  absl::StatusOr<std::vector<HistoryEntry>> TuningHistory(const std::string& workload_key,
+                                                          const std::string& target_key, int space_version);
+
   // All records (errors included) for the triple; -1 when the database fails.
   int64_t CountRecords(const std::string& workload_key, const std::string& target_key,
                        int space_version);
@@ -233,16 +250,20 @@ class TuningDb {
     TuningJob job;
     bool created = false;
   };
-  // `trials` and `strategy` are the job's goal (TuningJob).
+  // `trials` and `strategy` are the job's goal (TuningJob); `predicted` as for
+  // AddJobCandidates.
   absl::StatusOr<BeginJobResult> BeginJob(const std::string& workload_key,
                                           const std::string& target_key, int space_version,
                                           const std::string& task_template,
                                           const std::vector<std::string>& candidates, int trials = 0,
-                                          const std::string& strategy = "random");
+                                          const std::string& strategy = "random",
+                                          const std::vector<double>& predicted = {});
   // Appends candidates to a running job (positions after its last), in one
   // transaction; returns the position of the first. A config the job already
-  // lists is INVALID_ARGUMENT, as is a job that is not running.
-  absl::StatusOr<int> AddJobCandidates(int64_t job_id, const std::vector<std::string>& configs);
+  // lists is INVALID_ARGUMENT, as is a job that is not running. `predicted`,
+  // when given, holds each config's predicted score (NaN: none).
+  absl::StatusOr<int> AddJobCandidates(int64_t job_id, const std::vector<std::string>& configs,
+                                       const std::vector<double>& predicted = {});
   // Appends the record of candidate `position` of a running job and marks the
   // candidate measured, in one transaction. A candidate already measured keeps
   // its first record (FAILED_PRECONDITION); an unknown job or position, or a
@@ -279,6 +300,9 @@ class TuningDb {
   // returns the new row id, or 0 when an identical record is already stored.
   absl::StatusOr<int64_t> InsertRecordLocked(const Record& record, int64_t now);
   absl::StatusOr<std::optional<TuningJob>> ReadJobLocked(SqliteConnection& conn, int64_t job_id);
+  // Requires mu_ and an open write transaction.
+  absl::Status InsertCandidateLocked(int64_t job_id, int position, const std::string& config,
+                                     std::optional<double> predicted);
   // Drops a bad blob and its row; returns `reason` as DATA_LOSS.
   absl::Status DropBrokenArtifact(const std::string& digest, const std::string& reason);
 

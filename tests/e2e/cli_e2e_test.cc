@@ -226,5 +226,48 @@ TEST_F(CliEndToEndTest, EmbeddedFarmCompilesWithoutAServer) {
   EXPECT_NE(cmp.output.find("outputs match the reference"), std::string::npos) << cmp.output;
 }
 
+TEST_F(CliEndToEndTest, TuneSpendsABudgetAndReportWritesWhatTheDatabaseHolds) {
+  fs::path work = dir_ / "tune";
+  ASSERT_EQ(RunCommand(Kiln("example mlp -o " + work.string()), dir_ / "ex3.log").exit_code, 0);
+  const std::string model = (work / "mlp.onnx").string();
+  // Through the server: a budget of 8 trials, the package and an HTML report.
+  auto tuned = RunCommand(Kiln("tune " + model + " --shape x=4,64 --budget 8 --server " + address_ + " -o " +
+                               (work / "mlp.kpkg").string() + " --report " + (work / "mlp.html").string() + " -q"),
+                          dir_ / "tune.log");
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.output;
+  EXPECT_NE(tuned.output.find("tuning stopped: the budget is spent"), std::string::npos) << tuned.output;
+  EXPECT_NE(tuned.output.find("2 workloads (2 groups), 8 trials"), std::string::npos) << tuned.output;
+  EXPECT_TRUE(fs::exists(work / "mlp.kpkg"));
+  std::ifstream html_file(work / "mlp.html");
+  std::stringstream html;
+  html << html_file.rdbuf();
+  EXPECT_EQ(html.str().rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html.str().find("<svg"), std::string::npos);
+
+  // Tuning again continues from the records: 8 more trials.
+  auto again = RunCommand(Kiln("tune " + model + " --shape x=4,64 --budget 8 --server " + address_ + " -q --report " +
+                               (work / "again.html").string()),
+                          dir_ / "tune2.log");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("2 workloads (2 groups), 16 trials"), std::string::npos) << again.output;
+
+  // The report alone, as JSON: every trial with its job.
+  auto json = RunCommand(Kiln("report " + model + " --shape x=4,64 --server " + address_ + " --json"),
+                         dir_ / "report.log");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_NE(json.output.find("\"workloads\""), std::string::npos) << json.output;
+  const size_t at = json.output.find("\"job_id\":\"");
+  ASSERT_NE(at, std::string::npos) << json.output;
+  const std::string job = json.output.substr(at + 10, json.output.find('"', at + 10) - at - 10);
+  auto by_job = RunCommand(Kiln("report " + job + " --server " + address_ + " -o " + (work / "job.html").string()),
+                           dir_ / "report_job.log");
+  ASSERT_EQ(by_job.exit_code, 0) << by_job.output;
+  EXPECT_NE(by_job.output.find("tuning job " + job + " on "), std::string::npos) << by_job.output;
+  EXPECT_TRUE(fs::exists(work / "job.html"));
+  auto missing = RunCommand(Kiln("report 99999999 --server " + address_), dir_ / "report_missing.log");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.output.find("NOT_FOUND: no tuning job 99999999"), std::string::npos) << missing.output;
+}
+
 }  // namespace
 }  // namespace kiln

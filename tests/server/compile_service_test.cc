@@ -177,6 +177,66 @@ TEST_F(CompileServiceTest, AWholeModelBudgetIsSpentAcrossTheWorkloads) {
   EXPECT_LE(second->trials_measured(), 10);
 }
 
+TEST_F(CompileServiceTest, AReportShowsEveryTrialWithItsPredictionAndTheWinner) {
+  KilnClient client(farm_->address());
+  kiln::v1::CompileRequest r = testing::MlpRequest(2);
+  r.mutable_shapes(0)->set_dims(0, 11);  // workloads of its own
+  ASSERT_TRUE(Compile(client, r).ok());
+  // Deeper: by now the cost model has records to learn from.
+  r.set_trials_per_group(6);
+  auto compiled = Compile(client, r);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+
+  kiln::v1::ReportRequest request;
+  request.set_onnx_model(r.onnx_model());
+  *request.mutable_shapes() = r.shapes();
+  request.set_model_name("mlp");
+  auto report = client.Report(request);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->target(), compiled->target());
+  EXPECT_EQ(report->groups(), 2);
+  ASSERT_EQ(report->workloads_size(), 2);
+  int predicted = 0;
+  int64_t job_id = 0;
+  for (int i = 0; i < 2; ++i) {
+    const kiln::v1::WorkloadTuning& w = report->workloads(i);
+    SCOPED_TRACE(w.op_summary());
+    EXPECT_EQ(w.workload_key(), compiled->groups(i).workload_key());
+    EXPECT_EQ(w.count(), 1);
+    EXPECT_EQ(w.best_config(), compiled->groups(i).schedule_config());
+    EXPECT_GT(w.best_ms(), 0);
+    EXPECT_GE(w.space_size(), 6);
+    EXPECT_FALSE(w.default_config().empty());
+    EXPECT_GT(w.default_ms(), 0);  // the default is always measured first
+    int trials = 0;
+    for (const kiln::v1::TuningTrial& t : w.trials()) {
+      trials += t.remeasure() ? 0 : 1;
+      predicted += t.has_predicted() ? 1 : 0;
+      if (!t.remeasure()) {
+        EXPECT_NE(t.job_id(), 0) << t.config();
+        EXPECT_EQ(t.strategy(), "evolutionary");
+        job_id = t.job_id();
+      }
+    }
+    EXPECT_EQ(trials, 6);
+    EXPECT_EQ(w.trials(0).config(), w.default_config());
+  }
+  EXPECT_GT(predicted, 0);
+
+  kiln::v1::ReportRequest by_job;
+  by_job.set_job_id(job_id);
+  auto job = client.Report(by_job);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->job_id(), job_id);
+  EXPECT_EQ(job->job_state(), "done");
+  ASSERT_EQ(job->workloads_size(), 1);
+  EXPECT_GE(job->workloads(0).trials_size(), 6);
+
+  by_job.set_job_id(987654);
+  EXPECT_EQ(client.Report(by_job).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(client.Report(kiln::v1::ReportRequest()).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(CompileServiceTest, FetchOfUnknownDigestIsNotFound) {
   KilnClient client(farm_->address());
   auto r = client.FetchArtifact("sha256:" + std::string(64, '0'));

@@ -1,5 +1,8 @@
 // Tests the persistent state of tuning jobs: begin, record measurements as they
 // arrive, finish, and what a restarted reader sees.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/tuning_db/temp_db_dir.h"
@@ -173,4 +176,54 @@ TEST(JobsTest, BadArgumentsAreInvalid) {
 }
 
 }  // namespace
+TEST(JobsTest, HistoryJoinsEachRecordToTheJobThatProposedItAndItsPrediction) {
+  TempDbDir dir;
+  std::string path = dir.Path();
+  int64_t id = 0;
+  {
+    auto db = TuningDb::Open(path);
+    ASSERT_TRUE(db.ok()) << db.status();
+    // An import before any job: a record no job proposed.
+    ASSERT_TRUE((*db)->AddRecords({Measured("z", 4.0)}).ok());
+    auto begun = (*db)->BeginJob("w", "t", 3, "", {"a", "b"}, /*trials=*/4, "evolutionary", {0.75, std::nan("")});
+    ASSERT_TRUE(begun.ok()) << begun.status();
+    id = begun->job.id;
+    ASSERT_TRUE(begun->job.candidates[0].predicted.has_value());
+    EXPECT_DOUBLE_EQ(*begun->job.candidates[0].predicted, 0.75);
+    EXPECT_FALSE(begun->job.candidates[1].predicted.has_value());
+    // A round with fewer predictions than configs: the rest have none.
+    ASSERT_TRUE((*db)->AddJobCandidates(id, {"c", "d"}, {0.5}).ok());
+    ASSERT_TRUE((*db)->AddJobRecord(id, 1, Measured("b", 2.0)).ok());
+    ASSERT_TRUE((*db)->AddJobRecord(id, 0, Measured("a", 1.0)).ok());
+    Record failed = Measured("c", 0);
+    failed.error = RecordError::kBuildError;
+    failed.error_message = "no";
+    ASSERT_TRUE((*db)->AddJobRecord(id, 2, failed).ok());
+    // A confirmation of the leader: a plain record.
+    ASSERT_TRUE((*db)->AddRecords({Measured("a", 1.1)}).ok());
+  }
+  auto db = TuningDb::Open(path);
+  ASSERT_TRUE(db.ok());
+  auto job = (*db)->GetJob(id);
+  ASSERT_TRUE(job.ok() && job->has_value());
+  std::vector<std::string> predicted;
+  for (const JobCandidate& c : (*job)->candidates) {
+    predicted.push_back(c.config + "=" + (c.predicted ? std::to_string(*c.predicted).substr(0, 4) : "none"));
+  }
+  EXPECT_THAT(predicted, ::testing::ElementsAre("a=0.75", "b=none", "c=0.50", "d=none"));
+
+  auto history = (*db)->TuningHistory("w", "t", 3);
+  ASSERT_TRUE(history.ok()) << history.status();
+  std::vector<std::string> rows;
+  for (const TuningDb::HistoryEntry& e : *history) {
+    rows.push_back(absl::StrCat(e.record.config, " ", std::string(RecordErrorName(e.record.error)), " job=", e.job_id != 0 ? 1 : 0,
+                                " ", e.strategy, " ", e.predicted ? std::to_string(*e.predicted).substr(0, 4) : "-"));
+    EXPECT_GT(e.record_id, 0);
+  }
+  EXPECT_THAT(rows, ::testing::ElementsAre("z ok job=0  -", "b ok job=1 evolutionary -",
+                                           "a ok job=1 evolutionary 0.75", "c build_error job=1 evolutionary 0.50",
+                                           "a ok job=0  -"));
+  EXPECT_TRUE((*db)->TuningHistory("w", "t", 4)->empty());
+}
+
 }  // namespace kiln::tuningdb

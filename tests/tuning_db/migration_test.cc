@@ -102,6 +102,32 @@ INSERT INTO tuning_job_candidates VALUES (7, 0, 'tile=4', NULL);
   EXPECT_EQ((*db)->AddJobCandidates(id, {"tile=8"}).value_or(-1), 1);
 }
 
+TEST(MigrationTest, Version3CandidatesHaveNoPredictionAndNewOnesKeepTheirs) {
+  TempDbDir dir;
+  std::string path = dir.Path();
+  {
+    auto conn = SqliteConnection::Open(path, 1000);
+    ASSERT_TRUE(conn.ok()) << conn.status();
+    ASSERT_TRUE(MigrateSchemaTo(**conn, 3).ok());
+    ASSERT_TRUE((*conn)->Exec(R"sql(
+INSERT INTO tuning_jobs (id, workload_key, target_key, space_version, state, task_template, message,
+                         created_unix_ms, updated_unix_ms, trials, strategy)
+  VALUES (3, 'w1', 'cpu/x', 1, 0, x'', '', 5, 5, 4, 'evolutionary');
+INSERT INTO tuning_job_candidates VALUES (3, 0, 'tile=4', NULL);
+)sql")
+                    .ok());
+  }
+  auto db = TuningDb::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE((*db)->AddJobCandidates(3, {"tile=8"}, {0.25}).ok());
+  auto job = (*db)->GetJob(3);
+  ASSERT_TRUE(job.ok() && job->has_value()) << job.status();
+  ASSERT_EQ((*job)->candidates.size(), 2u);
+  EXPECT_FALSE((*job)->candidates[0].predicted.has_value());
+  ASSERT_TRUE((*job)->candidates[1].predicted.has_value());
+  EXPECT_DOUBLE_EQ(*(*job)->candidates[1].predicted, 0.25);
+}
+
 TEST(MigrationTest, MigratingTwiceAndReopeningIsANoOp) {
   TempDbDir dir;
   std::string path = dir.Path();
