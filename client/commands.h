@@ -33,6 +33,7 @@ struct CompileOptions {
   std::string output;
   bool quiet = false;
   bool json = false;
+  bool progressive = false;         // answer at once; the server tunes on in the background (needs --server)
 };
 
 // `kiln tune`: a whole-model budget, the package, and a report.

@@ -97,6 +97,11 @@ absl::StatusOr<kiln::v1::CompileRequest> CompileRequestFor(const CompileOptions&
   request.set_target(o.target);
   request.set_trials_per_group(o.trials);
   request.set_search(o.search);
+  if (o.progressive && o.server.empty()) {
+    return absl::InvalidArgumentError(
+        "--progressive needs --server: an embedded farm stops with the command, and its background tuning with it");
+  }
+  request.set_progressive(o.progressive);
   if (!o.budget.empty()) {
     ASSIGN_OR_RETURN(auto budget, ParseBudget(o.budget));
     request.set_budget_trials(budget.first);
@@ -140,6 +145,10 @@ void PrintCompileSummary(const kiln::v1::CompileResult& result, const std::strin
   std::printf("size %lld bytes, %d groups (%d from the tuning database), %d trials measured, %.2f s\n",
               static_cast<long long>(result.package_size()), result.groups_size(), cached,
               result.trials_measured(), result.compile_seconds());
+  if (result.tuning_in_background()) {
+    std::printf("tuning goes on in the background on the server: `kiln lookup` gets the faster package when it "
+                "is done\n");
+  }
   if (!result.tuning_stop().empty()) {
     std::printf("tuning stopped: %s\n", result.tuning_stop() == "budget"      ? "the budget is spent"
                                         : result.tuning_stop() == "converged" ? "no workload was expected to gain more"

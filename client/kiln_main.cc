@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
   c->add_option("-o,--output", compile.output, "package file to write")->required();
   c->add_flag("-q,--quiet", compile.quiet, "no progress output");
   c->add_flag("--json", compile.json, "print the compile result as JSON");
+  c->add_flag("--progressive", compile.progressive,
+              "answer at once with the best package the database gives (defaults elsewhere); the server tunes on "
+              "in the background and `kiln lookup` gets the faster package later (needs --server)");
 
   TuneOptions tune;
   auto* t = app.add_subcommand("tune", "spend a whole-model tuning budget, continuing from the database's records, "

@@ -48,6 +48,9 @@ int RunLookup(const LookupOptions& o) {
   }
   if (absl::Status s = WriteFileAtomic(o.output, bytes); !s.ok()) return ReportError("lookup", s);
   std::printf("package %s\ndigest %s (from %s)\n", o.output.c_str(), digest.c_str(), source);
+  if (response->tuning_in_progress()) {
+    std::printf("tuning goes on in the background: a later lookup may get a faster package\n");
+  }
   return 0;
 }
 

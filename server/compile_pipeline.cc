@@ -79,7 +79,6 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph,
                    ImportRequestModel(request.onnx_model(), request.has_graph() ? &request.graph() : nullptr,
                                       request.shapes()));
-  const std::string model_bytes = request.has_graph() ? request.graph().SerializeAsString() : request.onnx_model();
   ASSIGN_OR_RETURN(auto resolved, ResolveTarget(request.target()));
   const auto& [target_key, target] = resolved;
 
@@ -100,6 +99,14 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   int trials_measured = 0;
   std::string tuning_stop;
   TuningBudget budget{std::max(0, request.budget_trials()), std::max(0.0, request.budget_seconds())};
+  // A progressive compile answers from the database now: its tuning is for
+  // the background compile the service starts when something is left to do.
+  bool tuning_left = false;
+  if (request.progressive()) {
+    tuning_left = budget.enabled() || LeftToTune(workloads, target_key, target, trials);
+    trials = 0;
+    budget = TuningBudget{};
+  }
   if (budget.enabled()) {
     std::vector<TaskScheduler::Task> tasks;
     std::map<std::string, size_t> task_of;
@@ -228,7 +235,7 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   ASSIGN_OR_RETURN(std::string digest, db_->PutArtifact(pkg.bytes));
   if (digest != pkg.digest) return absl::InternalError("artifact store digest differs from the package's");
   tuningdb::CompileEntry entry;
-  entry.compile_key = CompileKey(model_bytes, request.shapes(), target_key);
+  entry.compile_key = CompileKeyFor(request, target_key);
   entry.package_digest = digest;
   entry.package_size = static_cast<int64_t>(pkg.bytes.size());
   entry.created_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -243,6 +250,7 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   r.set_trials_measured(trials_measured);
   r.set_target(target_key);
   r.set_tuning_stop(tuning_stop);
+  r.set_tuning_in_background(tuning_left);
   for (size_t i = 0; i < partition.groups.size(); ++i) {
     const FusionGroup& g = partition.groups[i];
     const TuneOutcome& t = tuned[workloads[i].key];
@@ -265,6 +273,24 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
                        {"groups", absl::StrCat(partition.groups.size())},
                        {"trials", absl::StrCat(trials_measured)}});
   return out;
+}
+
+bool CompilePipeline::LeftToTune(const std::vector<Workload>& workloads, const std::string& target_key,
+                                  const CpuTarget& target, int trials) const {
+  if (trials <= 0) return false;
+  std::set<std::string> seen;
+  for (const Workload& w : workloads) {
+    if (!seen.insert(w.key).second) continue;
+    auto measured = db_->MeasuredConfigs(w.key, target_key, kScheduleSpaceVersion);
+    const size_t goal = std::min<size_t>(trials, EnumerateSchedules(*w.graph, target).size());
+    if (!measured.ok() || measured->size() < goal) return true;
+  }
+  return false;
+}
+
+std::string CompileKeyFor(const kiln::v1::CompileRequest& request, const std::string& target_key) {
+  const std::string model_bytes = request.has_graph() ? request.graph().SerializeAsString() : request.onnx_model();
+  return CompileKey(model_bytes, request.shapes(), target_key);
 }
 
 absl::StatusOr<kiln::v1::TuningReport> CompilePipeline::Report(const kiln::v1::ReportRequest& request) {

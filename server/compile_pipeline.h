@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "kiln/v1/compile.pb.h"
@@ -25,6 +26,9 @@ std::string CompileKey(const std::string& model_bytes,
                        const google::protobuf::RepeatedPtrField<kiln::v1::ShapeBinding>& shapes,
                        const std::string& target_key);
 
+// CompileKey of a request's model (ONNX bytes, or the serialized graph).
+std::string CompileKeyFor(const kiln::v1::CompileRequest& request, const std::string& target_key);
+
 class CompilePipeline {
  public:
   CompilePipeline(tuningdb::TuningDb* db, Tuner* tuner) : db_(db), tuner_(tuner) {}
@@ -41,6 +45,11 @@ class CompilePipeline {
   absl::StatusOr<kiln::v1::TuningReport> Report(const kiln::v1::ReportRequest& request);
 
  private:
+  // Whether some distinct workload has fewer measured schedules than `trials`
+  // (or its whole space, when smaller) on the target.
+  bool LeftToTune(const std::vector<Workload>& workloads, const std::string& target_key, const CpuTarget& target,
+                  int trials) const;
+
   tuningdb::TuningDb* db_;
   Tuner* tuner_;
 };

@@ -28,6 +28,11 @@ grpc::Status CompileServiceImpl::Compile(grpc::ServerContext* context,
                                {"error", std::string(output.status().message())}});
     return ToGrpcStatus(output.status());
   }
+  // Progressive: the tuning left goes on in the background (or joins the
+  // background compile of the same key already running).
+  if (output->result.tuning_in_background()) {
+    progressive_->Start(CompileKeyFor(*request, output->result.target()), *request);
+  }
   metrics_->compiles_ok.Increment();
   metrics_->trials_measured.Increment(output->result.trials_measured());
   kiln::v1::CompileEvent e;

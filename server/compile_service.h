@@ -3,6 +3,7 @@
 
 #include "kiln/v1/compile.grpc.pb.h"
 #include "server/compile_pipeline.h"
+#include "server/progressive_compiles.h"
 #include "server/metrics.h"
 #include "tuning_db/tuning_db.h"
 
@@ -10,8 +11,9 @@ namespace kiln::server {
 
 class CompileServiceImpl final : public kiln::v1::CompileService::Service {
  public:
-  CompileServiceImpl(CompilePipeline* pipeline, tuningdb::TuningDb* db, ServerMetrics* metrics)
-      : pipeline_(pipeline), db_(db), metrics_(metrics) {}
+  CompileServiceImpl(CompilePipeline* pipeline, ProgressiveCompiles* progressive, tuningdb::TuningDb* db,
+                     ServerMetrics* metrics)
+      : pipeline_(pipeline), progressive_(progressive), db_(db), metrics_(metrics) {}
 
   grpc::Status Compile(grpc::ServerContext* context, const kiln::v1::CompileRequest* request,
                        grpc::ServerWriter<kiln::v1::CompileEvent>* writer) override;
@@ -23,6 +25,7 @@ class CompileServiceImpl final : public kiln::v1::CompileService::Service {
 
  private:
   CompilePipeline* pipeline_;
+  ProgressiveCompiles* progressive_;
   tuningdb::TuningDb* db_;
   ServerMetrics* metrics_;
 };

@@ -25,6 +25,7 @@ struct KilnServer::State {
   std::unique_ptr<TaskBroker> broker;
   std::unique_ptr<Tuner> tuner;
   std::unique_ptr<CompilePipeline> pipeline;
+  std::unique_ptr<ProgressiveCompiles> progressive;  // destroyed before the pipeline and tuner it uses
   std::unique_ptr<CompileServiceImpl> compile_service;
   std::unique_ptr<WorkerServiceImpl> worker_service;
   std::unique_ptr<LookupServiceImpl> lookup_service;
@@ -54,11 +55,13 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   state->tuner = std::make_unique<Tuner>(state->db.get(), state->broker.get(),
                                          Tuner::Options{options.worker_wait});
   state->pipeline = std::make_unique<CompilePipeline>(state->db.get(), state->tuner.get());
-  state->compile_service = std::make_unique<CompileServiceImpl>(state->pipeline.get(), state->db.get(),
-                                                                state->metrics.get());
+  state->progressive = std::make_unique<ProgressiveCompiles>(state->pipeline.get());
+  state->compile_service = std::make_unique<CompileServiceImpl>(state->pipeline.get(), state->progressive.get(),
+                                                                state->db.get(), state->metrics.get());
   state->worker_service = std::make_unique<WorkerServiceImpl>(state->broker.get(), state->metrics.get(),
                                                               state->db.get());
-  state->lookup_service = std::make_unique<LookupServiceImpl>(state->pipeline.get(), state->db.get());
+  state->lookup_service =
+      std::make_unique<LookupServiceImpl>(state->pipeline.get(), state->db.get(), state->progressive.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -15,6 +15,7 @@ grpc::Status LookupServiceImpl::Lookup(grpc::ServerContext*, const kiln::v1::Loo
   if (!target.ok()) return ToGrpcStatus(target.status());
   std::string key = CompileKey(request->onnx_model(), request->shapes(), target->first);
   response->set_compile_key(key);
+  response->set_tuning_in_progress(progressive_->InFlight(key));
   auto entry = db_->GetCompileEntry(key);
   if (!entry.ok()) return ToGrpcStatus(entry.status());
   if (!entry->has_value()) {

@@ -4,13 +4,15 @@
 
 #include "kiln/v1/lookup.grpc.pb.h"
 #include "server/compile_pipeline.h"
+#include "server/progressive_compiles.h"
 #include "tuning_db/tuning_db.h"
 
 namespace kiln::server {
 
 class LookupServiceImpl final : public kiln::v1::LookupService::Service {
  public:
-  LookupServiceImpl(CompilePipeline* pipeline, tuningdb::TuningDb* db) : pipeline_(pipeline), db_(db) {}
+  LookupServiceImpl(CompilePipeline* pipeline, tuningdb::TuningDb* db, const ProgressiveCompiles* progressive)
+      : pipeline_(pipeline), db_(db), progressive_(progressive) {}
 
   grpc::Status Lookup(grpc::ServerContext* context, const kiln::v1::LookupRequest* request,
                       kiln::v1::LookupResponse* response) override;
@@ -18,6 +20,7 @@ class LookupServiceImpl final : public kiln::v1::LookupService::Service {
  private:
   CompilePipeline* pipeline_;
   tuningdb::TuningDb* db_;
+  const ProgressiveCompiles* progressive_;
 };
 
 }  // namespace kiln::server

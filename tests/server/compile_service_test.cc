@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 
 #include "client/example_models.h"
 #include "client/kiln_client.h"
@@ -235,6 +236,49 @@ TEST_F(CompileServiceTest, AReportShowsEveryTrialWithItsPredictionAndTheWinner) 
   by_job.set_job_id(987654);
   EXPECT_EQ(client.Report(by_job).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(client.Report(kiln::v1::ReportRequest()).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(CompileServiceTest, AProgressiveCompileAnswersAtOnceAndALaterLookupGetsTheTunedPackage) {
+  KilnClient client(farm_->address());
+  kiln::v1::CompileRequest r = testing::MlpRequest(4);
+  r.mutable_shapes(0)->set_dims(0, 13);  // workloads of its own
+  r.set_progressive(true);
+  auto now = Compile(client, r);
+  ASSERT_TRUE(now.ok()) << now.status();
+  EXPECT_TRUE(now->tuning_in_background());
+  EXPECT_EQ(now->trials_measured(), 0);
+  for (const auto& g : now->groups()) EXPECT_EQ(g.median_ms(), 0) << "untuned: the heuristic default";
+
+  kiln::v1::LookupRequest lookup;
+  lookup.set_onnx_model(r.onnx_model());
+  *lookup.mutable_shapes() = r.shapes();
+  lookup.set_target("cpu");
+  // The background compile replaces the package when its tuning ends.
+  absl::StatusOr<kiln::v1::LookupResponse> found;
+  for (int i = 0; i < 600; ++i) {
+    found = client.Lookup(lookup);
+    ASSERT_TRUE(found.ok()) << found.status();
+    ASSERT_TRUE(found->found()) << found->reason();
+    if (!found->tuning_in_progress()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(found->tuning_in_progress());
+  EXPECT_NE(found->package_digest(), now->package_digest());
+
+  // What it tuned is in the database: the same compile, waiting, measures
+  // nothing and gives the package the lookup found.
+  r.set_progressive(false);
+  auto waited = Compile(client, r);
+  ASSERT_TRUE(waited.ok()) << waited.status();
+  EXPECT_EQ(waited->trials_measured(), 0);
+  EXPECT_EQ(waited->package_digest(), found->package_digest());
+  for (const auto& g : waited->groups()) EXPECT_GT(g.median_ms(), 0) << g.index();
+  // Nothing left to tune: a progressive compile has no background work.
+  r.set_progressive(true);
+  auto again = Compile(client, r);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->tuning_in_background());
+  EXPECT_EQ(again->package_digest(), found->package_digest());
 }
 
 TEST_F(CompileServiceTest, FetchOfUnknownDigestIsNotFound) {
