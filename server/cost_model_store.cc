@@ -52,17 +52,32 @@ void CostModelStore::RefreshLocked(const std::string& target_key, const CpuTarge
     return;
   }
   auto start = std::chrono::steady_clock::now();
+  // Warm start: while the target has few records of its own, its siblings'
+  // (same ISA, another CPU) teach the model which schedules are fast.
+  int64_t sibling_records = 0;
+  if (count < kWarmStartBelow) {
+    if (auto siblings = db_->SiblingTargets(target_key); siblings.ok()) {
+      for (const std::string& sibling : *siblings) {
+        auto more = db_->ValidRecords(sibling, space_version);
+        if (!more.ok()) continue;
+        sibling_records += static_cast<int64_t>(more->size());
+        records->insert(records->end(), more->begin(), more->end());
+      }
+    }
+  }
 
-  // The fastest median of each (workload, config); then each workload's best.
-  std::map<std::string, std::map<std::string, double>> by_workload;
+  // The fastest median of each (target, workload, config); then the best of
+  // each (target, workload): labels compare schedules measured on one CPU.
+  std::map<std::pair<std::string, std::string>, std::map<std::string, double>> by_workload;
   for (const tuningdb::Record& r : *records) {
     if (!(r.median_ms > 0)) continue;
-    auto [it, added] = by_workload[r.workload_key].emplace(r.config, r.median_ms);
+    auto [it, added] = by_workload[{r.target_key, r.workload_key}].emplace(r.config, r.median_ms);
     if (!added) it->second = std::min(it->second, r.median_ms);
   }
   FeatureMatrix x;
   std::vector<float> y;
-  for (const auto& [workload_key, configs] : by_workload) {
+  for (const auto& [key, configs] : by_workload) {
+    const std::string& workload_key = key.second;
     if (configs.size() < 2) continue;  // one measurement says nothing about order
     const Graph* graph = GraphLocked(workload_key);
     if (graph == nullptr) continue;
@@ -82,6 +97,7 @@ void CostModelStore::RefreshLocked(const std::string& target_key, const CpuTarge
     return;
   }
   ++trainings_;
+  tm.sibling_records = sibling_records;
   last_train_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -123,7 +139,10 @@ CostModelStore::Stats CostModelStore::stats(const std::string& target_key) const
   s.trainings = trainings_;
   s.last_train_ms = last_train_ms_;
   for (const auto& [key, tm] : models_) {
-    if (key.rfind(target_key + "|", 0) == 0) s.trained_rows = std::max(s.trained_rows, tm.model.trained_rows());
+    if (key.rfind(target_key + "|", 0) == 0 && tm.model.trained_rows() >= s.trained_rows) {
+      s.trained_rows = tm.model.trained_rows();
+      s.sibling_records = tm.sibling_records;
+    }
   }
   return s;
 }

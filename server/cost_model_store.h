@@ -29,6 +29,10 @@ class CostModelStore {
   // thread, and a farm writes records by the thousand.
   static constexpr int kRetrainAfter = 4;
   static constexpr double kRetrainGrowth = 0.25;
+  // A target with fewer valid records than this trains on its sibling
+  // targets' records as well (TuningDb::SiblingTargets), as features of its
+  // own CPU: a new machine starts from what the farm learnt on similar ones.
+  static constexpr int64_t kWarmStartBelow = 500;
 
   explicit CostModelStore(tuningdb::TuningDb* db) : db_(db) {}
 
@@ -44,6 +48,7 @@ class CostModelStore {
     int64_t trained_rows = 0;     // rows of the current model (0: none)
     int64_t trainings = 0;        // models trained so far, all targets
     double last_train_ms = 0;
+    int64_t sibling_records = 0;  // sibling targets' records in the current model's training set
   };
   Stats stats(const std::string& target_key) const;
 
@@ -51,6 +56,7 @@ class CostModelStore {
   struct TargetModel {
     CostModel model;
     int64_t records_seen = -1;  // valid records when last trained
+    int64_t sibling_records = 0;  // of sibling targets, in the last training
   };
   // Requires mu_. Features of a schedule, cached; nullopt when it does not lower.
   const std::vector<float>* FeaturesLocked(const std::string& target_key, const std::string& workload_key,

@@ -64,6 +64,13 @@ class EvolutionarySearch : public SearchStrategy {
       if (static_cast<int>(out.size()) < count && taken.insert(c.ToString()).second) out.push_back(c);
     };
     take(in.default_config);
+    // Warm start: what won on sibling targets, up to half of the round.
+    const size_t seed_end = out.size() + std::max(1, count / 2);
+    const std::set<ScheduleConfig> space(in.space.begin(), in.space.end());
+    for (const ScheduleConfig& c : in.seeds) {
+      if (out.size() >= seed_end) break;
+      if (space.count(c)) take(c);
+    }
 
     std::mt19937_64 rng = Rng(in, in.measured.size());
     std::vector<ScheduleConfig> pool = Pool(in, rng);

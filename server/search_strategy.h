@@ -11,6 +11,9 @@
 //                 learned cost model (server/cost_model_store.h); a share
 //                 epsilon of each round is random, for exploration. With no
 //                 model yet (an empty database) it proposes random points.
+//                 Seeds (the workload's best configs on sibling targets)
+//                 that are unmeasured points of the space come right after
+//                 the default, up to half of a round.
 #pragma once
 
 #include <memory>
@@ -37,6 +40,9 @@ struct SearchInput {
   std::set<std::string> measured;     // configs with any record (ToString)
   // Valid measurements of this workload, fastest first: (config, median ms).
   std::vector<std::pair<ScheduleConfig, double>> results;
+  // The workload's fastest configs on sibling targets (same ISA, another
+  // CPU), best first: a warm start for a target that has measured little.
+  std::vector<ScheduleConfig> seeds;
 };
 
 class SearchStrategy {

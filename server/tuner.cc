@@ -198,6 +198,7 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
       in.space = space;
       in.default_config = DefaultSchedule(*workload.graph, target);
       in.measured = std::set<std::string>(measured.begin(), measured.end());
+      in.seeds = SiblingSeeds(workload.key, target_key);
       const int round = std::min(RoundSize(target_key), goal - static_cast<int>(measured.size()));
       const std::vector<ScheduleConfig> proposed = search->Propose(in, round);
       for (const ScheduleConfig& c : proposed) candidates.push_back(c.ToString());
@@ -266,6 +267,28 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
     }
     // Another compile's job, whose goal may be below ours: check again.
   }
+}
+
+std::vector<ScheduleConfig> Tuner::SiblingSeeds(const std::string& workload_key, const std::string& target_key) {
+  auto siblings = db_->SiblingTargets(target_key);
+  if (!siblings.ok()) return {};
+  // Each sibling's best configs, merged rank by rank.
+  std::vector<std::vector<std::string>> ranked;
+  for (const std::string& sibling : *siblings) {
+    auto stats = db_->ConfigStats(workload_key, sibling, kScheduleSpaceVersion, kSeedsPerSibling);
+    if (!stats.ok() || stats->empty()) continue;
+    ranked.emplace_back();
+    for (const auto& s : *stats) ranked.back().push_back(s.config);
+  }
+  std::vector<ScheduleConfig> seeds;
+  std::set<std::string> seen;
+  for (int rank = 0; rank < kSeedsPerSibling; ++rank) {
+    for (const auto& configs : ranked) {
+      if (rank >= static_cast<int>(configs.size()) || !seen.insert(configs[rank]).second) continue;
+      if (auto c = ScheduleConfig::Parse(configs[rank]); c.ok()) seeds.push_back(*c);
+    }
+  }
+  return seeds;
 }
 
 std::vector<double> Tuner::Predict(const std::string& workload_key, const Graph& workload,
@@ -379,6 +402,7 @@ bool Tuner::NextRound(const std::shared_ptr<ActiveJob>& active) {
       if (auto c = ScheduleConfig::Parse(r.config); c.ok()) in.results.emplace_back(*c, r.median_ms);
     }
   }
+  in.seeds = SiblingSeeds(job.workload_key, job.target_key);
   const int round = std::min(RoundSize(job.target_key), job.trials - static_cast<int>(measured->size()));
   const std::vector<ScheduleConfig> proposed = (*search)->Propose(in, round);
   if (proposed.empty()) return false;

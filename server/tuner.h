@@ -92,6 +92,12 @@ class Tuner {
   // The CPU a target key names: the server's own, or a live worker's.
   std::optional<CpuTarget> ResolveTarget(const std::string& target_key) const;
 
+  // Warm start: the workload's best configs on sibling targets
+  // (TuningDb::SiblingTargets), kSeedsPerSibling of each, merged rank by rank;
+  // every round of a job gets them as seeds (SearchInput::seeds).
+  static constexpr int kSeedsPerSibling = 4;
+  std::vector<ScheduleConfig> SiblingSeeds(const std::string& workload_key, const std::string& target_key);
+
   // Before a job ends, its leader (and a runner-up within kConfirmMargin of
   // it) is measured again, up to kConfirmPasses times, until measured twice,
   // so that one lucky measurement does not crown a kernel: the winner is the

@@ -191,6 +191,21 @@ absl::Status TuningDb::UpsertWorkload(const WorkloadInfo& w) {
   return s.Run();
 }
 
+absl::StatusOr<std::vector<std::string>> TuningDb::SiblingTargets(const std::string& key) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  ASSIGN_OR_RETURN(SqliteStatement s,
+                   reader_->Prepare("SELECT o.key FROM targets t JOIN targets o ON o.kind = t.kind AND "
+                                    "o.arch = t.arch AND o.key != t.key WHERE t.key = ?1 ORDER BY o.key"));
+  s.Bind(1, key);
+  std::vector<std::string> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out.push_back(s.ColumnText(0));
+  }
+  return out;
+}
+
 absl::StatusOr<std::optional<TargetInfo>> TuningDb::GetTarget(const std::string& key) {
   std::lock_guard<std::mutex> lock(read_mu_);
   ASSIGN_OR_RETURN(SqliteStatement s,

@@ -149,6 +149,10 @@ class TuningDb {
   absl::Status UpsertWorkload(const WorkloadInfo& workload);
   absl::StatusOr<std::optional<TargetInfo>> GetTarget(const std::string& key);
   absl::StatusOr<std::optional<WorkloadInfo>> GetWorkload(const std::string& key);
+  // Other targets of the same kind and architecture as `key` (another
+  // microarchitecture or feature set of the same ISA: a sibling's records are
+  // a warm start for a new target), by key. Empty when `key` is not listed.
+  absl::StatusOr<std::vector<std::string>> SiblingTargets(const std::string& key);
 
   // Appends records in one transaction: all or none. Every record is validated
   // first (non-empty keys, space_version >= 0, a known error code, finite

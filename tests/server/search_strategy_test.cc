@@ -13,6 +13,8 @@
 #include "gtest/gtest.h"
 #include "server/cost_model.h"
 #include "server/cost_model_store.h"
+#include "server/task_broker.h"
+#include "server/tuner.h"
 #include "tests/tuning_db/temp_db_dir.h"
 
 namespace kiln::server {
@@ -215,6 +217,80 @@ TEST(SearchStrategyTest, EvolutionaryRanksANewWorkloadByWhatTheDatabaseTaught) {
   EXPECT_EQ(best_learned, best_possible) << "first proposal " << learned[0].ToString();
   EXPECT_LT(sum_learned, sum_random);
   EXPECT_LE(best_learned, best_random);
+}
+
+TEST(SearchStrategyTest, ANewTargetStartsFromItsSiblingsRecords) {
+  TempDbDir dir;
+  auto db = tuningdb::TuningDb::Open(dir.Path());
+  ASSERT_TRUE(db.ok());
+  const CpuTarget target = CpuTarget::Host();
+  const std::string sibling = "cpu/x86_64/another-cpu/0badcafe";
+  ASSERT_TRUE((*db)->UpsertTarget({target.Key(), "cpu", "x86_64", target.cpu, target.features, "", "", ""}).ok());
+  ASSERT_TRUE((*db)->UpsertTarget({sibling, "cpu", "x86_64", "another-cpu", "+avx2", "", "", ""}).ok());
+  ASSERT_TRUE((*db)->UpsertTarget({"cpu/aarch64/neoverse-v2/12345678", "cpu", "aarch64", "neoverse-v2", "", "", "",
+                                   ""}).ok());
+  auto siblings = (*db)->SiblingTargets(target.Key());
+  ASSERT_TRUE(siblings.ok()) << siblings.status();
+  EXPECT_EQ(*siblings, std::vector<std::string>{sibling});
+  EXPECT_TRUE((*db)->SiblingTargets("cpu/x86_64/unlisted/00000000")->empty());
+
+  // Only the sibling has measured: two workloads' whole spaces, by SyntheticMs.
+  auto measured_graph = MatMul(48, 192, 256);
+  for (const std::string key : {"w-a", "w-b"}) {
+    auto g = MatMul(key == "w-a" ? 48 : 80, 192, 256);
+    kiln::v1::Graph proto;
+    GraphToProto(*g, &proto);
+    ASSERT_TRUE((*db)->UpsertWorkload({key, key, "matmul", "MatMul", 1, 1, proto.SerializeAsString()}).ok());
+    std::vector<tuningdb::Record> records;
+    for (const ScheduleConfig& c : EnumerateSchedules(*g, target)) {
+      tuningdb::Record r;
+      r.workload_key = key;
+      r.target_key = sibling;
+      r.space_version = kScheduleSpaceVersion;
+      r.config = c.ToString();
+      r.median_ms = SyntheticMs(c);
+      r.worker_id = "sibling";
+      records.push_back(r);
+    }
+    ASSERT_TRUE((*db)->AddRecords(records).ok());
+  }
+
+  // The cost model of the new target trains on them.
+  CostModelStore store(db->get());
+  auto g = MatMul(64, 256, 256);
+  SearchInput in = InputFor("w-new", *g);
+  auto scores = store.Score("w-new", *g, in.target_key, in.target, kScheduleSpaceVersion, in.space);
+  ASSERT_TRUE(scores.has_value()) << "no model from the sibling's records";
+  EXPECT_GT(store.stats(in.target_key).sibling_records, 0);
+
+  // The tuner seeds a workload the sibling measured with the sibling's best.
+  TaskBroker broker(TaskBroker::Options{});
+  Tuner tuner(db->get(), &broker, Tuner::Options{});
+  std::vector<ScheduleConfig> seeds = tuner.SiblingSeeds("w-a", target.Key());
+  ASSERT_EQ(seeds.size(), static_cast<size_t>(Tuner::kSeedsPerSibling));
+  EXPECT_EQ(SyntheticMs(seeds[0]), 1.0);  // the best the sibling measured
+  EXPECT_TRUE(tuner.SiblingSeeds("w-unknown", target.Key()).empty());
+
+  // The evolutionary search proposes the seeds that are points of the space
+  // right after the default, up to half of the round.
+  auto evo = MakeSearchStrategy("evolutionary", &store);
+  ASSERT_TRUE(evo.ok());
+  SearchInput seeded = InputFor("w-a", *measured_graph);
+  std::vector<ScheduleConfig> others;
+  for (const ScheduleConfig& c : seeded.space) {
+    if (c != seeded.default_config) others.push_back(c);
+  }
+  ASSERT_GE(others.size(), 4u);
+  ScheduleConfig outside;
+  outside.knobs["no-such-knob"] = 3;
+  seeded.seeds = {others[3], outside, others[1], others[2], others[0]};
+  std::vector<ScheduleConfig> out = (*evo)->Propose(seeded, 6);
+  ExpectSound(seeded, out);
+  ASSERT_EQ(out.size(), 6u);
+  EXPECT_EQ(out[0], seeded.default_config);
+  EXPECT_EQ(out[1], others[3]);
+  EXPECT_EQ(out[2], others[1]);
+  EXPECT_EQ(out[3], others[2]);
 }
 
 }  // namespace
