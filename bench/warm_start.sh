@@ -1,12 +1,12 @@
 #!/bin/bash
-# Usage: bench/warm_start.sh [MODEL in /work/corpus] [TRIALS]; works in /tmp/warm.
+# Usage: bench/warm_start.sh [MODEL in $CORPUS, default /work/corpus] [TRIALS]; works in /tmp/warm.
 # Warm start from a sibling target: the sibling is this machine's records relabelled
 # as another CPU of the same ISA (an upper bound: a real sibling's bests transfer less).
 set -e
 K=${KILN:-$(cd "$(dirname "$0")/.." && pwd)/build/client/kiln}
-M=/work/corpus/${1:-mobilenet_v2_op10}.onnx
+M=${CORPUS:-/work/corpus}/${1:-mobilenet_v2_op10}.onnx
 T=${2:-3}
-INPUTS=$(for f in /work/corpus/${1:-mobilenet_v2_op10}.inputs/*; do echo -n "--input $(basename $f .npy)=$f "; done)
+INPUTS=$(for f in ${CORPUS:-/work/corpus}/${1:-mobilenet_v2_op10}.inputs/*; do echo -n "--input $(basename $f .npy)=$f "; done)
 mkdir -p /tmp/warm && cd /tmp/warm && rm -rf *.db* *.kpkg *.jsonl
 $K compile $M --trials 12 --db sib.db -o sib.kpkg -q 2>/dev/null | head -3
 $K db export --db sib.db > sib.jsonl
