@@ -46,6 +46,19 @@ absl::Status ParseShapeFlag(const std::string& flag, std::string* name, std::vec
   return absl::OkStatus();
 }
 
+absl::Status AddShapeBindings(const std::vector<std::string>& flags,
+                              google::protobuf::RepeatedPtrField<kiln::v1::ShapeBinding>* bindings) {
+  for (const std::string& flag : flags) {
+    std::string name;
+    std::vector<int64_t> dims;
+    RETURN_IF_ERROR(ParseShapeFlag(flag, &name, &dims));
+    kiln::v1::ShapeBinding* b = bindings->Add();
+    b->set_input(name);
+    for (int64_t d : dims) b->add_dims(d);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::map<std::string, Tensor>> ReadInputFlags(const std::vector<std::string>& flags) {
   std::map<std::string, Tensor> inputs;
   for (const std::string& flag : flags) {

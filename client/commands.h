@@ -158,6 +158,9 @@ std::string ToJson(const google::protobuf::Message& message);
 // Shared by the subcommands.
 int ReportError(const std::string& command, const absl::Status& status);
 absl::Status ParseShapeFlag(const std::string& flag, std::string* name, std::vector<int64_t>* dims);
+// Every --shape flag as a request's ShapeBinding.
+absl::Status AddShapeBindings(const std::vector<std::string>& flags,
+                              google::protobuf::RepeatedPtrField<kiln::v1::ShapeBinding>* bindings);
 // --input flags as tensors by name: NAME=FILE (.npy or ONNX TensorProto .pb),
 // or a .pb FILE alone, named by its TensorProto's name field. A name given
 // twice, or a .pb without NAME= and without a name inside, is INVALID_ARGUMENT.

@@ -108,14 +108,7 @@ absl::StatusOr<kiln::v1::CompileRequest> CompileRequestFor(const CompileOptions&
     request.set_budget_seconds(budget.second);
   }
   request.set_model_name(std::filesystem::path(o.model).stem().string());
-  for (const std::string& flag : o.shapes) {
-    kiln::v1::ShapeBinding* b = request.add_shapes();
-    std::string name;
-    std::vector<int64_t> dims;
-    RETURN_IF_ERROR(ParseShapeFlag(flag, &name, &dims));
-    b->set_input(name);
-    for (int64_t d : dims) b->add_dims(d);
-  }
+  RETURN_IF_ERROR(AddShapeBindings(o.shapes, request.mutable_shapes()));
   return request;
 }
 

@@ -16,13 +16,8 @@ int RunLookup(const LookupOptions& o) {
   kiln::v1::LookupRequest request;
   request.set_onnx_model(*model);
   request.set_target(o.target);
-  for (const std::string& flag : o.shapes) {
-    std::string name;
-    std::vector<int64_t> dims;
-    if (absl::Status s = ParseShapeFlag(flag, &name, &dims); !s.ok()) return ReportError("lookup", s);
-    kiln::v1::ShapeBinding* b = request.add_shapes();
-    b->set_input(name);
-    for (int64_t d : dims) b->add_dims(d);
+  if (absl::Status s = AddShapeBindings(o.shapes, request.mutable_shapes()); !s.ok()) {
+    return ReportError("lookup", s);
   }
   KilnClient client(o.server);
   auto response = client.Lookup(request);

@@ -30,14 +30,7 @@ absl::StatusOr<kiln::v1::ReportRequest> ReportRequestFor(const ReportOptions& o)
   request.set_onnx_model(std::move(model));
   request.set_target(o.target);
   request.set_model_name(std::filesystem::path(o.subject).stem().string());
-  for (const std::string& flag : o.shapes) {
-    kiln::v1::ShapeBinding* b = request.add_shapes();
-    std::string name;
-    std::vector<int64_t> dims;
-    RETURN_IF_ERROR(ParseShapeFlag(flag, &name, &dims));
-    b->set_input(name);
-    for (int64_t d : dims) b->add_dims(d);
-  }
+  RETURN_IF_ERROR(AddShapeBindings(o.shapes, request.mutable_shapes()));
   return request;
 }
 

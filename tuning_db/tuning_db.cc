@@ -61,6 +61,17 @@ constexpr char kTouchArtifactSql[] =
     "UPDATE artifacts SET last_used_unix_ms = ?1, "
     "use_seq = (SELECT COALESCE(MAX(use_seq), 0) + 1 FROM artifacts) WHERE digest = ?2";
 
+// The first column of every row, as text.
+absl::StatusOr<std::vector<std::string>> ReadFirstColumns(SqliteStatement& s) {
+  std::vector<std::string> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    out.push_back(s.ColumnText(0));
+  }
+  return out;
+}
+
 // A candidate's predicted score from the caller's parallel vector: none when
 // the vector is short or holds NaN there.
 std::optional<double> PredictedAt(const std::vector<double>& predicted, size_t i) {
@@ -197,13 +208,7 @@ absl::StatusOr<std::vector<std::string>> TuningDb::SiblingTargets(const std::str
                    reader_->Prepare("SELECT o.key FROM targets t JOIN targets o ON o.kind = t.kind AND "
                                     "o.arch = t.arch AND o.key != t.key WHERE t.key = ?1 ORDER BY o.key"));
   s.Bind(1, key);
-  std::vector<std::string> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) break;
-    out.push_back(s.ColumnText(0));
-  }
-  return out;
+  return ReadFirstColumns(s);
 }
 
 absl::StatusOr<std::optional<TargetInfo>> TuningDb::GetTarget(const std::string& key) {
@@ -328,12 +333,7 @@ absl::StatusOr<std::string> TuningDb::ExplainMiss(const std::string& workload_ke
                    reader_->Prepare("SELECT DISTINCT target_key FROM records WHERE workload_key = ?1 "
                                   "ORDER BY target_key"));
   targets.Bind(1, workload_key);
-  std::vector<std::string> target_list;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, targets.Step());
-    if (!row) break;
-    target_list.push_back(targets.ColumnText(0));
-  }
+  ASSIGN_OR_RETURN(std::vector<std::string> target_list, ReadFirstColumns(targets));
   if (!target_list.empty()) {
     return absl::StrCat("workload ", workload_key, " known but measured only for targets: ",
                         absl::StrJoin(target_list, ", "), " (wanted ", target_key, ")");
@@ -362,13 +362,7 @@ absl::StatusOr<std::vector<std::string>> TuningDb::MeasuredConfigs(const std::st
                    reader_->Prepare("SELECT DISTINCT config FROM records WHERE workload_key = ?1 AND "
                                     "target_key = ?2 AND space_version = ?3 ORDER BY config"));
   s.Bind(1, workload_key).Bind(2, target_key).Bind(3, space_version);
-  std::vector<std::string> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) break;
-    out.push_back(s.ColumnText(0));
-  }
-  return out;
+  return ReadFirstColumns(s);
 }
 
 absl::StatusOr<std::vector<TuningDb::ConfigStat>> TuningDb::ConfigStats(const std::string& workload_key,
