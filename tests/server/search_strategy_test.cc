@@ -74,6 +74,32 @@ double ShareOrderedAsTruth(const std::vector<float>& truth, const std::vector<fl
   return pairs > 0 ? static_cast<double>(agree) / pairs : 0;
 }
 
+// Workloads "w-a" (MatMul 48x192x256) and "w-b" (80x192x256), every point of
+// their spaces on this CPU recorded for `target_key`, timed by SyntheticMs.
+absl::Status MeasureTwoWorkloads(tuningdb::TuningDb& db, const std::string& target_key) {
+  for (auto [key, m] : {std::pair<std::string, int64_t>{"w-a", 48}, {"w-b", 80}}) {
+    auto g = MatMul(m, 192, 256);
+    kiln::v1::Graph proto;
+    GraphToProto(*g, &proto);
+    if (absl::Status s = db.UpsertWorkload({key, key, "matmul", "MatMul", 1, 1, proto.SerializeAsString()}); !s.ok()) {
+      return s;
+    }
+    std::vector<tuningdb::Record> records;
+    for (const ScheduleConfig& c : EnumerateSchedules(*g, CpuTarget::Host())) {
+      tuningdb::Record r;
+      r.workload_key = key;
+      r.target_key = target_key;
+      r.space_version = kScheduleSpaceVersion;
+      r.config = c.ToString();
+      r.median_ms = SyntheticMs(c);
+      r.worker_id = "test";
+      records.push_back(r);
+    }
+    if (absl::Status s = db.AddRecords(records); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 TEST(CostModelTest, LearnsAnOrderFromFeaturesAndRefusesBadInput) {
   CostModel model;
   FeatureMatrix empty;
@@ -169,25 +195,7 @@ TEST(SearchStrategyTest, EvolutionaryRanksANewWorkloadByWhatTheDatabaseTaught) {
   ASSERT_TRUE(db.ok());
   const CpuTarget target = CpuTarget::Host();
   // Two measured workloads: every schedule of their spaces, timed by SyntheticMs.
-  for (auto [key, m] : {std::pair<std::string, int64_t>{"w-a", 48}, {"w-b", 80}}) {
-    auto g = MatMul(m, 192, 256);
-    kiln::v1::Graph proto;
-    GraphToProto(*g, &proto);
-    tuningdb::WorkloadInfo info{key, key, "matmul", "MatMul", 1, 1, proto.SerializeAsString()};
-    ASSERT_TRUE((*db)->UpsertWorkload(info).ok());
-    std::vector<tuningdb::Record> records;
-    for (const ScheduleConfig& c : EnumerateSchedules(*g, target)) {
-      tuningdb::Record r;
-      r.workload_key = key;
-      r.target_key = target.Key();
-      r.space_version = kScheduleSpaceVersion;
-      r.config = c.ToString();
-      r.median_ms = SyntheticMs(c);
-      r.worker_id = "test";
-      records.push_back(r);
-    }
-    ASSERT_TRUE((*db)->AddRecords(records).ok());
-  }
+  ASSERT_TRUE(MeasureTwoWorkloads(**db, target.Key()).ok());
   CostModelStore store(db->get());
   auto evo = MakeSearchStrategy("evolutionary", &store);
   auto random = MakeSearchStrategy("random", nullptr);
@@ -236,24 +244,7 @@ TEST(SearchStrategyTest, ANewTargetStartsFromItsSiblingsRecords) {
 
   // Only the sibling has measured: two workloads' whole spaces, by SyntheticMs.
   auto measured_graph = MatMul(48, 192, 256);
-  for (const std::string key : {"w-a", "w-b"}) {
-    auto g = MatMul(key == "w-a" ? 48 : 80, 192, 256);
-    kiln::v1::Graph proto;
-    GraphToProto(*g, &proto);
-    ASSERT_TRUE((*db)->UpsertWorkload({key, key, "matmul", "MatMul", 1, 1, proto.SerializeAsString()}).ok());
-    std::vector<tuningdb::Record> records;
-    for (const ScheduleConfig& c : EnumerateSchedules(*g, target)) {
-      tuningdb::Record r;
-      r.workload_key = key;
-      r.target_key = sibling;
-      r.space_version = kScheduleSpaceVersion;
-      r.config = c.ToString();
-      r.median_ms = SyntheticMs(c);
-      r.worker_id = "sibling";
-      records.push_back(r);
-    }
-    ASSERT_TRUE((*db)->AddRecords(records).ok());
-  }
+  ASSERT_TRUE(MeasureTwoWorkloads(**db, sibling).ok());
 
   // The cost model of the new target trains on them.
   CostModelStore store(db->get());
