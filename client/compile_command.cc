@@ -10,19 +10,10 @@
 #include "client/commands.h"
 #include "client/kiln_client.h"
 #include "client/onnx_model_file.h"
+#include "client/tuning_report_view.h"
 
 namespace kiln::client {
 namespace {
-
-std::string FormatLatency(double ms) {
-  char buf[32];
-  if (ms < 1) {
-    std::snprintf(buf, sizeof(buf), "%.2f us", ms * 1000);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%.3f ms", ms);
-  }
-  return buf;
-}
 
 // A one-line progress display on a terminal; a line per stage change otherwise.
 class ProgressPrinter {

@@ -39,17 +39,6 @@ double Weight(const kiln::v1::WorkloadTuning& w) {
   return w.count() * ms;
 }
 
-std::string Ms(double ms) {
-  if (ms <= 0) return "-";
-  char buf[32];
-  if (ms < 1) {
-    std::snprintf(buf, sizeof(buf), "%.1f us", ms * 1000);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%.3f ms", ms);
-  }
-  return buf;
-}
-
 std::string Ratio(double r) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2fx", r);
@@ -102,6 +91,17 @@ std::string Title(const kiln::v1::TuningReport& r) {
 }
 
 }  // namespace
+
+std::string FormatLatency(double ms) {
+  if (!(ms > 0)) return "-";
+  char buf[32];
+  if (ms < 1) {
+    std::snprintf(buf, sizeof(buf), "%.1f us", ms * 1000);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.3f ms", ms);
+  }
+  return buf;
+}
 
 Curve BestSoFar(const kiln::v1::WorkloadTuning& w) {
   Curve c;
@@ -192,12 +192,13 @@ std::string ReportText(const kiln::v1::TuningReport& r) {
   if (r.job_id() != 0) absl::StrAppend(&out, "job ", r.job_state(), ": ", r.job_message(), "\n");
   if (t.compared > 0) {
     absl::StrAppend(&out, "sum of group medians over the ", t.compared, " workloads with a measured default: default ",
-                    Ms(t.default_ms), " -> best ", Ms(t.best_ms), " (", Ratio(t.default_ms / t.best_ms), ")\n");
+                    FormatLatency(t.default_ms), " -> best ", FormatLatency(t.best_ms), " (",
+                    Ratio(t.default_ms / t.best_ms), ")\n");
   }
   if (RankAccuracy a = PredictionAccuracy(r); a.pairs > 0) {
     char buf[96];
-    std::snprintf(buf, sizeof(buf), "cost model: %.2f of %d pairs of trials ordered right (0.5 = chance)\n",
-                  a.accuracy, a.pairs);
+    std::snprintf(buf, sizeof(buf), "cost model: %.2f of %d pairs of trials ordered right (0.5 = chance)\n", a.accuracy,
+                  a.pairs);
     out += buf;
   }
   char line[256];
@@ -215,7 +216,8 @@ std::string ReportText(const kiln::v1::TuningReport& r) {
     if (ops.size() > 28) ops = ops.substr(0, 25) + "...";
     std::snprintf(line, sizeof(line), "  %-12s %-11s %-28s %5d %6d %5d %10s %10s %6s %6s\n",
                   w.workload_key().substr(0, 12).c_str(), w.kind().c_str(), ops.c_str(), w.count(), TrialCount(w),
-                  w.space_size(), Ms(w.default_ms()).c_str(), Ms(w.best_ms()).c_str(), gain.c_str(), share.c_str());
+                  w.space_size(), FormatLatency(w.default_ms()).c_str(), FormatLatency(w.best_ms()).c_str(),
+                  gain.c_str(), share.c_str());
     out += line;
   }
   return out;
@@ -224,14 +226,14 @@ std::string ReportText(const kiln::v1::TuningReport& r) {
 std::string ReportHtml(const kiln::v1::TuningReport& r) {
   const Totals t = ComputeTotals(r);
   const std::string title = absl::StrCat("Kiln tuning report: ", Title(r));
-  std::string html = absl::StrCat(
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>", svg::EscapeXml(title),
-      "</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:72em}"
-      "table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}"
-      "td:nth-child(-n+3),th:nth-child(-n+3){text-align:left}.charts svg{margin:0 1em 1em 0}"
-      "code{font-size:90%}</style></head><body>\n<h1>",
-      svg::EscapeXml(title), "</h1>\n<p>Target <code>", svg::EscapeXml(r.target()), "</code>, schedule space ",
-      r.space_version(), ". ", r.workloads_size(), " workloads");
+  std::string html =
+      absl::StrCat("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>", svg::EscapeXml(title),
+                   "</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:72em}"
+                   "table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}"
+                   "td:nth-child(-n+3),th:nth-child(-n+3){text-align:left}.charts svg{margin:0 1em 1em 0}"
+                   "code{font-size:90%}</style></head><body>\n<h1>",
+                   svg::EscapeXml(title), "</h1>\n<p>Target <code>", svg::EscapeXml(r.target()),
+                   "</code>, schedule space ", r.space_version(), ". ", r.workloads_size(), " workloads");
   if (r.job_id() == 0) absl::StrAppend(&html, " in ", r.groups(), " fusion groups");
   absl::StrAppend(&html, "; ", t.trials, " trials (", t.failed, " failed) and ", t.remeasures,
                   " re-measurements of leaders.");
@@ -239,9 +241,9 @@ std::string ReportHtml(const kiln::v1::TuningReport& r) {
     absl::StrAppend(&html, " Job ", svg::EscapeXml(r.job_state()), ": ", svg::EscapeXml(r.job_message()), ".");
   }
   if (t.compared > 0) {
-    absl::StrAppend(&html, " Sum of group medians over the ", t.compared, " workloads with a measured default: ",
-                    Ms(t.default_ms), " at the defaults, ", Ms(t.best_ms), " tuned (", Ratio(t.default_ms / t.best_ms),
-                    ").");
+    absl::StrAppend(&html, " Sum of group medians over the ", t.compared,
+                    " workloads with a measured default: ", FormatLatency(t.default_ms), " at the defaults, ",
+                    FormatLatency(t.best_ms), " tuned (", Ratio(t.default_ms / t.best_ms), ").");
   }
   absl::StrAppend(&html, "</p>\n<div class=\"charts\">\n");
 
@@ -269,7 +271,7 @@ std::string ReportHtml(const kiln::v1::TuningReport& r) {
       const auto& w = r.workloads(i);
       std::string note = absl::StrCat(TrialCount(w), TrialCount(w) == 1 ? " trial" : " trials");
       if (w.default_ms() > 0 && w.best_ms() > 0) {
-        absl::StrAppend(&note, ", ", Ms(w.default_ms()), " -> ", Ms(w.best_ms()));
+        absl::StrAppend(&note, ", ", FormatLatency(w.default_ms()), " -> ", FormatLatency(w.best_ms()));
       }
       if (w.count() > 1) absl::StrAppend(&note, ", x", w.count());
       bars.push_back(svg::Bar{Name(w), static_cast<double>(TrialCount(w)), note});
@@ -353,8 +355,8 @@ std::string ReportHtml(const kiln::v1::TuningReport& r) {
     const auto& w = r.workloads(i);
     absl::StrAppend(&html, "<tr><td><code>", svg::EscapeXml(w.workload_key().substr(0, 12)), "</code></td><td>",
                     svg::EscapeXml(w.kind()), "</td><td>", svg::EscapeXml(w.op_summary()), "</td><td>", w.count(),
-                    "</td><td>", TrialCount(w), "</td><td>", w.space_size(), "</td><td>", Ms(w.default_ms()),
-                    "</td><td>", Ms(w.best_ms()), "</td><td>",
+                    "</td><td>", TrialCount(w), "</td><td>", w.space_size(), "</td><td>", FormatLatency(w.default_ms()),
+                    "</td><td>", FormatLatency(w.best_ms()), "</td><td>",
                     w.default_ms() > 0 && w.best_ms() > 0 ? Ratio(w.default_ms() / w.best_ms()) : "-",
                     "</td><td><code>", svg::EscapeXml(w.best_config()), "</code></td></tr>\n");
   }

@@ -10,6 +10,10 @@
 
 namespace kiln::client {
 
+// A latency for people: "12.3 us" below a millisecond, else "1.234 ms"; "-"
+// when not positive (never measured).
+std::string FormatLatency(double ms);
+
 // y after each x: a best-so-far or model-latency curve.
 struct Curve {
   std::vector<double> x, y;
