@@ -96,7 +96,7 @@ std::string FormatLatency(double ms) {
   if (!(ms > 0)) return "-";
   char buf[32];
   if (ms < 1) {
-    std::snprintf(buf, sizeof(buf), "%.1f us", ms * 1000);
+    std::snprintf(buf, sizeof(buf), "%.2f us", ms * 1000);
   } else {
     std::snprintf(buf, sizeof(buf), "%.3f ms", ms);
   }

@@ -10,7 +10,7 @@
 
 namespace kiln::client {
 
-// A latency for people: "12.3 us" below a millisecond, else "1.234 ms"; "-"
+// A latency for people: "12.34 us" below a millisecond, else "1.234 ms"; "-"
 // when not positive (never measured).
 std::string FormatLatency(double ms);
 
