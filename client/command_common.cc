@@ -99,13 +99,14 @@ std::string FileNameFor(const std::string& tensor_name) {
 }
 
 absl::StatusOr<std::unique_ptr<FarmConnection>> FarmConnection::Open(const std::string& server, const std::string& db,
-                                                                     int workers) {
+                                                                     int workers, int worker_threads) {
   std::unique_ptr<FarmConnection> c(new FarmConnection());
   c->address_ = server;
   if (server.empty()) {
     server::EmbeddedFarm::Options options;
     options.server.db_path = db.empty() ? DefaultKilnHome() + "/tuning.db" : db;
     options.workers = workers;
+    options.worker_threads = std::max(1, worker_threads);
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(options.server.db_path).parent_path(), ec);
     ASSIGN_OR_RETURN(c->farm_, server::EmbeddedFarm::Start(options));

@@ -34,6 +34,7 @@ struct CompileOptions {
   bool quiet = false;
   bool json = false;
   bool progressive = false;         // answer at once; the server tunes on in the background (needs --server)
+  int threads = 1;                  // threads the package will run with; candidates are measured on them
 };
 
 // `kiln tune`: a whole-model budget, the package, and a report.
@@ -47,6 +48,7 @@ struct ReportOptions {
   std::string subject;              // an ONNX model file, or a tuning job id
   std::vector<std::string> shapes;
   std::string target = "cpu";
+  int threads = 1;                  // records measured on this many threads
   std::string server;
   std::string db;
   std::string output;               // HTML file; empty: the terminal summary only
@@ -75,6 +77,7 @@ struct LookupOptions {
   std::string model;
   std::vector<std::string> shapes;
   std::string target = "cpu";
+  int threads = 1;        // a compile for this many threads
   std::string server;
   std::string cache_dir;  // local package cache, checked first
   std::string output;
@@ -125,12 +128,13 @@ int RunReport(const ReportOptions& options);
 class KilnClient;
 
 // The farm a command talks to: --server's address, or an embedded farm (the
-// server and `workers` CPU workers in this process) on the database `db`
-// (default ~/.kiln/tuning.db), for as long as the connection lives.
+// server and `workers` CPU workers in this process, each measuring on up to
+// `worker_threads` threads) on the database `db` (default
+// ~/.kiln/tuning.db), for as long as the connection lives.
 class FarmConnection {
  public:
   static absl::StatusOr<std::unique_ptr<FarmConnection>> Open(const std::string& server, const std::string& db,
-                                                               int workers);
+                                                               int workers, int worker_threads = 1);
   ~FarmConnection();
   const std::string& address() const { return address_; }
 

@@ -87,6 +87,7 @@ absl::StatusOr<kiln::v1::CompileRequest> CompileRequestFor(const CompileOptions&
   request.set_onnx_model(std::move(model));
   request.set_target(o.target);
   request.set_trials_per_group(o.trials);
+  request.set_threads(o.threads);
   request.set_search(o.search);
   if (o.progressive && o.server.empty()) {
     return absl::InvalidArgumentError(
@@ -138,6 +139,10 @@ void PrintCompileSummary(const kiln::v1::CompileResult& result, const std::strin
                                         : result.tuning_stop() == "converged" ? "no workload was expected to gain more"
                                                                               : "every schedule space is measured");
   }
+  if (result.has_model_check()) {
+    // "new 4.81 ms, previous 5.02 ms; replaced it", or why it was not timed.
+    std::printf("whole-model check: %s\n", result.model_check().message().c_str());
+  }
   if (!groups) return;
   for (const auto& g : result.groups()) {
     std::string ops;
@@ -151,7 +156,7 @@ void PrintCompileSummary(const kiln::v1::CompileResult& result, const std::strin
 int RunCompile(const CompileOptions& o) {
   auto request = CompileRequestFor(o);
   if (!request.ok()) return ReportError("compile", request.status());
-  auto farm = FarmConnection::Open(o.server, o.db, /*workers=*/1);
+  auto farm = FarmConnection::Open(o.server, o.db, /*workers=*/1, /*worker_threads=*/o.threads);
   if (!farm.ok()) return ReportError("compile", farm.status());
   KilnClient client((*farm)->address());
   auto result = CompileWithProgress(client, *request, o.quiet, o.output);

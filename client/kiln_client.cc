@@ -29,6 +29,11 @@ KilnClient::KilnClient(const std::string& address) {
   lookup_ = kiln::v1::LookupService::NewStub(channel_);
 }
 
+KilnClient::KilnClient(std::shared_ptr<grpc::Channel> channel)
+    : channel_(std::move(channel)),
+      compile_(kiln::v1::CompileService::NewStub(channel_)),
+      lookup_(kiln::v1::LookupService::NewStub(channel_)) {}
+
 absl::StatusOr<kiln::v1::CompileResult> KilnClient::Compile(
     const kiln::v1::CompileRequest& request,
     const std::function<void(const kiln::v1::Progress&)>& on_progress) {

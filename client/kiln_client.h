@@ -15,6 +15,8 @@ namespace kiln::client {
 class KilnClient {
  public:
   explicit KilnClient(const std::string& address);
+  // Over a channel the caller made (a worker shares its WorkerService channel).
+  explicit KilnClient(std::shared_ptr<grpc::Channel> channel);
 
   // Streams the compile; calls on_progress for every progress event; returns the result.
   absl::StatusOr<kiln::v1::CompileResult> Compile(

@@ -24,6 +24,11 @@ int main(int argc, char** argv) {
   c->add_option("--budget", compile.budget,
                 "whole-model tuning budget, spent where it lowers the model's latency most (instead of "
                 "--trials per workload): N measured trials, or a time (90s, 10m, 1h)");
+  c->add_option("--threads", compile.threads,
+                "threads the package will run with (kiln run --threads): every candidate is measured on this "
+                "many, and its records are kept apart from other thread counts")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   c->add_option("--server", compile.server, "HOST:PORT of a kiln-server; omitted: an embedded farm");
   c->add_option("--db", compile.db, "embedded farm's tuning database (default ~/.kiln/tuning.db)");
   c->add_option("-o,--output", compile.output, "package file to write")->required();
@@ -43,6 +48,9 @@ int main(int argc, char** argv) {
   t->add_option("--search", tune.compile.search, "how candidates are proposed: random or evolutionary")
       ->capture_default_str()
       ->check(CLI::IsMember({"random", "evolutionary"}));
+  t->add_option("--threads", tune.compile.threads, "threads the package will run with; candidates are measured on them")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   t->add_option("--server", tune.compile.server, "HOST:PORT of a kiln-server; omitted: an embedded farm");
   t->add_option("--db", tune.compile.db, "embedded farm's tuning database (default ~/.kiln/tuning.db)");
   t->add_option("-o,--output", tune.compile.output, "also write the tuned package here");
@@ -55,6 +63,9 @@ int main(int argc, char** argv) {
   rep->add_option("subject", report.subject, "ONNX model file, or a tuning job id")->required();
   rep->add_option("--shape", report.shapes, "bind an input's shape: NAME=D0,D1,...");
   rep->add_option("--target", report.target, "target of the records")->capture_default_str();
+  rep->add_option("--threads", report.threads, "the records of compiles for this many threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   rep->add_option("--server", report.server, "HOST:PORT of a kiln-server; omitted: the database itself");
   rep->add_option("--db", report.db, "tuning database (default ~/.kiln/tuning.db)");
   rep->add_option("-o,--output", report.output, "write an HTML report (SVG charts) here");
@@ -93,6 +104,9 @@ int main(int argc, char** argv) {
   l->add_option("model", lookup.model, "ONNX model file")->required();
   l->add_option("--shape", lookup.shapes, "NAME=D0,D1,...");
   l->add_option("--target", lookup.target)->capture_default_str();
+  l->add_option("--threads", lookup.threads, "the compile for this many threads (kiln compile --threads)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   l->add_option("--server", lookup.server, "HOST:PORT of a kiln-server")->required();
   l->add_option("--cache-dir", lookup.cache_dir, "local package cache (default ~/.kiln/packages)");
   l->add_option("-o,--output", lookup.output, "package file to write")->required();

@@ -16,6 +16,7 @@ int RunLookup(const LookupOptions& o) {
   kiln::v1::LookupRequest request;
   request.set_onnx_model(*model);
   request.set_target(o.target);
+  request.set_threads(o.threads);
   if (absl::Status s = AddShapeBindings(o.shapes, request.mutable_shapes()); !s.ok()) {
     return ReportError("lookup", s);
   }

@@ -29,6 +29,7 @@ absl::StatusOr<kiln::v1::ReportRequest> ReportRequestFor(const ReportOptions& o)
   ASSIGN_OR_RETURN(std::string model, ReadOnnxModelFile(o.subject));
   request.set_onnx_model(std::move(model));
   request.set_target(o.target);
+  request.set_threads(o.threads);
   request.set_model_name(std::filesystem::path(o.subject).stem().string());
   RETURN_IF_ERROR(AddShapeBindings(o.shapes, request.mutable_shapes()));
   return request;

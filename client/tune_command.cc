@@ -19,7 +19,7 @@ int RunTune(const TuneOptions& o) {
   const std::string report_path =
       o.report.empty() ? absl::StrCat(std::filesystem::path(compile.model).stem().string(), ".tuning.html") : o.report;
 
-  auto farm = FarmConnection::Open(compile.server, compile.db, /*workers=*/1);
+  auto farm = FarmConnection::Open(compile.server, compile.db, /*workers=*/1, /*worker_threads=*/compile.threads);
   if (!farm.ok()) return ReportError("tune", farm.status());
   KilnClient client((*farm)->address());
   auto result = CompileWithProgress(client, *request, compile.quiet, compile.output);
@@ -29,6 +29,7 @@ int RunTune(const TuneOptions& o) {
   report_request.set_onnx_model(request->onnx_model());
   *report_request.mutable_shapes() = request->shapes();
   report_request.set_target(request->target());
+  report_request.set_threads(request->threads());
   report_request.set_model_name(request->model_name());
   auto report = client.Report(report_request);
   if (!report.ok()) return ReportError("tune", report.status());

@@ -36,6 +36,9 @@ std::string CompileKey(const std::string& model_bytes,
 
 namespace {
 
+// The most threads a compile may ask its candidates to be measured on.
+constexpr int kMaxThreads = 1024;
+
 // A request's model (ONNX bytes or Kiln's graph) with its shape bindings.
 absl::StatusOr<std::unique_ptr<Graph>> ImportRequestModel(
     const std::string& onnx_model, const kiln::v1::Graph* graph,
@@ -49,12 +52,16 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportRequestModel(
 
 }  // namespace
 
-absl::StatusOr<std::pair<std::string, CpuTarget>> CompilePipeline::ResolveTarget(
-    const std::string& target) const {
+absl::StatusOr<std::pair<std::string, CpuTarget>> CompilePipeline::ResolveTarget(const std::string& target,
+                                                                                int threads) const {
+  if (threads < 0 || threads > kMaxThreads) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threads ", threads, " is out of range: 0 or 1 (one thread) to ", kMaxThreads));
+  }
   CpuTarget host = HostFarmTarget();
   if (target.empty() || target == "cpu" || target == absl::StrCat("cpu:", host.cpu) ||
       target == host.Key()) {
-    return std::make_pair(host.Key(), host);
+    return std::make_pair(RecordTargetKey(host.Key(), threads), host);
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "target '", target, "' is not served here; this server compiles for 'cpu' (", host.Key(), ")"));
@@ -79,7 +86,7 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph,
                    ImportRequestModel(request.onnx_model(), request.has_graph() ? &request.graph() : nullptr,
                                       request.shapes()));
-  ASSIGN_OR_RETURN(auto resolved, ResolveTarget(request.target()));
+  ASSIGN_OR_RETURN(auto resolved, ResolveTarget(request.target(), request.threads()));
   const auto& [target_key, target] = resolved;
 
   // 2-3. Optimise, partition into fusion groups, one workload per group (the
@@ -228,6 +235,7 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   PackageOptions popts;
   popts.model_name = request.model_name();
   popts.target = target;
+  popts.tuned_threads = ParseRecordTargetKey(target_key).threads;
   ASSIGN_OR_RETURN(PackageBytes pkg, BuildPackage(model, configs, popts));
 
   // 6. Store: the artifact and the compile key that finds it again.
@@ -241,11 +249,33 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   entry.created_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
-  RETURN_IF_ERROR(db_->PutCompileEntry(entry));
-
+  // 7. The whole-model check, when this package would replace another under
+  // the key (not for a progressive compile's first answer, which must not
+  // wait): the previous package stays if the new one is slower.
   CompileOutput out;
   kiln::v1::CompileResult& r = out.result;
-  r.set_package_digest(digest);
+  ASSIGN_OR_RETURN(std::optional<tuningdb::CompileEntry> previous, db_->GetCompileEntry(entry.compile_key));
+  if (checker_ != nullptr && !request.progressive() && previous && previous->package_digest != digest) {
+    ASSIGN_OR_RETURN(bool present, db_->HasArtifact(previous->package_digest));
+    if (present) {
+      report("check", "timing the whole model against the package it would replace");
+      *r.mutable_model_check() = checker_->Compare(target_key, previous->package_digest, digest, cancelled);
+      if (r.model_check().kept_previous()) {
+        ASSIGN_OR_RETURN(std::optional<std::string> kept, db_->GetArtifact(previous->package_digest));
+        if (kept) {
+          entry = *previous;
+          pkg.bytes = *std::move(kept);
+        } else {
+          r.mutable_model_check()->set_kept_previous(false);
+          r.mutable_model_check()->set_message(
+              absl::StrCat(r.model_check().message(), ", but it has left the artifact store; replaced it"));
+        }
+      }
+    }
+  }
+  RETURN_IF_ERROR(db_->PutCompileEntry(entry));
+
+  r.set_package_digest(entry.package_digest);
   r.set_package_size(static_cast<int64_t>(pkg.bytes.size()));
   r.set_trials_measured(trials_measured);
   r.set_target(target_key);
@@ -308,7 +338,7 @@ absl::StatusOr<kiln::v1::TuningReport> CompilePipeline::Report(const kiln::v1::R
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph,
                    ImportRequestModel(request.onnx_model(), request.has_graph() ? &request.graph() : nullptr,
                                       request.shapes()));
-  ASSIGN_OR_RETURN(auto resolved, ResolveTarget(request.target()));
+  ASSIGN_OR_RETURN(auto resolved, ResolveTarget(request.target(), request.threads()));
   ASSIGN_OR_RETURN(PreparedModel model, PrepareModel(std::move(graph)));
   ASSIGN_OR_RETURN(kiln::v1::TuningReport report, ReportModel(*db_, model, resolved.first, resolved.second));
   report.set_model_name(request.model_name());

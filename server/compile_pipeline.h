@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "kiln/v1/compile.pb.h"
 #include "kiln/v1/report.pb.h"
+#include "server/model_check.h"
 #include "server/tuner.h"
 #include "tuning_db/tuning_db.h"
 
@@ -31,10 +32,15 @@ std::string CompileKeyFor(const kiln::v1::CompileRequest& request, const std::st
 
 class CompilePipeline {
  public:
-  CompilePipeline(tuningdb::TuningDb* db, Tuner* tuner) : db_(db), tuner_(tuner) {}
+  // `checker` times a new package against the one it would replace (null: no
+  // whole-model check; the new package always replaces the old).
+  CompilePipeline(tuningdb::TuningDb* db, Tuner* tuner, const ModelChecker* checker)
+      : db_(db), tuner_(tuner), checker_(checker) {}
 
-  // Resolves "cpu" / "" / "cpu:<key>" to the target key and codegen target.
-  absl::StatusOr<std::pair<std::string, CpuTarget>> ResolveTarget(const std::string& target) const;
+  // Resolves "cpu" / "" / "cpu:<key>", run on `threads` (a request's
+  // threads; 0 is 1), to the record target key (RecordTargetKey) and codegen
+  // target. A negative or absurd thread count is INVALID_ARGUMENT.
+  absl::StatusOr<std::pair<std::string, CpuTarget>> ResolveTarget(const std::string& target, int threads) const;
 
   absl::StatusOr<CompileOutput> Run(const kiln::v1::CompileRequest& request,
                                     const std::function<void(const kiln::v1::Progress&)>& on_progress,
@@ -52,6 +58,7 @@ class CompilePipeline {
 
   tuningdb::TuningDb* db_;
   Tuner* tuner_;
+  const ModelChecker* checker_;
 };
 
 }  // namespace kiln::server

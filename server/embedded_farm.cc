@@ -25,6 +25,7 @@ void EmbeddedFarm::StartWorker() {
   w.server = server_->address();
   w.device = "cpu";
   w.isolate = options_.isolate;
+  w.threads = options_.worker_threads;
   w.name = options_.worker_name;
   stop_ = false;
   workers_.emplace_back([this, w] {

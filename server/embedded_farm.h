@@ -21,6 +21,7 @@ class EmbeddedFarm {
   struct Options {
     ServerOptions server;        // db_path is required; listen defaults to 127.0.0.1:0
     int workers = 1;             // CPU workers started with the farm (more with StartWorker)
+    int worker_threads = 1;      // threads each worker may measure on (kiln-worker --threads)
     bool isolate = true;         // workers measure in a forked child
     std::string worker_name = "embedded";
   };

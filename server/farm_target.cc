@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
@@ -38,6 +40,27 @@ CpuTarget FarmTargetOf(const kiln::v1::DeviceInfo& device) {
     enabled.push_back(!f.empty() && f[0] == '+' ? f.substr(1) : f);
   }
   return Make(device.cpu_name(), std::move(enabled));
+}
+
+std::string RecordTargetKey(const std::string& target_key, int threads) {
+  if (threads <= 1) return target_key;
+  return absl::StrCat(target_key, "/t", threads);
+}
+
+RecordTarget ParseRecordTargetKey(const std::string& record_key) {
+  RecordTarget out{record_key, 1};
+  const size_t slash = record_key.rfind('/');
+  if (slash == std::string::npos || slash + 2 > record_key.size() || record_key[slash + 1] != 't') return out;
+  int threads = 0;
+  if (!absl::SimpleAtoi(absl::string_view(record_key).substr(slash + 2), &threads) || threads <= 1) return out;
+  return RecordTarget{record_key.substr(0, slash), threads};
+}
+
+int MeasureThreadsOf(const kiln::v1::DeviceInfo& device) { return std::max(1, device.measure_threads()); }
+
+bool WorkerServes(const std::string& worker_target_key, int measure_threads, const std::string& record_key) {
+  const RecordTarget r = ParseRecordTargetKey(record_key);
+  return r.target_key == worker_target_key && r.threads <= std::max(1, measure_threads);
 }
 
 }  // namespace kiln::server

@@ -4,6 +4,8 @@
 // the same code, so records never cross between different machines.
 #pragma once
 
+#include <string>
+
 #include "compiler_core/codegen/target.h"
 #include "kiln/v1/worker.pb.h"
 
@@ -13,5 +15,28 @@ namespace kiln::server {
 CpuTarget HostFarmTarget();
 // The target a CPU worker described in its registration.
 CpuTarget FarmTargetOf(const kiln::v1::DeviceInfo& device);
+
+// Records measured on more than one thread are filed under a key of their
+// own, the target's key and "/t<threads>" ("cpu/x86_64/znver4/1a2b3c4d/t2"):
+// a schedule that splits its work well across two threads is not the one
+// that runs fastest on one. One thread (or fewer) is the target's key itself,
+// so single-thread records keep the key they always had.
+std::string RecordTargetKey(const std::string& target_key, int threads);
+
+// The parts of a record's target key: the target's own key and the threads
+// its records were measured on (1 when it has no "/t<threads>" suffix).
+struct RecordTarget {
+  std::string target_key;
+  int threads = 1;
+};
+RecordTarget ParseRecordTargetKey(const std::string& record_key);
+
+// The threads a worker may give one measurement (DeviceInfo.measure_threads;
+// 0 is 1).
+int MeasureThreadsOf(const kiln::v1::DeviceInfo& device);
+
+// True when a worker of `worker_target_key` that runs up to `measure_threads`
+// threads per measurement can measure tasks filed under `record_key`.
+bool WorkerServes(const std::string& worker_target_key, int measure_threads, const std::string& record_key);
 
 }  // namespace kiln::server

@@ -9,6 +9,7 @@
 #include "base/file.h"
 #include "base/log.h"
 #include "server/compile_pipeline.h"
+#include "server/model_check.h"
 #include "server/compile_service.h"
 #include "server/lookup_service.h"
 #include "server/metrics.h"
@@ -24,6 +25,7 @@ struct KilnServer::State {
   std::unique_ptr<ServerMetrics> metrics;
   std::unique_ptr<TaskBroker> broker;
   std::unique_ptr<Tuner> tuner;
+  std::unique_ptr<ModelChecker> checker;
   std::unique_ptr<CompilePipeline> pipeline;
   std::unique_ptr<ProgressiveCompiles> progressive;  // destroyed before the pipeline and tuner it uses
   std::unique_ptr<CompileServiceImpl> compile_service;
@@ -54,7 +56,8 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   state->broker = std::make_unique<TaskBroker>(bopts);
   state->tuner = std::make_unique<Tuner>(state->db.get(), state->broker.get(),
                                          Tuner::Options{options.worker_wait});
-  state->pipeline = std::make_unique<CompilePipeline>(state->db.get(), state->tuner.get());
+  state->checker = std::make_unique<ModelChecker>(state->broker.get(), ModelChecker::Options{});
+  state->pipeline = std::make_unique<CompilePipeline>(state->db.get(), state->tuner.get(), state->checker.get());
   state->progressive = std::make_unique<ProgressiveCompiles>(state->pipeline.get());
   state->compile_service = std::make_unique<CompileServiceImpl>(state->pipeline.get(), state->progressive.get(),
                                                                 state->db.get(), state->metrics.get());

@@ -11,7 +11,7 @@ grpc::Status LookupServiceImpl::Lookup(grpc::ServerContext*, const kiln::v1::Loo
   if (request->onnx_model().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "lookup request carries no model");
   }
-  auto target = pipeline_->ResolveTarget(request->target());
+  auto target = pipeline_->ResolveTarget(request->target(), request->threads());
   if (!target.ok()) return ToGrpcStatus(target.status());
   std::string key = CompileKey(request->onnx_model(), request->shapes(), target->first);
   response->set_compile_key(key);

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
+#include "server/farm_target.h"
 
 namespace kiln::server {
 
@@ -62,30 +63,35 @@ std::vector<kiln::v1::MeasureTask> TaskBroker::Lease(const std::string& worker_i
     auto wit = workers_.find(worker_id);
     if (wit == workers_.end()) return out;
     wit->second.last_seen = Clock::now();
-    auto& queue = queues_[wit->second.view.target_key];
     const int worker_space = wit->second.view.device.space_version();
-    for (auto qit = queue.begin(); qit != queue.end() && static_cast<int>(out.size()) < std::max(1, max_tasks);) {
-      auto tit = tasks_.find(*qit);
-      if (tit == tasks_.end()) {
+    // The worker's target measured on one thread, then on every thread count
+    // it may use.
+    const int measure_threads = MeasureThreadsOf(wit->second.view.device);
+    for (int threads = 1; threads <= measure_threads; ++threads) {
+      auto& queue = queues_[RecordTargetKey(wit->second.view.target_key, threads)];
+      for (auto qit = queue.begin(); qit != queue.end() && static_cast<int>(out.size()) < std::max(1, max_tasks);) {
+        auto tit = tasks_.find(*qit);
+        if (tit == tasks_.end()) {
+          qit = queue.erase(qit);
+          continue;
+        }
+        // A worker measures only tasks of its own schedule-space version (0: any).
+        if (worker_space != 0 && tit->second.proto.space_version() != worker_space) {
+          ++qit;
+          continue;
+        }
         qit = queue.erase(qit);
-        continue;
+        Task& t = tit->second;
+        t.worker_id = worker_id;
+        t.attempts++;
+        t.lease_deadline = Clock::now() + options_.task_timeout;
+        t.proto.set_deadline_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         std::chrono::system_clock::now().time_since_epoch() +
+                                         options_.task_timeout)
+                                         .count());
+        wit->second.view.leased_tasks++;
+        out.push_back(t.proto);
       }
-      // A worker measures only tasks of its own schedule-space version (0: any).
-      if (worker_space != 0 && tit->second.proto.space_version() != worker_space) {
-        ++qit;
-        continue;
-      }
-      qit = queue.erase(qit);
-      Task& t = tit->second;
-      t.worker_id = worker_id;
-      t.attempts++;
-      t.lease_deadline = Clock::now() + options_.task_timeout;
-      t.proto.set_deadline_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                       std::chrono::system_clock::now().time_since_epoch() +
-                                       options_.task_timeout)
-                                       .count());
-      wit->second.view.leased_tasks++;
-      out.push_back(t.proto);
     }
     if (!out.empty() || Clock::now() >= deadline) break;
     work_cv_.wait_until(lock, deadline);
@@ -126,6 +132,7 @@ std::shared_future<TaskOutcome> TaskBroker::Submit(const std::string& target_key
   if (dit != by_dedup_key_.end()) return tasks_.at(dit->second).future;
   std::string id = absl::StrCat("t", next_task_++);
   task.set_task_id(id);
+  task.set_threads(ParseRecordTargetKey(target_key).threads);
   Task t;
   t.proto = std::move(task);
   t.target_key = target_key;
@@ -143,7 +150,7 @@ bool TaskBroker::HasLiveWorker(const std::string& target_key, int space_version)
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [id, w] : workers_) {
     const int worker_space = w.view.device.space_version();
-    if (w.view.target_key == target_key &&
+    if (WorkerServes(w.view.target_key, MeasureThreadsOf(w.view.device), target_key) &&
         (space_version == 0 || worker_space == 0 || worker_space == space_version)) {
       return true;
     }

@@ -59,11 +59,14 @@ class TaskBroker {
   std::pair<int, int> Report(const std::string& worker_id,
                              const std::vector<kiln::v1::MeasureResult>& results);
 
-  // Queues a task for `target_key`; task_id and deadline are set by the broker.
+  // Queues a task for `target_key`, a record target key (RecordTargetKey):
+  // task_id, threads (from the key) and deadline are set by the broker. A
+  // worker leases it when its target is the key's and it may measure on as
+  // many threads (WorkerServes).
   std::shared_future<TaskOutcome> Submit(const std::string& target_key, kiln::v1::MeasureTask task);
 
-  // A registered worker of the target that measures `space_version` (workers
-  // that report no version count for every version).
+  // A registered worker that serves the record target key and measures
+  // `space_version` (workers that report no version count for every version).
   bool HasLiveWorker(const std::string& target_key, int space_version = 0) const;
   std::vector<WorkerView> Workers() const;
   const Options& options() const { return options_; }

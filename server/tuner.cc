@@ -97,13 +97,16 @@ int Tuner::active_jobs() const {
 
 int Tuner::LiveWorkers(const std::string& target_key) const {
   int workers = 0;
-  for (const WorkerView& w : broker_->Workers()) workers += w.target_key == target_key ? 1 : 0;
+  for (const WorkerView& w : broker_->Workers()) {
+    workers += WorkerServes(w.target_key, MeasureThreadsOf(w.device), target_key) ? 1 : 0;
+  }
   return workers;
 }
 
 int Tuner::RoundSize(const std::string& target_key) const { return std::max(4, 2 * LiveWorkers(target_key)); }
 
-std::optional<CpuTarget> Tuner::ResolveTarget(const std::string& target_key) const {
+std::optional<CpuTarget> Tuner::ResolveTarget(const std::string& record_key) const {
+  const std::string target_key = ParseRecordTargetKey(record_key).target_key;
   CpuTarget host = HostFarmTarget();
   if (host.Key() == target_key) return host;
   for (const WorkerView& w : broker_->Workers()) {
@@ -175,8 +178,10 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
     while (!broker_->HasLiveWorker(target_key, kScheduleSpaceVersion)) {
       if (cancelled()) return absl::CancelledError("compile cancelled");
       if (std::chrono::steady_clock::now() > wait_until) {
+        const int threads = ParseRecordTargetKey(target_key).threads;
         return absl::UnavailableError(absl::StrCat(
-            "no worker measures target ", target_key, "; start `kiln-worker --server ... --device cpu` on a ",
+            "no worker measures target ", target_key, "; start `kiln-worker --server ... --device cpu",
+            threads > 1 ? absl::StrCat(" --threads ", threads) : "", "` on a ",
             "matching host, or pass --trials 0 to use untuned default schedules"));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -68,6 +68,8 @@ class Tuner {
   // its whole space, when smaller), then answers with the best. trials == 0:
   // no search; the best record if one exists, else the heuristic default.
   // `strategy` names the search strategy ("" = kDefaultSearchStrategy).
+  // `target_key` is the record target key (RecordTargetKey): its records, and
+  // the threads its candidates are measured on.
   absl::StatusOr<TuneOutcome> Tune(const Workload& workload, const std::string& target_key,
                                    const CpuTarget& target, int trials, const std::string& strategy,
                                    const std::function<void(const TuneProgress&)>& on_progress,
@@ -84,13 +86,14 @@ class Tuner {
   // Candidates a round of a job asks the farm for: twice the live workers of
   // the target (so that none waits while the next round is chosen), at least 4.
   int RoundSize(const std::string& target_key) const;
-  // Registered workers of the target now.
+  // Registered workers that serve the record target key now (its target, and
+  // at least its threads per measurement).
   int LiveWorkers(const std::string& target_key) const;
 
   CostModelStore& cost_models() { return models_; }
 
-  // The CPU a target key names: the server's own, or a live worker's.
-  std::optional<CpuTarget> ResolveTarget(const std::string& target_key) const;
+  // The CPU a (record) target key names: the server's own, or a live worker's.
+  std::optional<CpuTarget> ResolveTarget(const std::string& record_key) const;
 
   // Warm start: the workload's best configs on sibling targets
   // (TuningDb::SiblingTargets), kSeedsPerSibling of each, merged rank by rank;

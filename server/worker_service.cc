@@ -10,6 +10,9 @@
 
 namespace kiln::server {
 
+// The most threads a worker may measure one task on.
+constexpr int kMaxMeasureThreads = 1024;
+
 std::string TargetKeyOf(const kiln::v1::DeviceInfo& device) {
   if (device.kind() != "cpu") return absl::StrCat(device.kind(), "/", device.arch());
   return FarmTargetOf(device).Key();
@@ -33,11 +36,21 @@ grpc::Status WorkerServiceImpl::Register(grpc::ServerContext*, const kiln::v1::R
   if (request->device().kind().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "register: device.kind is empty");
   }
+  if (request->device().measure_threads() < 0 || request->device().measure_threads() > kMaxMeasureThreads) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("register: device.measure_threads ", request->device().measure_threads(),
+                                     " is out of range 0..", kMaxMeasureThreads));
+  }
   std::string key = TargetKeyOf(request->device());
   if (db_ != nullptr) {
     // Records name the target by key; its row says what the key stands for.
-    if (absl::Status s = db_->UpsertTarget(TargetInfoOf(key, request->device())); !s.ok()) {
-      LogWarn("cannot remember the worker's target", {{"target", key}, {"error", s.ToString()}});
+    // So do the keys of its records on more threads (one row per thread count
+    // the worker may measure on).
+    for (int threads = 1; threads <= MeasureThreadsOf(request->device()); ++threads) {
+      const std::string record_key = RecordTargetKey(key, threads);
+      if (absl::Status s = db_->UpsertTarget(TargetInfoOf(record_key, request->device())); !s.ok()) {
+        LogWarn("cannot remember the worker's target", {{"target", record_key}, {"error", s.ToString()}});
+      }
     }
   }
   response->set_worker_id(broker_->RegisterWorker(key, request->hostname(), request->device()));

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "client/runtime/thread_pool.h"
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/frontend/graph_proto.h"
@@ -162,15 +163,6 @@ void FlushCpuCache() {
   for (size_t i = 0; i < bytes; i += 64) p[i] = static_cast<uint8_t>(p[i] + 1);
 }
 
-// Linear interpolation between closest ranks; `sorted` is non-empty.
-double Percentile(const std::vector<double>& sorted, double q) {
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  const double frac = pos - static_cast<double>(lo);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
-}
-
 kiln::v1::MeasureResult Failure(const kiln::v1::MeasureTask& task, kiln::v1::MeasureError error,
                                 std::string message) {
   kiln::v1::MeasureResult r;
@@ -180,11 +172,25 @@ kiln::v1::MeasureResult Failure(const kiln::v1::MeasureTask& task, kiln::v1::Mea
   return r;
 }
 
-void RunAllTasks(const JitKernel& kernel, void* const* args) {
-  kernel.Run(args, 0, kernel.num_tasks());
+// Runs every task of the kernel as the runtime's session runs a package step:
+// split across the pool when it has more than one thread, else on the caller.
+void RunAllTasks(const JitKernel& kernel, void* const* args, runtime::ThreadPool* pool) {
+  if (pool != nullptr && pool->num_threads() > 1 && kernel.num_tasks() > 1) {
+    pool->ParallelFor(kernel.num_tasks(), [&kernel, args](int64_t b, int64_t e) { kernel.Run(args, b, e); });
+  } else {
+    kernel.Run(args, 0, kernel.num_tasks());
+  }
 }
 
 }  // namespace
+
+double Percentile(const std::vector<double>& sorted, double q) {
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  const double frac = pos - static_cast<double>(lo);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
+}
 
 MeasureSettings MeasureSettings::FromProto(const kiln::v1::MeasureOptions& options) {
   MeasureSettings s;
@@ -334,6 +340,11 @@ absl::StatusOr<kiln::v1::MeasureResult> Measure(const kiln::v1::MeasureTask& tas
                                 "\" failed: ", kernel.status().message()));
   }
 
+  // The threads the package will run it on; the check runs on them too, so a
+  // schedule whose tasks race is a wrong answer.
+  std::unique_ptr<runtime::ThreadPool> pool;
+  if (task.threads() > 1) pool = std::make_unique<runtime::ThreadPool>(task.threads());
+
   // Kernel ABI: graph inputs in order, then graph outputs in order.
   std::vector<void*> args;
   for (const Value* v : graph->inputs()) args.push_back(inputs.at(v->name()).raw());
@@ -344,7 +355,7 @@ absl::StatusOr<kiln::v1::MeasureResult> Measure(const kiln::v1::MeasureTask& tas
   for (Tensor& t : outputs) {
     if (t.size_bytes() > 0) std::memset(t.raw(), 0xff, static_cast<size_t>(t.size_bytes()));
   }
-  RunAllTasks(**kernel, args.data());
+  RunAllTasks(**kernel, args.data(), pool.get());
   double max_abs_error = 0.0;
   std::string first_mismatch;
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -363,14 +374,14 @@ absl::StatusOr<kiln::v1::MeasureResult> Measure(const kiln::v1::MeasureTask& tas
   // Time: warm-up, then repeats until both min_repeats and min_time_ms are met
   // (capped by max_repeats / max_total_ms), each run timed alone.
   using Clock = std::chrono::steady_clock;
-  for (int i = 0; i < settings.warmup_runs; ++i) RunAllTasks(**kernel, args.data());
+  for (int i = 0; i < settings.warmup_runs; ++i) RunAllTasks(**kernel, args.data(), pool.get());
   std::vector<double> times_ms;
   double measured_ms = 0.0;
   const Clock::time_point loop_start = Clock::now();
   while (true) {
     if (settings.flush_cache) FlushCpuCache();
     const Clock::time_point t0 = Clock::now();
-    RunAllTasks(**kernel, args.data());
+    RunAllTasks(**kernel, args.data(), pool.get());
     const Clock::time_point t1 = Clock::now();
     const double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     times_ms.push_back(ms);

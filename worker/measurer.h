@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "compiler_core/codegen/target.h"
@@ -34,6 +35,10 @@ struct MeasureSettings {
   static MeasureSettings FromProto(const kiln::v1::MeasureOptions& options);
 };
 
+// The q-quantile (0..1) of `sorted` (ascending, non-empty), interpolated
+// linearly between the closest ranks.
+double Percentile(const std::vector<double>& sorted, double q);
+
 // Measures `task` on `target`. A candidate's failure is a result, not a Status:
 //   - schedule config that does not parse, space-version mismatch, JIT failure -> BUILD_ERROR
 //   - an output outside |got-ref| <= atol + rtol*(|ref| + rms(ref)) (rms over the
@@ -42,7 +47,10 @@ struct MeasureSettings {
 //   - otherwise MEASURE_OK with median/p10/p90 in ms and the repeat count.
 // A Status error means the workload itself is unusable (INVALID_ARGUMENT: graph
 // does not convert, dynamic shapes, constants, reference interpreter failure).
-// Runs on the calling thread; one measurement at a time per device.
+// The kernel's tasks run on task.threads() threads (split by the runtime's
+// ThreadPool, as a package runs on that many), both for the check and the
+// timing; on the calling thread alone when it is 0 or 1. One measurement at a
+// time per device.
 absl::StatusOr<kiln::v1::MeasureResult> Measure(const kiln::v1::MeasureTask& task,
                                                 const CpuTarget& target);
 

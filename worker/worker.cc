@@ -21,6 +21,7 @@
 #include "worker/device_info.h"
 #include "worker/isolation.h"
 #include "worker/measurer.h"
+#include "worker/package_timing.h"
 
 namespace kiln::worker {
 namespace {
@@ -128,6 +129,11 @@ absl::Status Worker::Run(std::atomic<bool>* stop) {
         "measurement on ", options_.device, " (", device_.device_model(), ", ", device_.arch(),
         ") is not implemented yet; only --device cpu can measure"));
   }
+  if (options_.threads < 1 || options_.threads > kMaxThreads) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--threads ", options_.threads, " is out of range 1..", kMaxThreads));
+  }
+  device_.set_measure_threads(options_.threads);
   target_ = CpuTarget::Host();
   Log(LogLevel::kInfo, "device described",
       {{"device", options_.device},
@@ -135,6 +141,7 @@ absl::Status Worker::Run(std::atomic<bool>* stop) {
        {"cpu", device_.cpu_name()},
        {"features", absl::StrJoin(device_.features(), ",")},
        {"cores", absl::StrCat(device_.cores())},
+       {"measure_threads", absl::StrCat(options_.threads)},
        {"target", target_.Key()}});
 
   if (options_.metrics_port > 0 && exposer_ == nullptr) {
@@ -153,8 +160,9 @@ absl::Status Worker::Run(std::atomic<bool>* stop) {
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, options_.max_backoff_ms);
   args.SetMaxReceiveMessageSize(256 << 20);
-  stub_ = kiln::v1::WorkerService::NewStub(
-      grpc::CreateCustomChannel(options_.server, grpc::InsecureChannelCredentials(), args));
+  auto channel = grpc::CreateCustomChannel(options_.server, grpc::InsecureChannelCredentials(), args);
+  stub_ = kiln::v1::WorkerService::NewStub(channel);
+  artifacts_ = std::make_unique<client::KilnClient>(channel);
 
   if (!RegisterUntilDone(stop)) return absl::OkStatus();
   {
@@ -294,10 +302,28 @@ void Worker::HandleTask(const kiln::v1::MeasureTask& task, std::atomic<bool>* st
   }
 
   const absl::Time start = absl::Now();
+  // A whole-model check: its packages are fetched here, before any child is
+  // forked (gRPC does not survive a fork).
+  std::vector<std::string> packages;
+  std::string fetch_error;
+  for (const std::string& digest : task.packages()) {
+    absl::StatusOr<std::string> bytes = artifacts_->FetchArtifact(digest);
+    if (!bytes.ok()) {
+      fetch_error = absl::StrCat("cannot fetch package ", digest, ": ", bytes.status().message());
+      break;
+    }
+    packages.push_back(*std::move(bytes));
+  }
+  auto measure = [&]() -> kiln::v1::MeasureResult {
+    if (task.packages_size() == 0) return MeasureAsResult(task, target_);
+    return TimePackagesAsResult(task, packages);
+  };
   kiln::v1::MeasureResult result;
-  if (options_.isolate) {
-    absl::StatusOr<kiln::v1::MeasureResult> r = RunIsolated(
-        task.task_id(), [&] { return MeasureAsResult(task, target_); }, timeout, stop);
+  if (!fetch_error.empty()) {
+    result.set_error(kiln::v1::RUNTIME_ERROR);
+    result.set_error_message(fetch_error);
+  } else if (options_.isolate) {
+    absl::StatusOr<kiln::v1::MeasureResult> r = RunIsolated(task.task_id(), measure, timeout, stop);
     if (!r.ok()) {
       // Cancelled by shutdown, or no child could be made: report nothing; the
       // lease expires and the task is measured again.
@@ -309,7 +335,7 @@ void Worker::HandleTask(const kiln::v1::MeasureTask& task, std::atomic<bool>* st
     }
     result = *std::move(r);
   } else {
-    result = MeasureAsResult(task, target_);
+    result = measure();
   }
   result.set_task_id(task.task_id());
   measure_seconds_->Increment(absl::ToDoubleSeconds(absl::Now() - start));

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "client/kiln_client.h"
 #include "compiler_core/codegen/target.h"
 #include "kiln/v1/worker.grpc.pb.h"
 
@@ -40,7 +41,11 @@ class Worker {
     int lease_wait_ms = 1000;      // LeaseTasks long-poll
     int rpc_timeout_ms = 10'000;   // every RPC, on top of the long-poll wait
     int max_backoff_ms = 5'000;    // cap of the exponential retry backoff
+    // Threads one measurement may use (DeviceInfo.measure_threads): tasks of
+    // compiles for packages run on up to this many threads are leased too.
+    int threads = 1;
   };
+  static constexpr int kMaxThreads = 1024;
 
   explicit Worker(Options options);
   ~Worker();
@@ -73,6 +78,7 @@ class Worker {
   CpuTarget target_;
   kiln::v1::DeviceInfo device_;
   std::unique_ptr<kiln::v1::WorkerService::Stub> stub_;
+  std::unique_ptr<client::KilnClient> artifacts_;  // fetches the packages of whole-model checks
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

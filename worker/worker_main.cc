@@ -8,13 +8,10 @@
 
 #include <atomic>
 
-#include "absl/strings/numbers.h"
 #include "base/log.h"
 #include "worker/worker.h"
 
-#ifdef KILN_HAVE_CLI11
 #include "CLI/CLI.hpp"
-#endif
 
 namespace {
 
@@ -22,70 +19,11 @@ std::atomic<bool> g_stop{false};
 
 extern "C" void HandleStopSignal(int) { g_stop.store(true); }
 
-constexpr const char* kUsage =
-    "usage: kiln-worker --server HOST:PORT [--device cpu|cuda:N] [--name NAME]\n"
-    "                   [--metrics-port PORT] [--task-timeout-ms MS] [--heartbeat-ms MS]\n"
-    "                   [--no-isolate] [--verbose]\n";
-
-#ifndef KILN_HAVE_CLI11
-// Minimal flag parser for builds without CLI11: --flag VALUE or --flag=VALUE.
-bool ParseFlags(int argc, char** argv, kiln::worker::Worker::Options* o, bool* verbose) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool has_value = false;
-    if (size_t eq = arg.find('='); eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      has_value = true;
-    }
-    auto take = [&](std::string* out) {
-      if (has_value) {
-        *out = value;
-        return true;
-      }
-      if (i + 1 >= argc) return false;
-      *out = argv[++i];
-      return true;
-    };
-    auto take_int = [&](int* out) {
-      std::string v;
-      return take(&v) && absl::SimpleAtoi(v, out) && *out >= 0;
-    };
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (arg == "--server") {
-      if (!take(&o->server)) return false;
-    } else if (arg == "--device") {
-      if (!take(&o->device)) return false;
-    } else if (arg == "--name") {
-      if (!take(&o->name)) return false;
-    } else if (arg == "--metrics-port") {
-      if (!take_int(&o->metrics_port)) return false;
-    } else if (arg == "--task-timeout-ms") {
-      if (!take_int(&o->task_timeout_ms)) return false;
-    } else if (arg == "--heartbeat-ms") {
-      if (!take_int(&o->heartbeat_ms)) return false;
-    } else if (arg == "--no-isolate" && !has_value) {
-      o->isolate = false;
-    } else if (arg == "--verbose" && !has_value) {
-      *verbose = true;
-    } else {
-      std::fprintf(stderr, "kiln-worker: unknown flag %s\n", argv[i]);
-      return false;
-    }
-  }
-  return !o->server.empty() && o->task_timeout_ms > 0;
-}
-#endif
-
 }  // namespace
 
 int main(int argc, char** argv) {
   kiln::worker::Worker::Options options;
   bool verbose = false;
-#ifdef KILN_HAVE_CLI11
   CLI::App app{"kiln-worker: leases measurement tasks from a Kiln server, measures them on "
                "this device and reports the results"};
   bool no_isolate = false;
@@ -104,6 +42,11 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-ms", options.heartbeat_ms,
                  "heartbeat interval (0: the server's)")
       ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  app.add_option("--threads", options.threads,
+                 "threads one measurement may use: the worker also measures tasks of compiles for packages "
+                 "run on up to this many threads (give it that many cores of its own)")
+      ->check(CLI::Range(1, kiln::worker::Worker::kMaxThreads))
+      ->capture_default_str();
   app.add_flag("--no-isolate", no_isolate,
                "measure in the worker process (a crashing kernel takes the worker down)");
   app.add_flag("--verbose", verbose, "debug logging");
@@ -116,12 +59,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.isolate = !no_isolate;
-#else
-  if (!ParseFlags(argc, argv, &options, &verbose)) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
-#endif
   if (verbose) kiln::SetMinLogLevel(kiln::LogLevel::kDebug);
 
   struct sigaction sa;

@@ -87,6 +87,7 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
   m.set_target_cpu(options.target.cpu);
   m.set_target_features(options.target.features);
   m.set_model_name(options.model_name);
+  m.set_tuned_threads(options.tuned_threads);
 
   // Buffers: graph inputs, graph outputs, then constants and intermediates as groups use them.
   std::unordered_map<const Value*, int> buffer_of;

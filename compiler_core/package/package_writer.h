@@ -18,6 +18,7 @@ namespace kiln {
 struct PackageOptions {
   std::string model_name;
   CpuTarget target;
+  int tuned_threads = 1;  // PackageManifest.tuned_threads
 };
 
 struct PackageBytes {

@@ -12,10 +12,12 @@
 #include "client/runtime/package_reader.h"
 #include "client/runtime/session.h"
 #include "client/runtime/thread_pool.h"
+#include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/frontend/onnx_importer.h"
 #include "tests/compiler_core/frontend/onnx_model_builder.h"
 #include "tests/server/test_farm.h"
+#include "tuning_db/tuning_db.h"
 
 namespace kiln {
 namespace {
@@ -279,6 +281,138 @@ TEST_F(CompileServiceTest, AProgressiveCompileAnswersAtOnceAndALaterLookupGetsTh
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_FALSE(again->tuning_in_background());
   EXPECT_EQ(again->package_digest(), found->package_digest());
+}
+
+TEST(CompileServiceThreadsTest, ACompileForTwoThreadsIsTunedOnTwoThreadsUnderItsOwnKey) {
+  testing::TestFarm farm(/*with_worker=*/true, /*worker_threads=*/2);
+  KilnClient client(farm.address());
+  kiln::v1::CompileRequest r = testing::MlpRequest(2);
+  r.set_threads(2);
+  auto two = Compile(client, r);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->target().size() - two->target().rfind("/t2"), 3u) << two->target();
+  EXPECT_EQ(two->trials_measured(), 4);
+  auto bytes = client.FetchArtifact(two->package_digest());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  auto pkg = runtime::Package::FromBytes(*bytes);
+  ASSERT_TRUE(pkg.ok()) << pkg.status();
+  EXPECT_EQ((*pkg)->manifest().tuned_threads(), 2);
+
+  // The one-thread compile of the same model has records of its own to make:
+  // nothing measured on two threads stands for one.
+  r.set_threads(1);
+  auto one = Compile(client, r);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->target().find("/t"), std::string::npos) << one->target();
+  EXPECT_EQ(one->trials_measured(), 4);
+  EXPECT_NE(one->package_digest(), two->package_digest());
+  auto db = tuningdb::TuningDb::Open(farm.db_path());
+  ASSERT_TRUE(db.ok()) << db.status();
+  for (const auto& g : two->groups()) {
+    for (const std::string& target : {two->target(), one->target()}) {
+      auto measured = (*db)->MeasuredConfigs(g.workload_key(), target, kScheduleSpaceVersion);
+      ASSERT_TRUE(measured.ok()) << measured.status();
+      EXPECT_EQ(measured->size(), 2u) << g.index() << " " << target;
+    }
+  }
+
+  // Lookup finds each compile by its threads.
+  kiln::v1::LookupRequest lookup;
+  lookup.set_onnx_model(r.onnx_model());
+  *lookup.mutable_shapes() = r.shapes();
+  lookup.set_threads(2);
+  auto found = client.Lookup(lookup);
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(found->found()) << found->reason();
+  EXPECT_EQ(found->package_digest(), two->package_digest());
+
+  // A thread count that means nothing is refused, naming it.
+  r.set_threads(-1);
+  auto negative = Compile(client, r);
+  EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument) << negative.status();
+  EXPECT_NE(std::string(negative.status().message()).find("threads -1"), std::string::npos) << negative.status();
+}
+
+// Puts the package of `other` under the compile key of `request` (as an
+// earlier compile of the same key would have left it), and returns the key.
+std::string PlantPreviousPackage(KilnClient& client, const std::string& db_path,
+                                 const kiln::v1::CompileRequest& request, const std::string& other_digest) {
+  kiln::v1::LookupRequest lookup;
+  lookup.set_onnx_model(request.onnx_model());
+  *lookup.mutable_shapes() = request.shapes();
+  lookup.set_threads(request.threads());
+  auto key = client.Lookup(lookup);
+  EXPECT_TRUE(key.ok()) << key.status();
+  auto db = tuningdb::TuningDb::Open(db_path);
+  EXPECT_TRUE(db.ok()) << db.status();
+  tuningdb::CompileEntry entry;
+  entry.compile_key = key->compile_key();
+  entry.package_digest = other_digest;
+  entry.package_size = 1;
+  EXPECT_TRUE((*db)->PutCompileEntry(entry).ok());
+  return key->compile_key();
+}
+
+TEST(CompileServiceCheckTest, APackageReplacesAnotherOnlyAfterTheWholeModelIsTimedAgainstIt) {
+  testing::TestFarm farm;
+  KilnClient client(farm.address());
+  kiln::v1::CompileRequest big = testing::MlpRequest(1);
+  big.mutable_shapes(0)->set_dims(0, 96);
+  auto other = Compile(client, big);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_FALSE(other->has_model_check()) << "nothing to replace";
+
+  kiln::v1::CompileRequest r = testing::MlpRequest(1);
+  PlantPreviousPackage(client, farm.db_path(), r, other->package_digest());
+  auto checked = Compile(client, r);
+  ASSERT_TRUE(checked.ok()) << checked.status();
+  ASSERT_TRUE(checked->has_model_check());
+  const kiln::v1::ModelCheck& check = checked->model_check();
+  EXPECT_TRUE(check.checked()) << check.message();
+  EXPECT_EQ(check.previous_digest(), other->package_digest());
+  EXPECT_GT(check.previous_ms(), 0);
+  EXPECT_GT(check.new_ms(), 0);
+  // Whichever won, the rule decided it, and the result and a lookup agree.
+  EXPECT_EQ(check.kept_previous(), check.new_ms() > check.previous_ms() * 1.02) << check.message();
+  if (check.kept_previous()) {
+    EXPECT_EQ(checked->package_digest(), other->package_digest());
+  } else {
+    EXPECT_NE(checked->package_digest(), other->package_digest());
+  }
+  kiln::v1::LookupRequest lookup;
+  lookup.set_onnx_model(r.onnx_model());
+  *lookup.mutable_shapes() = r.shapes();
+  auto found = client.Lookup(lookup);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(found->package_digest(), checked->package_digest());
+  auto bytes = client.FetchArtifact(checked->package_digest());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(static_cast<int64_t>(bytes->size()), checked->package_size());
+
+  // The same package again replaces nothing: no check.
+  if (!check.kept_previous()) {
+    auto again = Compile(client, r);
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_FALSE(again->has_model_check());
+  }
+}
+
+TEST(CompileServiceCheckTest, WithoutAWorkerTheNewPackageReplacesTheOldUncheckedAndSaysWhy) {
+  testing::TestFarm farm(/*with_worker=*/false);
+  KilnClient client(farm.address());
+  kiln::v1::CompileRequest big = testing::MlpRequest(0);
+  big.mutable_shapes(0)->set_dims(0, 96);
+  auto other = Compile(client, big);
+  ASSERT_TRUE(other.ok()) << other.status();
+  kiln::v1::CompileRequest r = testing::MlpRequest(0);
+  PlantPreviousPackage(client, farm.db_path(), r, other->package_digest());
+  auto compiled = Compile(client, r);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  ASSERT_TRUE(compiled->has_model_check());
+  EXPECT_FALSE(compiled->model_check().checked());
+  EXPECT_NE(compiled->model_check().message().find("no worker serves"), std::string::npos)
+      << compiled->model_check().message();
+  EXPECT_NE(compiled->package_digest(), other->package_digest());
 }
 
 TEST_F(CompileServiceTest, FetchOfUnknownDigestIsNotFound) {

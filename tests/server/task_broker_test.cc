@@ -1,7 +1,10 @@
 // The farm's lease rules: leases go to workers of the right target, a silent
 // worker loses its lease and the task is measured elsewhere, identical tasks
-// are measured once, and results count only from the holder.
+// are measured once, results count only from the holder, and tasks measured
+// on several threads go to workers that may use as many.
 #include "server/task_broker.h"
+
+#include "server/farm_target.h"
 
 #include <gtest/gtest.h>
 
@@ -136,6 +139,45 @@ TEST(TaskBrokerTest, WorkersLeaseOnlyTasksOfTheirScheduleSpaceVersion) {
   auto leased2 = broker.Lease(new_worker, 10, milliseconds(50));
   ASSERT_EQ(leased2.size(), 1u);
   EXPECT_EQ(leased2[0].schedule_config(), "x=2");
+}
+
+TEST(TaskBrokerTest, TasksOnMoreThreadsGoOnlyToWorkersThatMayUseThem) {
+  TaskBroker broker(FastOptions());
+  kiln::v1::DeviceInfo one_core, two_cores;
+  two_cores.set_measure_threads(2);
+  std::string narrow = broker.RegisterWorker("cpu/a", "narrow", one_core);
+  broker.Submit(RecordTargetKey("cpu/a", 2), Task("x=2"));
+  EXPECT_FALSE(broker.HasLiveWorker("cpu/a/t2"));
+  EXPECT_TRUE(broker.HasLiveWorker("cpu/a"));
+  EXPECT_TRUE(broker.Lease(narrow, 10, milliseconds(50)).empty());
+
+  std::string wide = broker.RegisterWorker("cpu/a", "wide", two_cores);
+  EXPECT_TRUE(broker.HasLiveWorker("cpu/a/t2"));
+  EXPECT_FALSE(broker.HasLiveWorker("cpu/a/t3"));
+  broker.Submit("cpu/a", Task("x=1"));
+  auto leased = broker.Lease(wide, 10, milliseconds(50));
+  ASSERT_EQ(leased.size(), 2u);
+  // One thread first, then two; the broker stamps the task with its threads.
+  EXPECT_EQ(leased[0].schedule_config(), "x=1");
+  EXPECT_EQ(leased[0].threads(), 1);
+  EXPECT_EQ(leased[1].schedule_config(), "x=2");
+  EXPECT_EQ(leased[1].threads(), 2);
+}
+
+TEST(FarmTargetTest, RecordTargetKeysNameTheThreadsAboveOne) {
+  EXPECT_EQ(RecordTargetKey("cpu/x86_64/znver4/1a2b3c4d", 1), "cpu/x86_64/znver4/1a2b3c4d");
+  EXPECT_EQ(RecordTargetKey("cpu/x86_64/znver4/1a2b3c4d", 0), "cpu/x86_64/znver4/1a2b3c4d");
+  EXPECT_EQ(RecordTargetKey("cpu/x86_64/znver4/1a2b3c4d", 8), "cpu/x86_64/znver4/1a2b3c4d/t8");
+  RecordTarget r = ParseRecordTargetKey("cpu/x86_64/znver4/1a2b3c4d/t8");
+  EXPECT_EQ(r.target_key, "cpu/x86_64/znver4/1a2b3c4d");
+  EXPECT_EQ(r.threads, 8);
+  for (const char* plain : {"cpu/x86_64/znver4/1a2b3c4d", "cuda/sm_90", "cpu/a/t", "cpu/a/t1", "cpu/a/tx", "t2"}) {
+    EXPECT_EQ(ParseRecordTargetKey(plain).target_key, plain) << plain;
+    EXPECT_EQ(ParseRecordTargetKey(plain).threads, 1) << plain;
+  }
+  EXPECT_TRUE(WorkerServes("cpu/a", 4, "cpu/a/t3"));
+  EXPECT_FALSE(WorkerServes("cpu/a", 2, "cpu/a/t3"));
+  EXPECT_FALSE(WorkerServes("cpu/b", 4, "cpu/a/t2"));
 }
 
 TEST(TaskBrokerTest, LeaseLongPollWakesOnSubmit) {

@@ -19,7 +19,8 @@ namespace kiln::testing {
 
 class TestFarm {
  public:
-  explicit TestFarm(bool with_worker = true) {
+  // worker_threads: the threads each worker may measure on (kiln-worker --threads).
+  explicit TestFarm(bool with_worker = true, int worker_threads = 1) {
     dir_ = std::filesystem::path(::testing::TempDir()) /
            ("kiln_farm_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
     std::filesystem::remove_all(dir_);
@@ -28,6 +29,7 @@ class TestFarm {
     options.server.db_path = db_path();
     options.server.worker_wait = std::chrono::milliseconds(20000);
     options.workers = with_worker ? 1 : 0;
+    options.worker_threads = worker_threads;
     options.isolate = false;
     options.worker_name = "test-worker";
     auto farm = server::EmbeddedFarm::Start(options);

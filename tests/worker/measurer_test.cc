@@ -62,6 +62,26 @@ TEST(MeasurerTest, EveryEnumeratedMatMulScheduleIsCorrect) {
   }
 }
 
+TEST(MeasurerTest, OnTwoThreadsEveryConvScheduleSplitsItsTasksCorrectly) {
+  // The check runs the kernel's tasks across the pool as a package does, so a
+  // schedule whose tasks wrote each other's outputs would be a WRONG_ANSWER.
+  kiln::v1::Graph g = testing::ConvGraph(1, 8, 12, 12, 16, 3);
+  absl::StatusOr<std::unique_ptr<Graph>> graph = GraphFromProto(g);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::vector<ScheduleConfig> configs = EnumerateSchedules(**graph, CpuTarget::Host());
+  ASSERT_FALSE(configs.empty());
+  const size_t step = std::max<size_t>(1, configs.size() / 8);
+  for (size_t i = 0; i < configs.size(); i += step) {
+    kiln::v1::MeasureTask task = MakeTask("conv-" + std::to_string(i), g, configs[i].ToString());
+    task.set_threads(2);
+    task.mutable_options()->set_min_repeats(1);
+    task.mutable_options()->set_min_time_ms(0.01);
+    absl::StatusOr<kiln::v1::MeasureResult> r = Measure(task, CpuTarget::Host());
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->error(), kiln::v1::MEASURE_OK) << configs[i].ToString() << ": " << r->error_message();
+  }
+}
+
 TEST(MeasurerTest, UnparsableConfigIsBuildError) {
   kiln::v1::MeasureTask task = MakeTask("bad-config", AddGraph(4, 4), "vw==x,,");
   absl::StatusOr<kiln::v1::MeasureResult> r = Measure(task, CpuTarget::Host());

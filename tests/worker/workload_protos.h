@@ -51,6 +51,26 @@ inline kiln::v1::Graph MatMulGraph(int64_t m, int64_t k, int64_t n) {
   return g;
 }
 
+// y = Conv(x, w) with x f32[n, c, h, w], w f32[k, c, r, r], stride 1, pads r/2.
+inline kiln::v1::Graph ConvGraph(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r) {
+  kiln::v1::Graph g;
+  g.set_name("conv");
+  g.set_opset_version(17);
+  AddValueInfo(g.mutable_inputs(), "x", {n, c, h, w});
+  AddValueInfo(g.mutable_inputs(), "w", {k, c, r, r});
+  AddValueInfo(g.mutable_outputs(), "y", {n, k, h, w});
+  kiln::v1::Node* node = g.add_nodes();
+  node->set_name("conv0");
+  node->set_op_type("Conv");
+  node->add_inputs("x");
+  node->add_inputs("w");
+  node->add_outputs("y");
+  kiln::v1::Attribute* pads = node->add_attributes();
+  pads->set_name("pads");
+  for (int i = 0; i < 4; ++i) pads->mutable_ints()->add_values(r / 2);
+  return g;
+}
+
 inline kiln::v1::MeasureTask MakeTask(const std::string& id, kiln::v1::Graph graph,
                                       const std::string& config) {
   kiln::v1::MeasureTask t;
