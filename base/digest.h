@@ -1,4 +1,4 @@
-// SHA-256 digests (OpenSSL's libcrypto) in the spellings Kiln uses: raw bytes
+// SHA-256 digests (a self-contained FIPS 180-4 implementation) in the spellings Kiln uses: raw bytes
 // (a package's trailer), bare hex for keys, and "sha256:<hex>" for
 // content-addressed artifacts such as packages.
 #pragma once

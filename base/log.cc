@@ -14,6 +14,18 @@ namespace {
 
 std::atomic<int> g_min_level{static_cast<int>(LogLevel::kInfo)};
 
+// Everything written to stderr by this file, and the status line shown now.
+std::mutex g_stderr_mu;
+std::string g_status_line;  // guarded by g_stderr_mu
+bool g_status_shown = false;  // guarded by g_stderr_mu
+
+constexpr char kEraseLine[] = "\r\033[K";
+
+void WriteLocked(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+}
+
 void AppendValue(std::string* out, std::string_view v) {
   bool quote = v.empty();
   for (char c : v) {
@@ -76,10 +88,25 @@ void Log(LogLevel level, std::string_view msg, const LogFields& fields) {
     AppendValue(&line, value);
   }
   line.push_back('\n');
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
-  std::fwrite(line.data(), 1, line.size(), stderr);
-  std::fflush(stderr);
+  std::lock_guard<std::mutex> lock(g_stderr_mu);
+  // Erase the status line, write the log line where it was, draw it again below.
+  if (g_status_shown) line = absl::StrCat(kEraseLine, line, g_status_line);
+  WriteLocked(line);
+}
+
+void ShowStatusLine(std::string_view line) {
+  std::lock_guard<std::mutex> lock(g_stderr_mu);
+  g_status_line = std::string(line);
+  g_status_shown = true;
+  WriteLocked(absl::StrCat(kEraseLine, g_status_line));
+}
+
+void EndStatusLine(bool keep) {
+  std::lock_guard<std::mutex> lock(g_stderr_mu);
+  if (!g_status_shown) return;
+  g_status_shown = false;
+  g_status_line.clear();
+  WriteLocked(keep ? "\n" : kEraseLine);
 }
 
 }  // namespace kiln

@@ -5,16 +5,18 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
-
-#include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/exit_codes.h"
 #include "base/status_macros.h"
 #include "client/commands.h"
+#include "client/json_output.h"
+#include "client/kiln_client.h"
 #include "client/tensor_io.h"
 #include "server/embedded_farm.h"
 
@@ -23,7 +25,25 @@ namespace kiln::client {
 int ReportError(const std::string& command, const absl::Status& status) {
   std::fprintf(stderr, "kiln %s: %s: %s\n", command.c_str(),
                absl::StatusCodeToString(status.code()).c_str(), std::string(status.message()).c_str());
-  return 1;
+  return ExitCodeFor(status.code());
+}
+
+absl::StatusOr<std::unique_ptr<KilnClient>> ConnectClient(const std::string& address, double connect_timeout_s) {
+  return KilnClient::Connect(address, absl::Seconds(connect_timeout_s));
+}
+
+absl::Status CheckDistinctNames(const std::string& flag, const std::vector<std::string>& values) {
+  std::set<std::string> seen;
+  for (const std::string& value : values) {
+    // As the flags are parsed: --shape's NAME ends at its last '=', --input's at its first.
+    const size_t eq = flag == "--shape" ? value.rfind('=') : value.find('=');
+    if (eq == std::string::npos) continue;  // no NAME= (an --input .pb named inside): checked when read
+    const std::string name = value.substr(0, eq);
+    if (!seen.insert(name).second) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, ": '", name, "' is given twice"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ParseShapeFlag(const std::string& flag, std::string* name, std::vector<int64_t>* dims) {
@@ -48,6 +68,7 @@ absl::Status ParseShapeFlag(const std::string& flag, std::string* name, std::vec
 
 absl::Status AddShapeBindings(const std::vector<std::string>& flags,
                               google::protobuf::RepeatedPtrField<kiln::v1::ShapeBinding>* bindings) {
+  RETURN_IF_ERROR(CheckDistinctNames("--shape", flags));
   for (const std::string& flag : flags) {
     std::string name;
     std::vector<int64_t> dims;
@@ -117,12 +138,6 @@ absl::StatusOr<std::unique_ptr<FarmConnection>> FarmConnection::Open(const std::
 
 FarmConnection::~FarmConnection() = default;
 
-std::string ToJson(const google::protobuf::Message& message) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions jo;
-  jo.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(message, &json, jo);
-  return json;
-}
+std::string ToJson(const google::protobuf::Message& message) { return ProtoToJson(message); }
 
 }  // namespace kiln::client

@@ -1,5 +1,6 @@
 // The `kiln` CLI's subcommands. Each takes its typed options and returns the
-// process exit code; errors are printed as "kiln <cmd>: <CODE>: <message>".
+// process exit code (base/exit_codes.h, docs/cli.md); errors are printed as
+// "kiln <cmd>: <CODE>: <message>" on stderr.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,7 @@ struct CompileOptions {
   bool json = false;
   bool progressive = false;         // answer at once; the server tunes on in the background (needs --server)
   int threads = 1;                  // threads the package will run with; candidates are measured on them
+  double connect_timeout_s = 10;    // how long to wait for --server to accept a connection
 };
 
 // `kiln tune`: a whole-model budget, the package, and a report.
@@ -53,6 +55,7 @@ struct ReportOptions {
   std::string db;
   std::string output;               // HTML file; empty: the terminal summary only
   bool json = false;
+  double connect_timeout_s = 10;
 };
 
 struct RunOptions {
@@ -60,7 +63,7 @@ struct RunOptions {
   std::vector<std::string> inputs;  // NAME=FILE
   std::string output_dir;
   int repeat = 0;
-  int threads = 1;
+  int threads = 1;  // 0: every hardware thread
   bool json = false;
   int profile = 0;  // print the N fusion groups that take the most time
 };
@@ -71,6 +74,7 @@ struct EvalOptions {
   std::vector<std::string> inputs;
   std::string output_dir;
   bool dump_graph = false;
+  bool json = false;  // each output's name, dtype, dims and file as JSON
 };
 
 struct LookupOptions {
@@ -81,6 +85,8 @@ struct LookupOptions {
   std::string server;
   std::string cache_dir;  // local package cache, checked first
   std::string output;
+  bool json = false;
+  double connect_timeout_s = 10;
 };
 
 struct CompareOptions {
@@ -88,6 +94,7 @@ struct CompareOptions {
   std::string actual_dir;
   double atol = 1e-5;
   double rtol = 1e-4;
+  bool json = false;
 };
 
 struct ExampleOptions {
@@ -100,7 +107,7 @@ struct DbOptions {
   std::string action;      // "export", "import", "stats", "gc"
   std::string db;          // default ~/.kiln/tuning.db
   std::string file;        // import: JSON-lines file, "-" for stdin
-  bool json = false;       // stats
+  bool json = false;       // stats, import, gc
   int64_t max_bytes = -1;  // gc
 };
 
@@ -144,6 +151,14 @@ class FarmConnection {
   std::string address_;
 };
 
+// --budget: "500" is trials; "90s", "10m", "1h" are seconds of tuning:
+// {trials, 0} or {0, seconds}; INVALID_ARGUMENT otherwise.
+absl::StatusOr<std::pair<int, double>> ParseBudget(const std::string& text);
+
+// A client of the server at `address`, connected: waits up to
+// `connect_timeout_s` for it, then UNAVAILABLE naming the address.
+absl::StatusOr<std::unique_ptr<KilnClient>> ConnectClient(const std::string& address, double connect_timeout_s);
+
 // The compile request of `kiln compile`'s options (model file, shapes,
 // target, trials or budget, search); INVALID_ARGUMENT for a bad flag value.
 absl::StatusOr<kiln::v1::CompileRequest> CompileRequestFor(const CompileOptions& options);
@@ -156,13 +171,17 @@ absl::StatusOr<kiln::v1::CompileResult> CompileWithProgress(KilnClient& client,
 void PrintCompileSummary(const kiln::v1::CompileResult& result, const std::string& output, bool groups);
 // The report's HTML page (client/tuning_report_view.h) into a file.
 absl::Status WriteTuningReport(const kiln::v1::TuningReport& report, const std::string& html_path);
-// Protobuf JSON with the proto's field names.
+// The message as JSON (client/json_output.h: every field present, int64 as numbers).
 std::string ToJson(const google::protobuf::Message& message);
 
-// Shared by the subcommands.
+// Shared by the subcommands. Prints the error and returns its exit code
+// (ExitCodeFor in base/exit_codes.h).
 int ReportError(const std::string& command, const absl::Status& status);
 absl::Status ParseShapeFlag(const std::string& flag, std::string* name, std::vector<int64_t>* dims);
-// Every --shape flag as a request's ShapeBinding.
+// INVALID_ARGUMENT naming the first NAME that two of the NAME=... `values` of
+// `flag` share ("--shape": NAME ends at the last '='; "--input": at the first).
+absl::Status CheckDistinctNames(const std::string& flag, const std::vector<std::string>& values);
+// Every --shape flag as a request's ShapeBinding; an input bound twice is INVALID_ARGUMENT.
 absl::Status AddShapeBindings(const std::vector<std::string>& flags,
                               google::protobuf::RepeatedPtrField<kiln::v1::ShapeBinding>* bindings);
 // --input flags as tensors by name: NAME=FILE (.npy or ONNX TensorProto .pb),

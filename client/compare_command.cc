@@ -5,7 +5,9 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "base/exit_codes.h"
 #include "client/commands.h"
+#include "client/json_output.h"
 #include "client/tensor_io.h"
 
 namespace kiln::client {
@@ -26,6 +28,10 @@ int RunCompare(const CompareOptions& o) {
   }
   bool all_ok = true;
   double worst = 0;
+  std::string outputs_json;  // --json: one object per output
+  auto add_output = [&](const JsonObject& output) {
+    absl::StrAppend(&outputs_json, outputs_json.empty() ? "" : ",", output.str());
+  };
   for (const fs::path& f : files) {
     fs::path other = fs::path(o.actual_dir) / f.filename();
     auto want = ReadTensorFile(f.string());
@@ -34,8 +40,14 @@ int RunCompare(const CompareOptions& o) {
     if (!got.ok()) return ReportError("compare", got.status());
     std::string name = f.stem().string();
     if (want->dtype() != DType::kFloat32 || got->dtype() != DType::kFloat32 || want->dims() != got->dims()) {
-      std::printf("%s: MISMATCH %s vs %s\n", name.c_str(), want->DebugString(0).c_str(),
-                  got->DebugString(0).c_str());
+      const std::string why = absl::StrCat(want->DebugString(0), " vs ", got->DebugString(0));
+      if (!o.json) std::printf("%s: MISMATCH %s\n", name.c_str(), why.c_str());
+      add_output(JsonObject()
+                     .Add("name", name)
+                     .Add("values", want->num_elements())
+                     .AddRaw("max_abs_error", "null")
+                     .Add("match", false)
+                     .Add("mismatch", why));
       all_ok = false;
       continue;
     }
@@ -50,14 +62,33 @@ int RunCompare(const CompareOptions& o) {
       if (err > o.atol + o.rtol * std::fabs(a)) ok = false;
     }
     worst = std::max(worst, max_abs);
-    std::printf("%s: %lld values, max abs error %.3g: %s\n", name.c_str(),
-                static_cast<long long>(want->num_elements()), max_abs, ok ? "match" : "MISMATCH");
+    if (!o.json) {
+      std::printf("%s: %lld values, max abs error %.3g: %s\n", name.c_str(),
+                  static_cast<long long>(want->num_elements()), max_abs, ok ? "match" : "MISMATCH");
+    }
+    add_output(JsonObject()
+                   .Add("name", name)
+                   .Add("values", want->num_elements())
+                   .Add("max_abs_error", max_abs)
+                   .Add("match", ok)
+                   .AddRaw("mismatch", ok ? "null" : JsonString("values differ beyond the tolerances")));
     all_ok = all_ok && ok;
+  }
+  if (o.json) {
+    std::printf("%s\n", JsonObject()
+                            .Add("match", all_ok)
+                            .Add("atol", o.atol)
+                            .Add("rtol", o.rtol)
+                            .Add("worst_max_abs_error", worst)
+                            .AddRaw("outputs", absl::StrCat("[", outputs_json, "]"))
+                            .str()
+                            .c_str());
+    return all_ok ? kExitOk : kExitOutputsDiffer;
   }
   std::printf("%s (atol %g, rtol %g, worst max abs error %.3g)\n",
               all_ok ? "outputs match the reference" : "OUTPUTS DIFFER FROM THE REFERENCE", o.atol, o.rtol,
               worst);
-  return all_ok ? 0 : 1;
+  return all_ok ? kExitOk : kExitOutputsDiffer;
 }
 
 }  // namespace kiln::client

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "base/log.h"
 #include "base/status_macros.h"
 #include "client/commands.h"
 #include "client/kiln_client.h"
@@ -15,7 +16,8 @@
 namespace kiln::client {
 namespace {
 
-// A one-line progress display on a terminal; a line per stage change otherwise.
+// A one-line progress display on a terminal (the logger's status line: a log
+// line never lands inside it); a line per stage change otherwise.
 class ProgressPrinter {
  public:
   explicit ProgressPrinter(bool quiet) : quiet_(quiet), tty_(::isatty(2)) {}
@@ -34,8 +36,7 @@ class ProgressPrinter {
     absl::StrAppend(&line, p.stage(), ": ", p.message());
     if (p.best_so_far_ms() > 0) absl::StrAppend(&line, " best ", FormatLatency(p.best_so_far_ms()));
     if (tty_) {
-      std::fprintf(stderr, "\r\033[K%s", line.c_str());
-      dirty_ = true;
+      ShowStatusLine(line);
     } else if (p.stage() != last_stage_ || p.message() != last_message_) {
       if (p.stage() != "tune" || p.message().find("trials") == std::string::npos) {
         std::fprintf(stderr, "%s\n", line.c_str());
@@ -44,19 +45,16 @@ class ProgressPrinter {
     last_stage_ = p.stage();
     last_message_ = p.message();
   }
-  void Finish() {
-    if (dirty_) std::fprintf(stderr, "\n");
-    dirty_ = false;
-  }
+  void Finish() { EndStatusLine(/*keep=*/true); }
 
  private:
   bool quiet_;
   bool tty_;
-  bool dirty_ = false;
   std::string last_stage_, last_message_;
 };
 
-// --budget: "500" is trials; "90s", "10m", "1h" are seconds of tuning.
+}  // namespace
+
 absl::StatusOr<std::pair<int, double>> ParseBudget(const std::string& text) {
   auto bad = [&] {
     return absl::InvalidArgumentError(absl::StrCat("--budget '", text,
@@ -78,8 +76,6 @@ absl::StatusOr<std::pair<int, double>> ParseBudget(const std::string& text) {
   if (scale == 0) return std::make_pair(value, 0.0);
   return std::make_pair(0, value * scale);
 }
-
-}  // namespace
 
 absl::StatusOr<kiln::v1::CompileRequest> CompileRequestFor(const CompileOptions& o) {
   ASSIGN_OR_RETURN(std::string model, ReadOnnxModelFile(o.model));
@@ -158,8 +154,9 @@ int RunCompile(const CompileOptions& o) {
   if (!request.ok()) return ReportError("compile", request.status());
   auto farm = FarmConnection::Open(o.server, o.db, /*workers=*/1, /*worker_threads=*/o.threads);
   if (!farm.ok()) return ReportError("compile", farm.status());
-  KilnClient client((*farm)->address());
-  auto result = CompileWithProgress(client, *request, o.quiet, o.output);
+  auto client = ConnectClient((*farm)->address(), o.connect_timeout_s);
+  if (!client.ok()) return ReportError("compile", client.status());
+  auto result = CompileWithProgress(**client, *request, o.quiet, o.output);
   if (!result.ok()) return ReportError("compile", result.status());
   if (o.json) {
     std::printf("%s\n", ToJson(*result).c_str());

@@ -5,7 +5,9 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "base/exit_codes.h"
 #include "client/commands.h"
+#include "client/json_output.h"
 #include "tuning_db/record_jsonl.h"
 #include "tuning_db/tuning_db.h"
 
@@ -21,7 +23,7 @@ int Export(tuningdb::TuningDb& db) {
   return 0;
 }
 
-int Import(tuningdb::TuningDb& db, const std::string& file) {
+int Import(tuningdb::TuningDb& db, const std::string& file, bool json) {
   if (file.empty()) {
     return ReportError("db import", absl::InvalidArgumentError("name the file to import (or - for stdin)"));
   }
@@ -34,25 +36,21 @@ int Import(tuningdb::TuningDb& db, const std::string& file) {
     counts = tuningdb::ImportRecordsJsonl(db, in, file);
   }
   if (!counts.ok()) return ReportError("db import", counts.status());
+  if (json) {
+    std::printf("%s\n", JsonObject()
+                            .Add("db", db.path())
+                            .Add("records_added", counts->records_added)
+                            .Add("records_present", counts->records_present)
+                            .Add("workloads_added", counts->workloads_added)
+                            .Add("targets_added", counts->targets_added)
+                            .str()
+                            .c_str());
+    return kExitOk;
+  }
   std::printf("imported %lld records (%lld already present), %lld new workloads, %lld new targets\n",
               static_cast<long long>(counts->records_added), static_cast<long long>(counts->records_present),
               static_cast<long long>(counts->workloads_added), static_cast<long long>(counts->targets_added));
   return 0;
-}
-
-std::string JsonEscape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-      continue;
-    }
-    out += c;
-  }
-  return out;
 }
 
 int Stats(tuningdb::TuningDb& db, bool json) {
@@ -61,16 +59,25 @@ int Stats(tuningdb::TuningDb& db, bool json) {
   auto ll = [](int64_t v) { return static_cast<long long>(v); };
   double coverage = s->record_keys == 0 ? 0.0 : static_cast<double>(s->answered_keys) / s->record_keys;
   if (json) {
-    std::printf(
-        "{\"db\":\"%s\",\"workloads\":%lld,\"targets\":%lld,\"records\":%lld,\"valid_records\":%lld,"
-        "\"record_keys\":%lld,\"answered_keys\":%lld,\"best_record_coverage\":%.4f,"
-        "\"workloads_answered\":%lld,\"artifacts\":%lld,\"artifact_bytes\":%lld,"
-        "\"compile_entries\":%lld,\"jobs_running\":%lld,\"jobs_done\":%lld,\"jobs_failed\":%lld}\n",
-        JsonEscape(db.path()).c_str(), ll(s->workloads), ll(s->targets), ll(s->records), ll(s->valid_records),
-        ll(s->record_keys), ll(s->answered_keys), coverage, ll(s->workloads_answered), ll(s->artifacts),
-        ll(s->artifact_bytes), ll(s->compile_entries), ll(s->jobs_running), ll(s->jobs_done),
-        ll(s->jobs_failed));
-    return 0;
+    std::printf("%s\n", JsonObject()
+                            .Add("db", db.path())
+                            .Add("workloads", s->workloads)
+                            .Add("targets", s->targets)
+                            .Add("records", s->records)
+                            .Add("valid_records", s->valid_records)
+                            .Add("record_keys", s->record_keys)
+                            .Add("answered_keys", s->answered_keys)
+                            .Add("best_record_coverage", coverage)
+                            .Add("workloads_answered", s->workloads_answered)
+                            .Add("artifacts", s->artifacts)
+                            .Add("artifact_bytes", s->artifact_bytes)
+                            .Add("compile_entries", s->compile_entries)
+                            .Add("jobs_running", s->jobs_running)
+                            .Add("jobs_done", s->jobs_done)
+                            .Add("jobs_failed", s->jobs_failed)
+                            .str()
+                            .c_str());
+    return kExitOk;
   }
   std::printf("database       %s\n", db.path().c_str());
   std::printf("workloads      %lld (%lld with a best record)\n", ll(s->workloads), ll(s->workloads_answered));
@@ -85,11 +92,22 @@ int Stats(tuningdb::TuningDb& db, bool json) {
   return 0;
 }
 
-int Gc(tuningdb::TuningDb& db, int64_t max_bytes) {
+int Gc(tuningdb::TuningDb& db, int64_t max_bytes, bool json) {
   if (max_bytes < 0) return ReportError("db gc", absl::InvalidArgumentError("--max-bytes N is required (N >= 0)"));
   absl::StatusOr<int64_t> freed = db.GcArtifacts(max_bytes);
   if (!freed.ok()) return ReportError("db gc", freed.status());
   absl::StatusOr<tuningdb::TuningDb::Stats> s = db.GetStats();
+  if (!s.ok()) return ReportError("db gc", s.status());
+  if (json) {
+    std::printf("%s\n", JsonObject()
+                            .Add("db", db.path())
+                            .Add("freed_bytes", *freed)
+                            .Add("artifacts", s->artifacts)
+                            .Add("artifact_bytes", s->artifact_bytes)
+                            .str()
+                            .c_str());
+    return kExitOk;
+  }
   std::printf("freed %lld bytes; %lld artifacts (%lld bytes) remain\n", static_cast<long long>(*freed),
               s.ok() ? static_cast<long long>(s->artifacts) : -1LL,
               s.ok() ? static_cast<long long>(s->artifact_bytes) : -1LL);
@@ -104,9 +122,9 @@ int RunDb(const DbOptions& options) {
   absl::StatusOr<std::unique_ptr<tuningdb::TuningDb>> db = tuningdb::TuningDb::Open(path);
   if (!db.ok()) return ReportError(command, db.status());
   if (options.action == "export") return Export(**db);
-  if (options.action == "import") return Import(**db, options.file);
+  if (options.action == "import") return Import(**db, options.file, options.json);
   if (options.action == "stats") return Stats(**db, options.json);
-  if (options.action == "gc") return Gc(**db, options.max_bytes);
+  if (options.action == "gc") return Gc(**db, options.max_bytes, options.json);
   return ReportError("db", absl::InvalidArgumentError(absl::StrCat("unknown action '", options.action, "'")));
 }
 

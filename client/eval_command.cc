@@ -3,7 +3,10 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/exit_codes.h"
 #include "client/commands.h"
+#include "client/json_output.h"
 #include "client/onnx_model_file.h"
 #include "client/tensor_io.h"
 #include "compiler_core/driver/compile_driver.h"
@@ -16,6 +19,7 @@ int RunEval(const EvalOptions& o) {
   if (!bytes.ok()) return ReportError("eval", bytes.status());
   ModelSource source;
   source.onnx_model = std::move(*bytes);
+  if (absl::Status s = CheckDistinctNames("--shape", o.shapes); !s.ok()) return ReportError("eval", s);
   for (const std::string& flag : o.shapes) {
     std::string name;
     std::vector<int64_t> dims;
@@ -46,15 +50,27 @@ int RunEval(const EvalOptions& o) {
     std::error_code ec;
     std::filesystem::create_directories(o.output_dir, ec);
   }
+  std::string outputs_json;  // --json: one object per output
   for (const auto& [name, t] : *outputs) {
-    if (o.output_dir.empty()) {
-      std::printf("%s = %s\n", name.c_str(), t.DebugString(16).c_str());
-      continue;
+    std::string path;
+    if (!o.output_dir.empty()) {
+      path = absl::StrCat(o.output_dir, "/", FileNameFor(name), ".npy");
+      if (absl::Status s = WriteNpy(path, t); !s.ok()) return ReportError("eval", s);
     }
-    std::string path = absl::StrCat(o.output_dir, "/", FileNameFor(name), ".npy");
-    if (absl::Status s = WriteNpy(path, t); !s.ok()) return ReportError("eval", s);
+    if (o.json) {
+      absl::StrAppend(&outputs_json, outputs_json.empty() ? "" : ",",
+                      JsonObject()
+                          .Add("name", name)
+                          .Add("dtype", DTypeName(t.dtype()))
+                          .AddRaw("dims", absl::StrCat("[", absl::StrJoin(t.dims(), ","), "]"))
+                          .AddRaw("file", path.empty() ? "null" : JsonString(path))
+                          .str());
+    } else if (path.empty()) {
+      std::printf("%s = %s\n", name.c_str(), t.DebugString(16).c_str());
+    }
   }
-  return 0;
+  if (o.json) std::printf("%s\n", JsonObject().AddRaw("outputs", absl::StrCat("[", outputs_json, "]")).str().c_str());
+  return kExitOk;
 }
 
 }  // namespace kiln::client

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "base/digest.h"
 
 namespace kiln::client {
@@ -29,6 +30,16 @@ KilnClient::KilnClient(const std::string& address) {
   lookup_ = kiln::v1::LookupService::NewStub(channel_);
 }
 
+absl::StatusOr<std::unique_ptr<KilnClient>> KilnClient::Connect(const std::string& address,
+                                                                 absl::Duration timeout) {
+  auto client = std::make_unique<KilnClient>(address);
+  if (!client->channel_->WaitForConnected(absl::ToChronoTime(absl::Now() + timeout))) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot reach kiln-server at ", address, " within ", absl::FormatDuration(timeout)));
+  }
+  return client;
+}
+
 KilnClient::KilnClient(std::shared_ptr<grpc::Channel> channel)
     : channel_(std::move(channel)),
       compile_(kiln::v1::CompileService::NewStub(channel_)),
@@ -38,7 +49,8 @@ absl::StatusOr<kiln::v1::CompileResult> KilnClient::Compile(
     const kiln::v1::CompileRequest& request,
     const std::function<void(const kiln::v1::Progress&)>& on_progress) {
   grpc::ClientContext context;
-  context.set_wait_for_ready(true);
+  // Long: a compile may tune for hours. The connection is made before (Connect),
+  // and a server that goes away fails the stream with UNAVAILABLE at once.
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::hours(12));
   auto reader = compile_->Compile(&context, request);
   kiln::v1::CompileEvent event;

@@ -7,18 +7,27 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "kiln/v1/compile.grpc.pb.h"
 #include "kiln/v1/lookup.grpc.pb.h"
 
 namespace kiln::client {
 
+// Every call fails with UNAVAILABLE at once when the server cannot be reached;
+// Connect first waits a bounded time for it (a server still starting up).
 class KilnClient {
  public:
+  // A client whose channel is connected: waits up to `timeout` for the server
+  // at `address` to accept a connection, else UNAVAILABLE "cannot reach
+  // kiln-server at ADDRESS within 10 s".
+  static absl::StatusOr<std::unique_ptr<KilnClient>> Connect(const std::string& address, absl::Duration timeout);
+
   explicit KilnClient(const std::string& address);
   // Over a channel the caller made (a worker shares its WorkerService channel).
   explicit KilnClient(std::shared_ptr<grpc::Channel> channel);
 
-  // Streams the compile; calls on_progress for every progress event; returns the result.
+  // Streams the compile; calls on_progress for every progress event; returns
+  // the result. The call does not wait for a server that is away (Connect does).
   absl::StatusOr<kiln::v1::CompileResult> Compile(
       const kiln::v1::CompileRequest& request,
       const std::function<void(const kiln::v1::Progress&)>& on_progress);

@@ -46,7 +46,9 @@ int RunReport(const ReportOptions& o) {
   if (!request.ok()) return ReportError("report", request.status());
   auto farm = FarmConnection::Open(o.server, o.db, /*workers=*/0);
   if (!farm.ok()) return ReportError("report", farm.status());
-  KilnClient client((*farm)->address());
+  auto connected = ConnectClient((*farm)->address(), o.connect_timeout_s);
+  if (!connected.ok()) return ReportError("report", connected.status());
+  KilnClient& client = **connected;
   auto report = client.Report(*request);
   if (!report.ok()) return ReportError("report", report.status());
   if (!o.output.empty()) {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
+#include "client/runtime/absl_interop.h"
 #include "client/runtime/package_reader.h"
 #include "client/runtime/session.h"
 #include "client/runtime/thread_pool.h"
@@ -36,16 +37,16 @@ struct GroupTime {
 };
 
 std::vector<GroupTime> GroupTimes(const runtime::Session& s, const std::vector<double>& step_seconds, int runs) {
-  const kiln::v1::PackageManifest& m = s.package().manifest();
-  std::vector<GroupTime> groups(m.groups_size());
-  for (int g = 0; g < m.groups_size(); ++g) {
-    const kiln::v1::PackageGroup& pg = m.groups(g);
-    groups[g].group = g;
-    groups[g].kind = pg.kind();
-    if (pg.nodes_size() > 0) groups[g].nodes = pg.nodes(0);
-    if (pg.nodes_size() > 1) absl::StrAppend(&groups[g].nodes, " (+", pg.nodes_size() - 1, ")");
-    groups[g].flops = pg.flops();
-    groups[g].bytes = pg.bytes();
+  const runtime::Manifest& m = s.package().manifest();
+  std::vector<GroupTime> groups(m.groups.size());
+  for (size_t g = 0; g < m.groups.size(); ++g) {
+    const runtime::ManifestGroup& pg = m.groups[g];
+    groups[g].group = static_cast<int>(g);
+    groups[g].kind = pg.kind;
+    if (!pg.nodes.empty()) groups[g].nodes = pg.nodes[0];
+    if (pg.nodes.size() > 1) absl::StrAppend(&groups[g].nodes, " (+", pg.nodes.size() - 1, ")");
+    groups[g].flops = pg.flops;
+    groups[g].bytes = pg.bytes;
   }
   for (int i = 0; i < s.num_steps() && i < static_cast<int>(step_seconds.size()); ++i) {
     int g = s.step_group(i);
@@ -106,11 +107,11 @@ std::string JsonEscape(const std::string& text) {
 
 int RunRun(const RunOptions& o) {
   auto package = runtime::Package::Load(o.package);
-  if (!package.ok()) return ReportError("run", package.status());
+  if (!package.ok()) return ReportError("run", runtime::ToAbsl(package.status()));
   std::shared_ptr<const runtime::Package> pkg(std::move(*package));
-  runtime::ThreadPool pool(std::max(1, o.threads));
+  runtime::ThreadPool pool(o.threads);  // 0: every hardware thread
   auto session = runtime::Session::Create(pkg, &pool);
-  if (!session.ok()) return ReportError("run", session.status());
+  if (!session.ok()) return ReportError("run", runtime::ToAbsl(session.status()));
   runtime::Session& s = **session;
 
   auto inputs = ReadInputFlags(o.inputs);
@@ -119,33 +120,33 @@ int RunRun(const RunOptions& o) {
     const Tensor* tensor = &value;
     int index = -1;
     for (int i = 0; i < s.num_inputs(); ++i) {
-      if (s.input_info(i).name() == name) index = i;
+      if (s.input_info(i).name == name) index = i;
     }
     if (index < 0) {
       return ReportError("run", absl::InvalidArgumentError(
                                     absl::StrCat("package has no input '", name, "'")));
     }
     const auto& info = s.input_info(index);
-    std::vector<int64_t> want(info.dims().begin(), info.dims().end());
-    if (static_cast<int>(tensor->dtype()) != static_cast<int>(info.dtype()) || tensor->dims() != want) {
+    const std::vector<int64_t>& want = info.dims;
+    if (static_cast<int>(tensor->dtype()) != static_cast<int>(info.dtype) || tensor->dims() != want) {
       return ReportError("run", absl::InvalidArgumentError(absl::StrCat(
                                     "input '", name, "' is ", tensor->DebugString(0),
-                                    "; the package expects ", DTypeName(static_cast<DType>(info.dtype())),
+                                    "; the package expects ", DTypeName(static_cast<DType>(info.dtype)),
                                     "[", absl::StrJoin(want, ","), "]")));
     }
-    if (absl::Status st = s.SetInput(name, tensor->raw(), tensor->size_bytes()); !st.ok()) {
-      return ReportError("run", st);
+    if (runtime::Status st = s.SetInput(name, tensor->raw(), tensor->size_bytes()); !st.ok()) {
+      return ReportError("run", runtime::ToAbsl(st));
     }
   }
 
-  if (absl::Status st = s.Run(); !st.ok()) return ReportError("run", st);
+  if (runtime::Status st = s.Run(); !st.ok()) return ReportError("run", runtime::ToAbsl(st));
   std::vector<double> times_ms;
   std::vector<double> step_seconds;
   std::vector<double>* profile = o.profile > 0 ? &step_seconds : nullptr;
   const int runs = o.profile > 0 ? std::max(o.repeat, 1) : o.repeat;
   for (int i = 0; i < runs; ++i) {
     auto t0 = std::chrono::steady_clock::now();
-    if (absl::Status st = s.Run(profile); !st.ok()) return ReportError("run", st);
+    if (runtime::Status st = s.Run(profile); !st.ok()) return ReportError("run", runtime::ToAbsl(st));
     times_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::vector<GroupTime> groups;
@@ -157,15 +158,15 @@ int RunRun(const RunOptions& o) {
     for (int i = 0; i < s.num_outputs(); ++i) {
       const auto& info = s.output_info(i);
       Tensor t = Tensor::FromBytes(
-          static_cast<DType>(info.dtype()), std::vector<int64_t>(info.dims().begin(), info.dims().end()),
+          static_cast<DType>(info.dtype), info.dims,
           std::string_view(static_cast<const char*>(s.OutputData(i)), s.OutputBytes(i)));
-      std::string path = absl::StrCat(o.output_dir, "/", FileNameFor(info.name()), ".npy");
+      std::string path = absl::StrCat(o.output_dir, "/", FileNameFor(info.name), ".npy");
       if (absl::Status st = WriteNpy(path, t); !st.ok()) return ReportError("run", st);
     }
   }
   if (o.json || !times_ms.empty()) {
     std::string json = absl::StrCat("{\"package\":\"", pkg->digest(), "\",\"threads\":", pool.num_threads(),
-                                    ",\"repeat\":", times_ms.size(), ",\"arena_bytes\":", pkg->manifest().arena_bytes());
+                                    ",\"repeat\":", times_ms.size(), ",\"arena_bytes\":", pkg->manifest().arena_bytes);
     if (!times_ms.empty()) {
       absl::StrAppend(&json, ",\"median_ms\":", Percentile(times_ms, 0.5),
                       ",\"p10_ms\":", Percentile(times_ms, 0.1), ",\"p90_ms\":", Percentile(times_ms, 0.9));
@@ -185,7 +186,7 @@ int RunRun(const RunOptions& o) {
     if (profile != nullptr && !o.json) PrintProfile(groups, o.profile, MeasureTriadGBs(pool));
   } else if (o.output_dir.empty()) {
     for (int i = 0; i < s.num_outputs(); ++i) {
-      std::printf("output %s: %zu bytes\n", s.output_info(i).name().c_str(), s.OutputBytes(i));
+      std::printf("output %s: %zu bytes\n", s.output_info(i).name.c_str(), s.OutputBytes(i));
     }
   }
   return 0;

@@ -21,7 +21,9 @@ int RunTune(const TuneOptions& o) {
 
   auto farm = FarmConnection::Open(compile.server, compile.db, /*workers=*/1, /*worker_threads=*/compile.threads);
   if (!farm.ok()) return ReportError("tune", farm.status());
-  KilnClient client((*farm)->address());
+  auto connected = ConnectClient((*farm)->address(), compile.connect_timeout_s);
+  if (!connected.ok()) return ReportError("tune", connected.status());
+  KilnClient& client = **connected;
   auto result = CompileWithProgress(client, *request, compile.quiet, compile.output);
   if (!result.ok()) return ReportError("tune", result.status());
 

@@ -22,8 +22,9 @@ PACKAGES=(
   python3 python3-venv python3-pip
 )
 # Test-only Python tools: models are exported with PyPI's torch/torchvision
-# (timm and transformers for the corpus subset) and checked against ONNX Runtime.
-PY_PACKAGES=(torch torchvision onnx onnxscript numpy onnxruntime timm transformers)
+# (timm and transformers for the corpus subset) and checked against ONNX Runtime;
+# grpcio, grpcio-tools (stubs from proto/) and pytest build and test python/.
+PY_PACKAGES=(torch torchvision onnx onnxscript numpy onnxruntime timm transformers grpcio grpcio-tools pytest)
 VENV=${KILN_VENV:-$ROOT/.venv}
 
 install_deps() {
@@ -45,7 +46,7 @@ install_deps() {
 
 install_python() {
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-  if "$VENV/bin/python" -c "import torch, torchvision, onnx, onnxscript, numpy, onnxruntime, timm, transformers" 2>/dev/null; then
+  if "$VENV/bin/python" -c "import torch, torchvision, onnx, onnxscript, numpy, onnxruntime, timm, transformers, grpc, grpc_tools, pytest" 2>/dev/null; then
     echo "bootstrap: Python packages present in $VENV"
     return
   fi

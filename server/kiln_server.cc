@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/file.h"
 #include "base/log.h"
+#include "base/status_macros.h"
 #include "server/compile_pipeline.h"
 #include "server/model_check.h"
 #include "server/compile_service.h"
@@ -47,9 +48,7 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   if (!db.ok()) return db.status();
   state->db = std::move(*db);
   state->metrics = std::make_unique<ServerMetrics>();
-  if (!options.metrics_address.empty() && !state->metrics->Expose(options.metrics_address)) {
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", options.metrics_address));
-  }
+  if (!options.metrics_address.empty()) RETURN_IF_ERROR(state->metrics->Expose(options.metrics_address));
   TaskBroker::Options bopts;
   bopts.heartbeat_interval = options.heartbeat_interval;
   bopts.worker_timeout = options.worker_timeout;
@@ -70,6 +69,8 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &state->port);
+  // No SO_REUSEPORT: a second server on a port in use must fail, not share it.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(1 << 30);
   builder.SetMaxSendMessageSize(64 << 20);
   builder.RegisterService(state->compile_service.get());
@@ -77,7 +78,8 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
   builder.RegisterService(state->lookup_service.get());
   state->server = builder.BuildAndStart();
   if (!state->server || state->port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", options.listen, ": the port is in use or the address is not this host's"));
   }
   state->host = options.listen.substr(0, options.listen.rfind(':'));
   if (state->host.empty() || state->host == "0.0.0.0" || state->host == "[::]") state->host = "127.0.0.1";

@@ -3,6 +3,8 @@
 
 #include <exception>
 
+#include "absl/strings/str_cat.h"
+
 namespace kiln::server {
 // Members are references into families the registry owns.
 ServerMetrics::ServerMetrics()
@@ -38,13 +40,13 @@ ServerMetrics::ServerMetrics()
                   .Register(*registry_)
                   .Add({})) {}
 
-bool ServerMetrics::Expose(const std::string& address) {
+absl::Status ServerMetrics::Expose(const std::string& address) {
   try {
     exposer_ = std::make_unique<prometheus::Exposer>(address);
     exposer_->RegisterCollectable(registry_);
-    return true;
-  } catch (const std::exception&) {
-    return false;
+    return absl::OkStatus();
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", address, ": ", e.what()));
   }
 }
 

@@ -10,6 +10,8 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include "absl/status/status.h"
+
 namespace kiln::server {
 
 class ServerMetrics {
@@ -18,8 +20,10 @@ class ServerMetrics {
 
  public:
   ServerMetrics();
-  // Serves /metrics on `address` ("127.0.0.1:9464"). Throws nothing; returns false on failure.
-  bool Expose(const std::string& address);
+  // Serves /metrics on `address` ("127.0.0.1:9464"). Throws nothing;
+  // UNAVAILABLE naming the address and the reason when it cannot bind it (a
+  // port in use).
+  absl::Status Expose(const std::string& address);
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
   prometheus::Counter& compiles_ok;

@@ -27,17 +27,17 @@ kiln::v1::MeasureResult Failure(const kiln::v1::MeasureTask& task, std::string m
 // The bytes of one input: small deterministic values for f32 and f64, zeros
 // for everything else (integer inputs are often indices, and zero is in
 // range of every axis).
-std::vector<uint8_t> InputBytes(const kiln::v1::PackageTensor& info, size_t bytes) {
+std::vector<uint8_t> InputBytes(const runtime::ManifestTensor& info, size_t bytes) {
   std::vector<uint8_t> data(bytes, 0);
   uint32_t state = 12345;
   auto next = [&state] {
     state = state * 1664525u + 1013904223u;
     return static_cast<double>(state >> 8) / 16777216.0 - 0.5;  // [-0.5, 0.5)
   };
-  if (info.dtype() == kiln::v1::FLOAT32) {
+  if (info.dtype == runtime::DataType::kFloat32) {
     auto* f = reinterpret_cast<float*>(data.data());
     for (size_t i = 0; i < bytes / sizeof(float); ++i) f[i] = static_cast<float>(next());
-  } else if (info.dtype() == kiln::v1::FLOAT64) {
+  } else if (info.dtype == runtime::DataType::kFloat64) {
     auto* d = reinterpret_cast<double*>(data.data());
     for (size_t i = 0; i < bytes / sizeof(double); ++i) d[i] = next();
   }
@@ -64,19 +64,19 @@ absl::StatusOr<kiln::v1::MeasureResult> TimePackages(const kiln::v1::MeasureTask
     if (!session.ok()) return Failure(task, absl::StrCat("package ", digest, ": ", session.status().message()));
     runtime::Session& s = **session;
     for (int i = 0; i < s.num_inputs(); ++i) {
-      const kiln::v1::PackageTensor& info = s.input_info(i);
-      size_t bytes = static_cast<size_t>(runtime::DataTypeSize(info.dtype()));
-      for (int64_t d : info.dims()) bytes *= static_cast<size_t>(std::max<int64_t>(d, 0));
+      const runtime::ManifestTensor& info = s.input_info(i);
+      size_t bytes = static_cast<size_t>(runtime::DataTypeSize(info.dtype));
+      for (int64_t d : info.dims) bytes *= static_cast<size_t>(std::max<int64_t>(d, 0));
       const std::vector<uint8_t> data = InputBytes(info, bytes);
-      if (absl::Status st = s.SetInput(info.name(), data.data(), data.size()); !st.ok()) {
-        return Failure(task, absl::StrCat("package ", digest, ": input ", info.name(), ": ", st.message()));
+      if (runtime::Status st = s.SetInput(info.name, data.data(), data.size()); !st.ok()) {
+        return Failure(task, absl::StrCat("package ", digest, ": input ", info.name, ": ", st.message()));
       }
     }
     sessions.push_back(std::move(*session));
   }
 
   auto run = [&](size_t p) -> absl::Status {
-    if (absl::Status st = sessions[p]->Run(); !st.ok()) {
+    if (runtime::Status st = sessions[p]->Run(); !st.ok()) {
       return absl::InternalError(absl::StrCat("package ", task.packages(static_cast<int>(p)), ": ", st.message()));
     }
     return absl::OkStatus();

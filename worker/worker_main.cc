@@ -8,7 +8,9 @@
 
 #include <atomic>
 
+#include "base/exit_codes.h"
 #include "base/log.h"
+#include "compiler_core/driver/version.h"
 #include "worker/worker.h"
 
 #include "CLI/CLI.hpp"
@@ -24,10 +26,15 @@ extern "C" void HandleStopSignal(int) { g_stop.store(true); }
 int main(int argc, char** argv) {
   kiln::worker::Worker::Options options;
   bool verbose = false;
+  std::string log_level = "info";
   CLI::App app{"kiln-worker: leases measurement tasks from a Kiln server, measures them on "
                "this device and reports the results"};
+  app.set_version_flag("--version", kiln::VersionText("kiln-worker"));
   bool no_isolate = false;
-  app.add_option("--server", options.server, "HOST:PORT of the Kiln server")->required();
+  app.add_option("--server", options.server,
+                 "HOST:PORT of the Kiln server; while it cannot be reached the worker retries (a warning per try, "
+                 "backing off to 5 s)")
+      ->required();
   app.add_option("--device", options.device, "device to measure on: cpu or cuda:N")
       ->capture_default_str();
   app.add_option("--name", options.name, "name reported to the server (default: hostname)");
@@ -49,17 +56,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--no-isolate", no_isolate,
                "measure in the worker process (a crashing kernel takes the worker down)");
-  app.add_flag("--verbose", verbose, "debug logging");
+  app.add_option("--log-level", log_level, "logs on stderr at this level and above: debug, info, warning, error")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"debug", "info", "warn", "warning", "error"}));
+  app.add_flag("--verbose", verbose, "debug logging (--log-level debug)");
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
+    return app.exit(e) == 0 ? kiln::kExitOk : kiln::kExitUsage;
   }
   options.isolate = !no_isolate;
-  if (verbose) kiln::SetMinLogLevel(kiln::LogLevel::kDebug);
+  kiln::SetMinLogLevel(verbose ? kiln::LogLevel::kDebug : *kiln::ParseLogLevel(log_level));
 
   struct sigaction sa;
   std::memset(&sa, 0, sizeof(sa));
@@ -72,10 +79,9 @@ int main(int argc, char** argv) {
   kiln::worker::Worker worker(options);
   absl::Status status = worker.Run(&g_stop);
   if (!status.ok()) {
-    kiln::Log(kiln::LogLevel::kError, "kiln-worker exiting",
-                      {{"error", std::string(status.message())}});
-    std::fprintf(stderr, "kiln-worker: %s\n", std::string(status.message()).c_str());
-    return 1;
+    std::fprintf(stderr, "kiln-worker: %s: %s\n", absl::StatusCodeToString(status.code()).c_str(),
+                 std::string(status.message()).c_str());
+    return kiln::ExitCodeFor(status.code());
   }
-  return 0;
+  return kiln::kExitOk;
 }

@@ -45,6 +45,12 @@ typedef enum kiln_dtype_t {
   KILN_DTYPE_BOOL = 9
 } kiln_dtype_t;
 
+/* The ABI this header describes. A library answers kiln_runtime_abi_version();
+ * it serves every header with the same major ABI version and a lower or equal
+ * minor one (docs/runtime-abi.md). */
+#define KILN_RUNTIME_ABI_MAJOR 1
+#define KILN_RUNTIME_ABI_MINOR 1
+
 /* Capacity a caller's dims array must have for kiln_session_*_info/output. */
 #define KILN_MAX_RANK 16
 
@@ -55,8 +61,19 @@ typedef struct kiln_session_t kiln_session_t;
  * the next call on this thread. */
 KILN_API const char* kiln_last_error_message(void);
 
+/* The library's version, "MAJOR.MINOR.PATCH" (the Kiln release it comes from). */
+KILN_API const char* kiln_runtime_version(void);
+/* The library's ABI as major * 1000 + minor (KILN_RUNTIME_ABI_MAJOR/MINOR). */
+KILN_API int kiln_runtime_abi_version(void);
+
 /* Loads and verifies a .kpkg (checksum, bounds). */
 KILN_API kiln_status_t kiln_package_load(const char* path, kiln_package_t** out_package);
+/* Loads and verifies a package from memory; the bytes are copied. */
+KILN_API kiln_status_t kiln_package_load_bytes(const void* data, size_t bytes, kiln_package_t** out_package);
+/* The CPU the package was compiled for: its ISA level and microarchitecture,
+ * e.g. "x86-64-v4 znver4"; owned by the package. Loading refuses a package
+ * whose CPU features this host lacks (KILN_FAILED_PRECONDITION). */
+KILN_API const char* kiln_package_target(const kiln_package_t* package);
 /* "sha256:<hex>" of the package file; owned by the package. */
 KILN_API const char* kiln_package_digest(const kiln_package_t* package);
 /* Sessions keep their package alive: releasing it while sessions exist is fine.
@@ -77,6 +94,16 @@ KILN_API kiln_status_t kiln_session_input_info(const kiln_session_t* session, in
 /* Copies `bytes` bytes, which must equal the input's size. */
 KILN_API kiln_status_t kiln_session_set_input(kiln_session_t* session, const char* name, const void* data,
                                               size_t bytes);
+/* Binds an input without a copy: the next runs read it from `data`, which must
+ * stay valid and unchanged until the input is bound again or set; `bytes` must
+ * equal the input's size and `data` be aligned to its element size. Kernels
+ * never write inputs. */
+KILN_API kiln_status_t kiln_session_bind_input(kiln_session_t* session, const char* name, const void* data,
+                                               size_t bytes);
+/* Makes the next runs write output `index` straight into `data` (same rules as
+ * kiln_session_bind_input); kiln_session_output then returns `data`. NULL
+ * data returns the output to the session's own memory. */
+KILN_API kiln_status_t kiln_session_bind_output(kiln_session_t* session, int index, void* data, size_t bytes);
 /* Fails with KILN_FAILED_PRECONDITION if an input is unbound. */
 KILN_API kiln_status_t kiln_session_run(kiln_session_t* session);
 /* Output `index` after a run: data (owned by the session, valid until the next

@@ -4,13 +4,14 @@
 #include <memory>
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "client/runtime/package_reader.h"
 #include "client/runtime/session.h"
+#include "client/runtime/status.h"
 #include "client/runtime/thread_pool.h"
 
 struct kiln_package_t {
   std::shared_ptr<const kiln::runtime::Package> package;
+  std::string target;  // kiln_package_target's answer
 };
 
 struct kiln_session_t {
@@ -20,6 +21,8 @@ struct kiln_session_t {
 
 namespace {
 
+using kiln::runtime::Cat;
+
 thread_local std::string t_last_error;
 
 kiln_status_t Fail(kiln_status_t code, std::string message) {
@@ -27,22 +30,29 @@ kiln_status_t Fail(kiln_status_t code, std::string message) {
   return code;
 }
 
-kiln_status_t FromStatus(const absl::Status& s) {
+kiln_status_t FromStatus(const kiln::runtime::Status& s) {
   if (s.ok()) return KILN_OK;
   return Fail(static_cast<kiln_status_t>(s.code()), std::string(s.message()));
 }
 
-kiln_status_t TensorInfo(const kiln::v1::PackageTensor& t, kiln_dtype_t* dtype, int64_t* dims, int* rank) {
-  if (dims != nullptr && t.dims_size() > KILN_MAX_RANK) {
-    return Fail(KILN_OUT_OF_RANGE, absl::StrCat("tensor '", t.name(), "' has rank ", t.dims_size(),
-                                                 ", more than KILN_MAX_RANK"));
+kiln_status_t TensorInfo(const kiln::runtime::ManifestTensor& t, kiln_dtype_t* dtype, int64_t* dims, int* rank) {
+  const int n = static_cast<int>(t.dims.size());
+  if (dims != nullptr && n > KILN_MAX_RANK) {
+    return Fail(KILN_OUT_OF_RANGE, Cat("tensor '", t.name, "' has rank ", n, ", more than KILN_MAX_RANK"));
   }
-  if (dtype != nullptr) *dtype = static_cast<kiln_dtype_t>(t.dtype());
-  if (rank != nullptr) *rank = t.dims_size();
+  if (dtype != nullptr) *dtype = static_cast<kiln_dtype_t>(t.dtype);
+  if (rank != nullptr) *rank = n;
   if (dims != nullptr) {
-    for (int i = 0; i < t.dims_size(); ++i) dims[i] = t.dims(i);
+    for (int i = 0; i < n; ++i) dims[i] = t.dims[i];
   }
   return KILN_OK;
+}
+
+kiln_package_t* NewPackage(std::unique_ptr<kiln::runtime::Package> package) {
+  auto* handle = new kiln_package_t{std::shared_ptr<const kiln::runtime::Package>(std::move(package)), ""};
+  const kiln::runtime::Manifest& m = handle->package->manifest();
+  handle->target = m.isa_level.empty() ? m.target_cpu : m.isa_level + " " + m.target_cpu;
+  return handle;
 }
 
 }  // namespace
@@ -51,13 +61,33 @@ extern "C" {
 
 const char* kiln_last_error_message(void) { return t_last_error.c_str(); }
 
+// KILN_RUNTIME_VERSION_STRING: the CMake project version (client/runtime/CMakeLists.txt).
+const char* kiln_runtime_version(void) { return KILN_RUNTIME_VERSION_STRING; }
+
+int kiln_runtime_abi_version(void) { return KILN_RUNTIME_ABI_MAJOR * 1000 + KILN_RUNTIME_ABI_MINOR; }
+
 kiln_status_t kiln_package_load(const char* path, kiln_package_t** out_package) {
   if (path == nullptr || out_package == nullptr) return Fail(KILN_INVALID_ARGUMENT, "kiln_package_load: null argument");
   *out_package = nullptr;
   auto pkg = kiln::runtime::Package::Load(path);
   if (!pkg.ok()) return FromStatus(pkg.status());
-  *out_package = new kiln_package_t{std::shared_ptr<const kiln::runtime::Package>(std::move(*pkg))};
+  *out_package = NewPackage(std::move(*pkg));
   return KILN_OK;
+}
+
+kiln_status_t kiln_package_load_bytes(const void* data, size_t bytes, kiln_package_t** out_package) {
+  if ((data == nullptr && bytes > 0) || out_package == nullptr) {
+    return Fail(KILN_INVALID_ARGUMENT, "kiln_package_load_bytes: null argument");
+  }
+  *out_package = nullptr;
+  auto pkg = kiln::runtime::Package::FromBytes(std::string_view(static_cast<const char*>(data), bytes));
+  if (!pkg.ok()) return FromStatus(pkg.status());
+  *out_package = NewPackage(std::move(*pkg));
+  return KILN_OK;
+}
+
+const char* kiln_package_target(const kiln_package_t* package) {
+  return package == nullptr ? "" : package->target.c_str();
 }
 
 const char* kiln_package_digest(const kiln_package_t* package) {
@@ -70,7 +100,7 @@ kiln_status_t kiln_session_create(kiln_package_t* package, int num_threads, kiln
   if (package == nullptr || out_session == nullptr) {
     return Fail(KILN_INVALID_ARGUMENT, "kiln_session_create: null argument");
   }
-  if (num_threads < 0) return Fail(KILN_INVALID_ARGUMENT, absl::StrCat("kiln_session_create: ", num_threads, " threads"));
+  if (num_threads < 0) return Fail(KILN_INVALID_ARGUMENT, Cat("kiln_session_create: ", num_threads, " threads"));
   *out_session = nullptr;
   auto handle = std::make_unique<kiln_session_t>();
   handle->pool = std::make_unique<kiln::runtime::ThreadPool>(num_threads);
@@ -91,19 +121,19 @@ int kiln_session_num_outputs(const kiln_session_t* session) {
 
 const char* kiln_session_input_name(const kiln_session_t* session, int index) {
   if (session == nullptr || index < 0 || index >= session->session->num_inputs()) return nullptr;
-  return session->session->input_info(index).name().c_str();
+  return session->session->input_info(index).name.c_str();
 }
 
 const char* kiln_session_output_name(const kiln_session_t* session, int index) {
   if (session == nullptr || index < 0 || index >= session->session->num_outputs()) return nullptr;
-  return session->session->output_info(index).name().c_str();
+  return session->session->output_info(index).name.c_str();
 }
 
 kiln_status_t kiln_session_input_info(const kiln_session_t* session, int index, kiln_dtype_t* dtype,
                                       int64_t* dims, int* rank) {
   if (session == nullptr) return Fail(KILN_INVALID_ARGUMENT, "kiln_session_input_info: null session");
   if (index < 0 || index >= session->session->num_inputs()) {
-    return Fail(KILN_OUT_OF_RANGE, absl::StrCat("input index ", index, " out of range"));
+    return Fail(KILN_OUT_OF_RANGE, Cat("input index ", index, " out of range"));
   }
   return TensorInfo(session->session->input_info(index), dtype, dims, rank);
 }
@@ -111,6 +141,18 @@ kiln_status_t kiln_session_input_info(const kiln_session_t* session, int index, 
 kiln_status_t kiln_session_set_input(kiln_session_t* session, const char* name, const void* data, size_t bytes) {
   if (session == nullptr || name == nullptr) return Fail(KILN_INVALID_ARGUMENT, "kiln_session_set_input: null argument");
   return FromStatus(session->session->SetInput(name, data, bytes));
+}
+
+kiln_status_t kiln_session_bind_input(kiln_session_t* session, const char* name, const void* data, size_t bytes) {
+  if (session == nullptr || name == nullptr) {
+    return Fail(KILN_INVALID_ARGUMENT, "kiln_session_bind_input: null argument");
+  }
+  return FromStatus(session->session->BindInput(name, data, bytes));
+}
+
+kiln_status_t kiln_session_bind_output(kiln_session_t* session, int index, void* data, size_t bytes) {
+  if (session == nullptr) return Fail(KILN_INVALID_ARGUMENT, "kiln_session_bind_output: null session");
+  return FromStatus(session->session->BindOutput(index, data, bytes));
 }
 
 kiln_status_t kiln_session_run(kiln_session_t* session) {
@@ -122,7 +164,7 @@ kiln_status_t kiln_session_output(const kiln_session_t* session, int index, cons
                                   kiln_dtype_t* dtype, int64_t* dims, int* rank) {
   if (session == nullptr) return Fail(KILN_INVALID_ARGUMENT, "kiln_session_output: null session");
   if (index < 0 || index >= session->session->num_outputs()) {
-    return Fail(KILN_OUT_OF_RANGE, absl::StrCat("output index ", index, " out of range"));
+    return Fail(KILN_OUT_OF_RANGE, Cat("output index ", index, " out of range"));
   }
   kiln_status_t s = TensorInfo(session->session->output_info(index), dtype, dims, rank);
   if (s != KILN_OK) return s;

@@ -9,8 +9,6 @@
 #include <limits>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
 
 namespace kiln::runtime {
 namespace {
@@ -87,15 +85,15 @@ class Linker {
  public:
   Linker(std::string_view elf, const std::string& name) : elf_(elf), name_(name) {}
 
-  absl::Status Parse();
-  absl::Status Layout();
-  absl::Status Resolve();
-  absl::Status MapAndRelocate(void** base, size_t* size);
-  absl::Status CollectExports(void* base, std::unordered_map<std::string, void*>* out);
+  Status Parse();
+  Status Layout();
+  Status Resolve();
+  Status MapAndRelocate(void** base, size_t* size);
+  Status CollectExports(void* base, std::unordered_map<std::string, void*>* out);
 
  private:
-  absl::Status Error(const std::string& what) const {
-    return absl::InvalidArgumentError(absl::StrCat(name_, ": ", what));
+  Status Error(const std::string& what) const {
+    return InvalidArgumentError(Cat(name_, ": ", what));
   }
   template <typename T>
   bool ReadAt(uint64_t offset, T* out) const {
@@ -104,10 +102,10 @@ class Linker {
     return true;
   }
   // NUL-terminated string at `offset` in string table section `index`.
-  absl::StatusOr<std::string> StringAt(uint32_t index, uint64_t offset) const;
+  Result<std::string> StringAt(uint32_t index, uint64_t offset) const;
   std::string SectionName(uint32_t index) const;
-  absl::Status ParseSymbols();
-  absl::Status ScanRelocations();
+  Status ParseSymbols();
+  Status ScanRelocations();
   // Entry k of RELA section `h`, with its symbol index and type.
   struct Relocation {
     Elf64_Rela rela;
@@ -119,7 +117,7 @@ class Linker {
     ReadAt(h.sh_offset + k * sizeof(Elf64_Rela), &r);
     return {r, ELF64_R_SYM(r.r_info), static_cast<uint32_t>(ELF64_R_TYPE(r.r_info))};
   }
-  absl::Status ApplyRelocations(uint8_t* base);
+  Status ApplyRelocations(uint8_t* base);
 
   std::string_view elf_;
   std::string name_;
@@ -136,18 +134,18 @@ class Linker {
   int64_t num_got_slots_ = 0, num_stubs_ = 0;
 };
 
-absl::StatusOr<std::string> Linker::StringAt(uint32_t index, uint64_t offset) const {
+Result<std::string> Linker::StringAt(uint32_t index, uint64_t offset) const {
   if (index >= sections_.size() || sections_[index].hdr.sh_type != SHT_STRTAB) {
-    return Error(absl::StrCat("string table index ", index, " is not a string table"));
+    return Error(Cat("string table index ", index, " is not a string table"));
   }
   const Elf64_Shdr& h = sections_[index].hdr;
   if (offset >= h.sh_size) {
-    return Error(absl::StrCat("string offset ", offset, " out of range of section ", index));
+    return Error(Cat("string offset ", offset, " out of range of section ", index));
   }
   std::string_view table = elf_.substr(h.sh_offset, h.sh_size);
   size_t end = table.find('\0', offset);
   if (end == std::string_view::npos) {
-    return Error(absl::StrCat("unterminated string in section ", index));
+    return Error(Cat("unterminated string in section ", index));
   }
   return std::string(table.substr(offset, end - offset));
 }
@@ -155,23 +153,23 @@ absl::StatusOr<std::string> Linker::StringAt(uint32_t index, uint64_t offset) co
 std::string Linker::SectionName(uint32_t index) const {
   if (index < sections_.size()) {
     auto s = StringAt(shstrndx_, sections_[index].hdr.sh_name);
-    if (s.ok() && !s->empty()) return absl::StrCat("section '", *s, "'");
+    if (s.ok() && !s->empty()) return Cat("section '", *s, "'");
   }
-  return absl::StrCat("section ", index);
+  return Cat("section ", index);
 }
 
-absl::Status Linker::Parse() {
+Status Linker::Parse() {
   if (!ReadAt(0, &ehdr_)) return Error("too small to be an ELF object");
   if (std::memcmp(ehdr_.e_ident, ELFMAG, SELFMAG) != 0) return Error("not an ELF object (bad magic)");
   if (ehdr_.e_ident[EI_CLASS] != ELFCLASS64) return Error("not a 64-bit ELF object");
   if (ehdr_.e_ident[EI_DATA] != ELFDATA2LSB) return Error("not a little-endian ELF object");
-  if (ehdr_.e_type != ET_REL) return Error(absl::StrCat("ELF type ", ehdr_.e_type, " is not relocatable"));
+  if (ehdr_.e_type != ET_REL) return Error(Cat("ELF type ", ehdr_.e_type, " is not relocatable"));
   if (ehdr_.e_machine != EM_X86_64) {
-    return Error(absl::StrCat("ELF machine ", ehdr_.e_machine, " is not x86-64"));
+    return Error(Cat("ELF machine ", ehdr_.e_machine, " is not x86-64"));
   }
   if (ehdr_.e_shoff == 0) return Error("no section headers");
   if (ehdr_.e_shentsize != sizeof(Elf64_Shdr)) {
-    return Error(absl::StrCat("section header size ", ehdr_.e_shentsize, " is not ", sizeof(Elf64_Shdr)));
+    return Error(Cat("section header size ", ehdr_.e_shentsize, " is not ", sizeof(Elf64_Shdr)));
   }
   uint64_t shnum = ehdr_.e_shnum;
   Elf64_Shdr first{};
@@ -187,7 +185,7 @@ absl::Status Linker::Parse() {
     Elf64_Shdr& h = sections_[i].hdr;
     ReadAt(ehdr_.e_shoff + i * sizeof(Elf64_Shdr), &h);
     if (i > 0 && h.sh_type != SHT_NOBITS && !InRange(h.sh_offset, h.sh_size, elf_.size())) {
-      return Error(absl::StrCat("section ", i, " contents out of range (offset ", h.sh_offset, ", size ",
+      return Error(Cat("section ", i, " contents out of range (offset ", h.sh_offset, ", size ",
                                 h.sh_size, ", object ", elf_.size(), " bytes)"));
     }
   }
@@ -197,12 +195,12 @@ absl::Status Linker::Parse() {
     if (symtab_index_ >= 0) return Error("more than one symbol table");
     symtab_index_ = static_cast<int64_t>(i);
   }
-  RETURN_IF_ERROR(ParseSymbols());
-  return absl::OkStatus();
+  RT_RETURN_IF_ERROR(ParseSymbols());
+  return OkStatus();
 }
 
-absl::Status Linker::ParseSymbols() {
-  if (symtab_index_ < 0) return absl::OkStatus();
+Status Linker::ParseSymbols() {
+  if (symtab_index_ < 0) return OkStatus();
   const Elf64_Shdr& h = sections_[symtab_index_].hdr;
   if (h.sh_entsize != sizeof(Elf64_Sym) || h.sh_size % sizeof(Elf64_Sym) != 0) {
     return Error("symbol table has a bad entry size");
@@ -213,34 +211,34 @@ absl::Status Linker::ParseSymbols() {
     SymbolInfo& s = symbols_[i];
     ReadAt(h.sh_offset + i * sizeof(Elf64_Sym), &s.sym);
     if (s.sym.st_name != 0) {
-      ASSIGN_OR_RETURN(s.name, StringAt(h.sh_link, s.sym.st_name));
+      RT_ASSIGN_OR_RETURN(s.name, StringAt(h.sh_link, s.sym.st_name));
     }
     uint16_t shndx = s.sym.st_shndx;
-    if (shndx == SHN_XINDEX) return Error(absl::StrCat("symbol '", s.name, "': extended section index unsupported"));
+    if (shndx == SHN_XINDEX) return Error(Cat("symbol '", s.name, "': extended section index unsupported"));
     if (shndx != SHN_UNDEF && shndx != SHN_ABS && shndx != SHN_COMMON && shndx >= sections_.size()) {
-      return Error(absl::StrCat("symbol '", s.name, "': section index ", shndx, " out of range"));
+      return Error(Cat("symbol '", s.name, "': section index ", shndx, " out of range"));
     }
     if (ELF64_ST_TYPE(s.sym.st_info) == STT_TLS) {
-      return Error(absl::StrCat("symbol '", s.name, "': thread-local storage is unsupported"));
+      return Error(Cat("symbol '", s.name, "': thread-local storage is unsupported"));
     }
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status Linker::Layout() {
+Status Linker::Layout() {
   for (size_t i = 0; i < sections_.size(); ++i) {
     SectionInfo& s = sections_[i];
     const Elf64_Shdr& h = s.hdr;
     if (i == 0 || h.sh_type == SHT_NULL || !(h.sh_flags & SHF_ALLOC) || h.sh_size == 0) continue;
-    if (h.sh_flags & SHF_TLS) return Error(absl::StrCat(SectionName(i), ": thread-local storage is unsupported"));
+    if (h.sh_flags & SHF_TLS) return Error(Cat(SectionName(i), ": thread-local storage is unsupported"));
     if ((h.sh_flags & SHF_WRITE) && (h.sh_flags & SHF_EXECINSTR)) {
-      return Error(absl::StrCat(SectionName(i), " is both writable and executable"));
+      return Error(Cat(SectionName(i), " is both writable and executable"));
     }
     uint64_t align = h.sh_addralign == 0 ? 1 : h.sh_addralign;
     if ((align & (align - 1)) != 0 || align > kPage) {
-      return Error(absl::StrCat(SectionName(i), ": unsupported alignment ", h.sh_addralign));
+      return Error(Cat(SectionName(i), ": unsupported alignment ", h.sh_addralign));
     }
-    if (h.sh_size > kMaxRegionBytes) return Error(absl::StrCat(SectionName(i), " is too large"));
+    if (h.sh_size > kMaxRegionBytes) return Error(Cat(SectionName(i), " is too large"));
     s.loaded = true;
     s.segment = (h.sh_flags & SHF_EXECINSTR) ? Segment::kText
                 : (h.sh_flags & SHF_WRITE)   ? Segment::kReadWrite
@@ -255,14 +253,14 @@ absl::Status Linker::Layout() {
     if (s.sym.st_shndx != SHN_COMMON) continue;
     uint64_t align = s.sym.st_value == 0 ? 1 : s.sym.st_value;
     if ((align & (align - 1)) != 0 || align > kPage || s.sym.st_size > kMaxRegionBytes) {
-      return Error(absl::StrCat("common symbol '", s.name, "' has a bad size or alignment"));
+      return Error(Cat("common symbol '", s.name, "' has a bad size or alignment"));
     }
     uint64_t& seg = seg_size_[static_cast<int>(Segment::kReadWrite)];
     s.common_offset = AlignUp(seg, align);
     seg = s.common_offset + s.sym.st_size;
     if (seg > kMaxRegionBytes) return Error("loaded sections are too large");
   }
-  RETURN_IF_ERROR(ScanRelocations());
+  RT_RETURN_IF_ERROR(ScanRelocations());
 
   // [text | stubs] page [read-only | GOT] page [read-write]
   seg_start_[0] = 0;
@@ -281,29 +279,29 @@ absl::Status Linker::Layout() {
   for (SymbolInfo& s : symbols_) {
     if (s.sym.st_shndx == SHN_COMMON) s.common_offset += seg_start_[2];
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status Linker::ScanRelocations() {
+Status Linker::ScanRelocations() {
   for (size_t i = 0; i < sections_.size(); ++i) {
     const Elf64_Shdr& h = sections_[i].hdr;
     if (h.sh_type != SHT_RELA && h.sh_type != SHT_REL) continue;
     if (h.sh_info >= sections_.size()) {
-      return Error(absl::StrCat(SectionName(i), ": relocated section index ", h.sh_info, " out of range"));
+      return Error(Cat(SectionName(i), ": relocated section index ", h.sh_info, " out of range"));
     }
     if (!sections_[h.sh_info].loaded) continue;  // debug info and the like
-    if (h.sh_type == SHT_REL) return Error(absl::StrCat(SectionName(i), ": REL relocations are unsupported"));
+    if (h.sh_type == SHT_REL) return Error(Cat(SectionName(i), ": REL relocations are unsupported"));
     if (static_cast<int64_t>(h.sh_link) != symtab_index_) {
-      return Error(absl::StrCat(SectionName(i), ": does not refer to the symbol table"));
+      return Error(Cat(SectionName(i), ": does not refer to the symbol table"));
     }
     if (h.sh_entsize != sizeof(Elf64_Rela) || h.sh_size % sizeof(Elf64_Rela) != 0) {
-      return Error(absl::StrCat(SectionName(i), ": bad relocation entry size"));
+      return Error(Cat(SectionName(i), ": bad relocation entry size"));
     }
     for (uint64_t k = 0; k < h.sh_size / sizeof(Elf64_Rela); ++k) {
       const auto [r, sym, type] = RelocationAt(h, k);
       if (type == R_X86_64_NONE) continue;
       if (sym >= symbols_.size()) {
-        return Error(absl::StrCat(SectionName(i), ": relocation ", k, " symbol index ", sym, " out of range"));
+        return Error(Cat(SectionName(i), ": relocation ", k, " symbol index ", sym, " out of range"));
       }
       SymbolInfo& s = symbols_[sym];
       bool undefined = s.sym.st_shndx == SHN_UNDEF && sym != 0;
@@ -312,10 +310,10 @@ absl::Status Linker::ScanRelocations() {
       if (type == R_X86_64_32 || type == R_X86_64_32S) needs_low_address_ = true;
     }
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status Linker::Resolve() {
+Status Linker::Resolve() {
   for (size_t i = 1; i < symbols_.size(); ++i) {
     SymbolInfo& s = symbols_[i];
     uint16_t shndx = s.sym.st_shndx;
@@ -324,7 +322,7 @@ absl::Status Linker::Resolve() {
       void* addr = BuiltinSymbol(s.name);
       if (addr == nullptr) addr = dlsym(RTLD_DEFAULT, s.name.c_str());
       if (addr == nullptr && ELF64_ST_BIND(s.sym.st_info) != STB_WEAK) {
-        return Error(absl::StrCat("undefined symbol '", s.name, "'"));
+        return Error(Cat("undefined symbol '", s.name, "'"));
       }
       s.defined = true;
       s.external = true;
@@ -334,15 +332,15 @@ absl::Status Linker::Resolve() {
       s.address = s.sym.st_value;
     }
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status Linker::MapAndRelocate(void** base_out, size_t* size_out) {
+Status Linker::MapAndRelocate(void** base_out, size_t* size_out) {
   int flags = MAP_PRIVATE | MAP_ANONYMOUS;
   if (needs_low_address_) flags |= MAP_32BIT;
   void* mem = mmap(nullptr, total_, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (mem == MAP_FAILED) {
-    return absl::ResourceExhaustedError(absl::StrCat(name_, ": cannot map ", total_, " bytes for code"));
+    return ResourceExhaustedError(Cat(name_, ": cannot map ", total_, " bytes for code"));
   }
   *base_out = mem;
   *size_out = total_;
@@ -361,7 +359,7 @@ absl::Status Linker::MapAndRelocate(void** base_out, size_t* size_out) {
       s.address = reinterpret_cast<uint64_t>(base + s.common_offset);
     } else if (shndx != SHN_UNDEF && shndx != SHN_ABS && sections_[shndx].loaded) {
       if (s.sym.st_value > sections_[shndx].hdr.sh_size) {
-        return Error(absl::StrCat("symbol '", s.name, "' lies outside its section"));
+        return Error(Cat("symbol '", s.name, "' lies outside its section"));
       }
       s.defined = true;
       s.address = reinterpret_cast<uint64_t>(base + sections_[shndx].offset) + s.sym.st_value;
@@ -380,7 +378,7 @@ absl::Status Linker::MapAndRelocate(void** base_out, size_t* size_out) {
       p[14] = p[15] = 0xcc;
     }
   }
-  RETURN_IF_ERROR(ApplyRelocations(base));
+  RT_RETURN_IF_ERROR(ApplyRelocations(base));
 
   // W^X: text and stubs RX, read-only data and GOT R, data RW.
   struct Range { uint64_t begin, end; int prot; };
@@ -390,33 +388,33 @@ absl::Status Linker::MapAndRelocate(void** base_out, size_t* size_out) {
   };
   for (const Range& r : ranges) {
     if (r.end > r.begin && mprotect(base + r.begin, r.end - r.begin, r.prot) != 0) {
-      return absl::InternalError(absl::StrCat(name_, ": mprotect failed: ", std::strerror(errno)));
+      return InternalError(Cat(name_, ": mprotect failed: ", std::strerror(errno)));
     }
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status Linker::ApplyRelocations(uint8_t* base) {
+Status Linker::ApplyRelocations(uint8_t* base) {
   const uint64_t got = reinterpret_cast<uint64_t>(base + got_start_);
   for (size_t i = 0; i < sections_.size(); ++i) {
     const Elf64_Shdr& h = sections_[i].hdr;
     if (h.sh_type != SHT_RELA || !sections_[h.sh_info].loaded) continue;
     const SectionInfo& target = sections_[h.sh_info];
     if (target.hdr.sh_type == SHT_NOBITS) {
-      return Error(absl::StrCat(SectionName(i), ": relocations against a NOBITS section"));
+      return Error(Cat(SectionName(i), ": relocations against a NOBITS section"));
     }
     for (uint64_t k = 0; k < h.sh_size / sizeof(Elf64_Rela); ++k) {
       const auto [r, sym, type] = RelocationAt(h, k);
       if (type == R_X86_64_NONE) continue;
       const SymbolInfo& s = symbols_[sym];
       if (sym != 0 && !s.defined) {
-        return Error(absl::StrCat(SectionName(i), ": relocation against symbol '", s.name,
+        return Error(Cat(SectionName(i), ": relocation against symbol '", s.name,
                                   "' in a section that is not loaded"));
       }
       const uint64_t width = (type == R_X86_64_64 || type == R_X86_64_PC64 || type == R_X86_64_GOTOFF64 ||
                               type == R_X86_64_GOTPC64) ? 8 : 4;
       if (!InRange(r.r_offset, width, target.hdr.sh_size)) {
-        return Error(absl::StrCat(SectionName(i), ": relocation ", k, " offset ", r.r_offset,
+        return Error(Cat(SectionName(i), ": relocation ", k, " offset ", r.r_offset,
                                   " out of range"));
       }
       uint8_t* place = base + target.offset + r.r_offset;
@@ -448,14 +446,14 @@ absl::Status Linker::ApplyRelocations(uint8_t* base) {
         case R_X86_64_32: value = S + A; check_uint32 = true; break;
         case R_X86_64_32S: value = S + A; check_int32 = true; break;
         default:
-          return Error(absl::StrCat(SectionName(i), ": unsupported relocation type ", type));
+          return Error(Cat(SectionName(i), ": unsupported relocation type ", type));
       }
       if (check_int32 && !FitsInt32(static_cast<int64_t>(value))) {
-        return Error(absl::StrCat(SectionName(i), ": ", RelocationName(type), " against '", s.name,
+        return Error(Cat(SectionName(i), ": ", RelocationName(type), " against '", s.name,
                                   "' out of range"));
       }
       if (check_uint32 && value > std::numeric_limits<uint32_t>::max()) {
-        return Error(absl::StrCat(SectionName(i), ": ", RelocationName(type), " against '", s.name,
+        return Error(Cat(SectionName(i), ": ", RelocationName(type), " against '", s.name,
                                   "' out of range (object not built as PIC?)"));
       }
       if (width == 8) {
@@ -466,29 +464,29 @@ absl::Status Linker::ApplyRelocations(uint8_t* base) {
       }
     }
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status Linker::CollectExports(void* base, std::unordered_map<std::string, void*>* out) {
+Status Linker::CollectExports(void* base, std::unordered_map<std::string, void*>* out) {
   for (size_t i = 1; i < symbols_.size(); ++i) {
     const SymbolInfo& s = symbols_[i];
     int bind = ELF64_ST_BIND(s.sym.st_info);
     if (s.name.empty() || s.external || !s.defined || (bind != STB_GLOBAL && bind != STB_WEAK)) continue;
     (*out)[s.name] = reinterpret_cast<void*>(s.address);
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<LoadedObject>> LoadedObject::Load(std::string_view elf, const std::string& name) {
+Result<std::unique_ptr<LoadedObject>> LoadedObject::Load(std::string_view elf, const std::string& name) {
   Linker linker(elf, name);
-  RETURN_IF_ERROR(linker.Parse());
-  RETURN_IF_ERROR(linker.Layout());
-  RETURN_IF_ERROR(linker.Resolve());
+  RT_RETURN_IF_ERROR(linker.Parse());
+  RT_RETURN_IF_ERROR(linker.Layout());
+  RT_RETURN_IF_ERROR(linker.Resolve());
   std::unique_ptr<LoadedObject> obj(new LoadedObject());
-  RETURN_IF_ERROR(linker.MapAndRelocate(&obj->base_, &obj->size_));
-  RETURN_IF_ERROR(linker.CollectExports(obj->base_, &obj->symbols_));
+  RT_RETURN_IF_ERROR(linker.MapAndRelocate(&obj->base_, &obj->size_));
+  RT_RETURN_IF_ERROR(linker.CollectExports(obj->base_, &obj->symbols_));
   return obj;
 }
 
@@ -496,10 +494,10 @@ LoadedObject::~LoadedObject() {
   if (base_ != nullptr) munmap(base_, size_);
 }
 
-absl::StatusOr<void*> LoadedObject::Lookup(std::string_view symbol) const {
+Result<void*> LoadedObject::Lookup(std::string_view symbol) const {
   auto it = symbols_.find(std::string(symbol));
   if (it == symbols_.end()) {
-    return absl::NotFoundError(absl::StrCat("symbol '", std::string(symbol), "' not found in kernel object"));
+    return NotFoundError(Cat("symbol '", std::string(symbol), "' not found in kernel object"));
   }
   return it->second;
 }

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "absl/status/statusor.h"
+#include "client/runtime/status.h"
 
 namespace kiln::runtime {
 
@@ -28,14 +28,14 @@ namespace kiln::runtime {
 class LoadedObject {
  public:
   // `name` is used in error messages only.
-  static absl::StatusOr<std::unique_ptr<LoadedObject>> Load(std::string_view elf,
+  static Result<std::unique_ptr<LoadedObject>> Load(std::string_view elf,
                                                             const std::string& name = "object");
   ~LoadedObject();
   LoadedObject(const LoadedObject&) = delete;
   LoadedObject& operator=(const LoadedObject&) = delete;
 
   // Address of a defined global (or weak) symbol; NOT_FOUND if there is none.
-  absl::StatusOr<void*> Lookup(std::string_view symbol) const;
+  Result<void*> Lookup(std::string_view symbol) const;
   // Bytes mapped for the object (sections, stubs, GOT).
   size_t mapped_bytes() const { return size_; }
 

@@ -9,14 +9,11 @@
 #include <string>
 #include <string_view>
 
-#include "absl/status/statusor.h"
+#include "client/runtime/manifest.h"
 #include "client/runtime/object_loader.h"
-#include "kiln/v1/package.pb.h"
+#include "client/runtime/status.h"
 
 namespace kiln::runtime {
-
-// Bytes per element of a manifest dtype; 0 for unspecified or unknown values.
-int64_t DataTypeSize(kiln::v1::DataType dtype);
 
 // An immutable, fully verified package in memory. Load checks the magic and
 // format version, the SHA-256 trailer (DATA_LOSS on mismatch), and every offset,
@@ -25,44 +22,45 @@ int64_t DataTypeSize(kiln::v1::DataType dtype);
 // and tensors name existing buffers, tensor sizes match their buffers. A
 // truncated or corrupt file is an error, never a crash. The file is held in
 // 64-byte aligned memory, so weights() and every constant buffer in it are
-// aligned as the writer laid them out. Thread-safe after Load.
+// aligned as the writer laid them out. A package whose target CPU features this
+// host lacks is FAILED_PRECONDITION naming them (cpu_features.h): running it
+// would be an illegal instruction. Thread-safe after Load.
 class Package {
  public:
-  static absl::StatusOr<std::unique_ptr<Package>> Load(const std::string& path);
+  static Result<std::unique_ptr<Package>> Load(const std::string& path);
   // `name` stands for the path in error messages.
-  static absl::StatusOr<std::unique_ptr<Package>> FromBytes(std::string_view bytes,
-                                                            const std::string& name = "<memory>");
+  static Result<std::unique_ptr<Package>> FromBytes(std::string_view bytes, const std::string& name = "<memory>");
   ~Package();
   Package(const Package&) = delete;
   Package& operator=(const Package&) = delete;
 
-  const kiln::v1::PackageManifest& manifest() const { return manifest_; }
+  const Manifest& manifest() const { return manifest_; }
   // "sha256:<hex>" of the whole file.
   const std::string& digest() const { return digest_; }
   // The ELF relocatable object holding every kernel.
   std::string_view code() const;
   const uint8_t* weights() const { return weights_; }
-  size_t weights_size() const { return static_cast<size_t>(manifest_.weights_size()); }
+  size_t weights_size() const { return static_cast<size_t>(manifest_.weights_size); }
   const std::string& name() const { return name_; }
 
   // The code object, loaded and relocated on first call and then shared by every
   // session; the result (or the error) is cached. Thread-safe.
-  absl::StatusOr<const LoadedObject*> Object() const;
+  Result<const LoadedObject*> Object() const;
 
  private:
   Package() = default;
-  absl::Status Verify();
+  Status Verify();
 
   std::string name_;
   uint8_t* data_ = nullptr;  // 64-byte aligned copy of the file
   size_t size_ = 0;
   const uint8_t* weights_ = nullptr;
   uint8_t* weights_copy_ = nullptr;  // only if the file's weights are misaligned
-  kiln::v1::PackageManifest manifest_;
+  Manifest manifest_;
   std::string digest_;
 
   mutable std::once_flag object_once_;
-  mutable absl::Status object_status_;
+  mutable Status object_status_;
   mutable std::unique_ptr<LoadedObject> object_;
 };
 

@@ -7,14 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "base/status_macros.h"
 
 namespace kiln::runtime {
 namespace {
 
-using kiln::v1::PackageBuffer;
 
 // Large buffers come from mmap: zeroed lazily, so an unused arena costs nothing.
 constexpr int64_t kMmapThreshold = int64_t{1} << 20;
@@ -39,63 +35,69 @@ void FreeZeroed(void* p, int64_t bytes) {
   }
 }
 
-std::string Describe(const kiln::v1::PackageTensor& t) {
-  return absl::StrCat(kiln::v1::DataType_Name(t.dtype()), "[", absl::StrJoin(t.dims(), ","), "]");
+std::string Describe(const ManifestTensor& t) {
+  std::string dims;
+  for (int64_t d : t.dims) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+  return Cat(DataTypeName(t.dtype), "[", dims, "]");
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Package> package,
-                                                         ThreadPool* pool) {
-  if (package == nullptr) return absl::InvalidArgumentError("session: null package");
-  const kiln::v1::PackageManifest& m = package->manifest();
+Result<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Package> package, ThreadPool* pool) {
+  if (package == nullptr) return InvalidArgumentError("session: null package");
+  const Manifest& m = package->manifest();
   std::unique_ptr<Session> s(new Session());
   s->package_ = package;
   s->pool_ = pool;
-  auto allocate = [&](int64_t bytes, const std::string& what) -> absl::StatusOr<void*> {
+  auto allocate = [&](int64_t bytes, const std::string& what) -> Result<void*> {
     void* p = AllocateZeroed(bytes);
     if (p == nullptr) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("package '", package->name(), "': cannot allocate ", bytes, " bytes for ", what));
+      return ResourceExhaustedError(
+          Cat("package '", package->name(), "': cannot allocate ", bytes, " bytes for ", what));
     }
     s->owned_.push_back({p, bytes});
     return p;
   };
-  ASSIGN_OR_RETURN(void* arena, allocate(m.arena_bytes(), "the arena"));
-  s->buffers_.resize(m.buffers_size(), nullptr);
-  for (int i = 0; i < m.buffers_size(); ++i) {
-    const PackageBuffer& b = m.buffers(i);
-    switch (b.kind()) {
-      case PackageBuffer::INPUT:
-      case PackageBuffer::OUTPUT: {
-        ASSIGN_OR_RETURN(s->buffers_[i], allocate(b.size_bytes(), absl::StrCat("buffer ", i)));
+  RT_ASSIGN_OR_RETURN(void* arena, allocate(m.arena_bytes, "the arena"));
+  s->buffers_.resize(m.buffers.size(), nullptr);
+  s->own_buffers_.resize(m.buffers.size(), nullptr);
+  for (size_t i = 0; i < m.buffers.size(); ++i) {
+    const ManifestBuffer& b = m.buffers[i];
+    switch (b.kind) {
+      case ManifestBuffer::kInput:
+      case ManifestBuffer::kOutput: {
+        RT_ASSIGN_OR_RETURN(s->buffers_[i], allocate(b.size_bytes, Cat("buffer ", i)));
+        s->own_buffers_[i] = s->buffers_[i];
         break;
       }
-      case PackageBuffer::CONSTANT:
+      case ManifestBuffer::kConstant:
         // The kernels' ABI passes void* const*; constants are never written.
-        s->buffers_[i] = const_cast<uint8_t*>(package->weights()) + b.offset();
+        s->buffers_[i] = const_cast<uint8_t*>(package->weights()) + b.offset;
         break;
-      case PackageBuffer::SCRATCH:
-        s->buffers_[i] = static_cast<uint8_t*>(arena) + b.offset();
+      case ManifestBuffer::kScratch:
+        s->buffers_[i] = static_cast<uint8_t*>(arena) + b.offset;
         break;
       default:
-        return absl::InternalError("unverified buffer kind");
+        return InternalError("unverified buffer kind");
     }
   }
-  s->input_bound_.assign(m.inputs_size(), false);
-  if (m.steps_size() > 0) {
-    ASSIGN_OR_RETURN(const LoadedObject* object, package->Object());
-    for (int i = 0; i < m.steps_size(); ++i) {
-      const kiln::v1::PackageStep& ps = m.steps(i);
-      auto fn = object->Lookup(ps.symbol());
+  s->input_bound_.assign(m.inputs.size(), false);
+  if (!m.steps.empty()) {
+    RT_ASSIGN_OR_RETURN(const LoadedObject* object, package->Object());
+    for (size_t i = 0; i < m.steps.size(); ++i) {
+      const ManifestStep& ps = m.steps[i];
+      auto fn = object->Lookup(ps.symbol);
       if (!fn.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("package '", package->name(), "': step ", i,
-                                                       ": kernel '", ps.symbol(), "' is not in the code object"));
+        return InvalidArgumentError(
+            Cat("package '", package->name(), "': step ", i, ": kernel '", ps.symbol, "' is not in the code object"));
       }
       Step step;
       step.kernel = reinterpret_cast<Kernel>(*fn);
-      step.num_tasks = ps.num_tasks();
-      for (int a : ps.args()) step.args.push_back(s->buffers_[a]);
+      step.num_tasks = ps.num_tasks;
+      for (int a : ps.args) {
+        step.arg_buffers.push_back(a);
+        step.args.push_back(s->buffers_[a]);
+      }
       s->steps_.push_back(std::move(step));
     }
   }
@@ -106,30 +108,90 @@ Session::~Session() {
   for (const auto& [p, bytes] : owned_) FreeZeroed(p, bytes);
 }
 
-absl::Status Session::SetInput(const std::string& name, const void* data, size_t bytes) {
-  const kiln::v1::PackageManifest& m = package_->manifest();
-  for (int i = 0; i < m.inputs_size(); ++i) {
-    const kiln::v1::PackageTensor& t = m.inputs(i);
-    if (t.name() != name) continue;
-    const int64_t expected = m.buffers(t.buffer()).size_bytes();
+Result<int> Session::CheckInput(const std::string& name, const void* data, size_t bytes) const {
+  const Manifest& m = package_->manifest();
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    const ManifestTensor& t = m.inputs[i];
+    if (t.name != name) continue;
+    const int64_t expected = m.buffers[t.buffer].size_bytes;
     if (static_cast<int64_t>(bytes) != expected) {
-      return absl::InvalidArgumentError(absl::StrCat("input '", name, "': expected ", expected, " bytes (",
-                                                     Describe(t), "), got ", bytes));
+      return InvalidArgumentError(
+          Cat("input '", name, "': expected ", expected, " bytes (", Describe(t), "), got ", bytes));
     }
-    if (bytes > 0 && data == nullptr) return absl::InvalidArgumentError(absl::StrCat("input '", name, "': null data"));
-    if (bytes > 0) std::memcpy(buffers_[t.buffer()], data, bytes);
-    input_bound_[i] = true;
-    return absl::OkStatus();
+    if (bytes > 0 && data == nullptr) return InvalidArgumentError(Cat("input '", name, "': null data"));
+    return static_cast<int>(i);
   }
-  std::vector<std::string> names;
-  for (const auto& t : m.inputs()) names.push_back(t.name());
-  return absl::NotFoundError(absl::StrCat("no input named '", name, "' (inputs: ", absl::StrJoin(names, ", "), ")"));
+  std::string names;
+  for (const ManifestTensor& t : m.inputs) names += (names.empty() ? "" : ", ") + t.name;
+  return NotFoundError(Cat("no input named '", name, "' (inputs: ", names, ")"));
 }
 
-absl::Status Session::Run(std::vector<double>* step_seconds) {
+void Session::Rebind(int index, void* data) {
+  if (buffers_[index] == data) return;
+  buffers_[index] = data;
+  for (Step& step : steps_) {
+    for (size_t a = 0; a < step.arg_buffers.size(); ++a) {
+      if (step.arg_buffers[a] == index) step.args[a] = data;
+    }
+  }
+}
+
+Status Session::SetInput(const std::string& name, const void* data, size_t bytes) {
+  RT_ASSIGN_OR_RETURN(int i, CheckInput(name, data, bytes));
+  const int buffer = input_info(i).buffer;
+  Rebind(buffer, own_buffers_[buffer]);
+  if (bytes > 0) std::memcpy(buffers_[buffer], data, bytes);
+  input_bound_[i] = true;
+  return OkStatus();
+}
+
+Status Session::BindInput(const std::string& name, const void* data, size_t bytes) {
+  RT_ASSIGN_OR_RETURN(int i, CheckInput(name, data, bytes));
+  const ManifestTensor& t = input_info(i);
+  const int64_t element = DataTypeSize(t.dtype);
+  if (bytes > 0 && reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(element) != 0) {
+    return InvalidArgumentError(
+        Cat("input '", name, "': data at ", data, " is not aligned to its ", element, "-byte elements"));
+  }
+  // Kernels take void* const*, and never write an input buffer.
+  Rebind(t.buffer, bytes > 0 ? const_cast<void*>(data) : own_buffers_[t.buffer]);
+  input_bound_[i] = true;
+  return OkStatus();
+}
+
+Status Session::BindOutput(int index, void* data, size_t bytes) {
+  if (index < 0 || index >= num_outputs()) return OutOfRangeError(Cat("output index ", index, " out of range"));
+  const Manifest& m = package_->manifest();
+  const ManifestTensor& t = m.outputs[index];
+  const ManifestBuffer& b = m.buffers[t.buffer];
+  int sharing = 0;
+  for (const ManifestTensor& o : m.outputs) sharing += o.buffer == t.buffer ? 1 : 0;
+  if (b.kind != ManifestBuffer::kOutput || sharing > 1) {
+    return FailedPreconditionError(Cat("output '", t.name, "' is not computed into a buffer of its own (",
+                                       b.name.empty() ? "a shared buffer" : "buffer '" + b.name + "'",
+                                       "); read it after the run instead of binding it"));
+  }
+  if (data == nullptr) {
+    Rebind(t.buffer, own_buffers_[t.buffer]);
+    return OkStatus();
+  }
+  if (static_cast<int64_t>(bytes) != b.size_bytes) {
+    return InvalidArgumentError(
+        Cat("output '", t.name, "': expected ", b.size_bytes, " bytes (", Describe(t), "), got ", bytes));
+  }
+  const int64_t element = DataTypeSize(t.dtype);
+  if (reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(element) != 0) {
+    return InvalidArgumentError(
+        Cat("output '", t.name, "': data at ", data, " is not aligned to its ", element, "-byte elements"));
+  }
+  Rebind(t.buffer, data);
+  return OkStatus();
+}
+
+Status Session::Run(std::vector<double>* step_seconds) {
   for (int i = 0; i < num_inputs(); ++i) {
     if (!input_bound_[i]) {
-      return absl::FailedPreconditionError(absl::StrCat("input '", input_info(i).name(), "' is not bound"));
+      return FailedPreconditionError(Cat("input '", input_info(i).name, "' is not bound"));
     }
   }
   if (step_seconds != nullptr) step_seconds->resize(steps_.size(), 0.0);
@@ -148,16 +210,13 @@ absl::Status Session::Run(std::vector<double>* step_seconds) {
       (*step_seconds)[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-const void* Session::OutputData(int index) const {
-  return buffers_[package_->manifest().outputs(index).buffer()];
-}
+const void* Session::OutputData(int index) const { return buffers_[output_info(index).buffer]; }
 
 size_t Session::OutputBytes(int index) const {
-  const kiln::v1::PackageManifest& m = package_->manifest();
-  return static_cast<size_t>(m.buffers(m.outputs(index).buffer()).size_bytes());
+  return static_cast<size_t>(package_->manifest().buffers[output_info(index).buffer].size_bytes);
 }
 
 }  // namespace kiln::runtime

@@ -9,9 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "client/runtime/package_reader.h"
+#include "client/runtime/status.h"
 #include "client/runtime/thread_pool.h"
 
 namespace kiln::runtime {
@@ -25,27 +24,34 @@ namespace kiln::runtime {
 class Session {
  public:
   // `pool` may be null (run on the calling thread) and must outlive the session.
-  static absl::StatusOr<std::unique_ptr<Session>> Create(std::shared_ptr<const Package> package,
-                                                         ThreadPool* pool);
+  static Result<std::unique_ptr<Session>> Create(std::shared_ptr<const Package> package, ThreadPool* pool);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   // Copies `bytes` bytes into the input named `name`. NOT_FOUND for an unknown
   // name, INVALID_ARGUMENT if the size differs from the manifest's.
-  absl::Status SetInput(const std::string& name, const void* data, size_t bytes);
+  Status SetInput(const std::string& name, const void* data, size_t bytes);
+  // Zero-copy: runs read the input named `name` from `data` itself until it is
+  // bound or set again. Same checks as SetInput, and `data` must be aligned to
+  // the element size (INVALID_ARGUMENT). Kernels never write inputs.
+  Status BindInput(const std::string& name, const void* data, size_t bytes);
+  // Zero-copy: runs write output `index` into `data` (null: back into the
+  // session's own memory). FAILED_PRECONDITION for an output that is not
+  // computed into a buffer of its own (an input or a constant passed through).
+  Status BindOutput(int index, void* data, size_t bytes);
   // FAILED_PRECONDITION if an input was never bound. With `step_seconds`
   // (resized to the number of steps), each step's wall time is added to its
   // entry: the profile `kiln run --profile` prints by fusion group.
-  absl::Status Run(std::vector<double>* step_seconds = nullptr);
+  Status Run(std::vector<double>* step_seconds = nullptr);
   // The manifest's group of step `index` (PackageStep.group).
-  int step_group(int index) const { return package_->manifest().steps(index).group(); }
+  int step_group(int index) const { return package_->manifest().steps[index].group; }
   int num_steps() const { return static_cast<int>(steps_.size()); }
 
-  int num_inputs() const { return package_->manifest().inputs_size(); }
-  int num_outputs() const { return package_->manifest().outputs_size(); }
-  const kiln::v1::PackageTensor& input_info(int index) const { return package_->manifest().inputs(index); }
-  const kiln::v1::PackageTensor& output_info(int index) const { return package_->manifest().outputs(index); }
+  int num_inputs() const { return static_cast<int>(package_->manifest().inputs.size()); }
+  int num_outputs() const { return static_cast<int>(package_->manifest().outputs.size()); }
+  const ManifestTensor& input_info(int index) const { return package_->manifest().inputs[index]; }
+  const ManifestTensor& output_info(int index) const { return package_->manifest().outputs[index]; }
   // Valid after Run(), until the next Run() or the session's end. index must be
   // in [0, num_outputs()).
   const void* OutputData(int index) const;
@@ -56,14 +62,20 @@ class Session {
   using Kernel = void (*)(void* const* args, int64_t task_begin, int64_t task_end);
   struct Step {
     Kernel kernel;
-    std::vector<void*> args;
+    std::vector<int> arg_buffers;  // manifest buffer indices
+    std::vector<void*> args;       // their current addresses
     int64_t num_tasks;
   };
   Session() = default;
+  // The input named `name` and the size check shared by SetInput and BindInput.
+  Result<int> CheckInput(const std::string& name, const void* data, size_t bytes) const;
+  // Points buffer `index` at `data` and every step argument naming it.
+  void Rebind(int index, void* data);
 
   std::shared_ptr<const Package> package_;
   ThreadPool* pool_ = nullptr;
-  std::vector<void*> buffers_;           // base pointer of every manifest buffer
+  std::vector<void*> buffers_;           // current address of every manifest buffer
+  std::vector<void*> own_buffers_;       // the session's own memory for each (null for constants)
   std::vector<std::pair<void*, int64_t>> owned_;  // allocations to free, with sizes
   std::vector<bool> input_bound_;
   std::vector<Step> steps_;

@@ -10,6 +10,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "absl/strings/str_cat.h"
+#include "base/cpu_features.h"
 #include "base/digest.h"
 #include "base/status_macros.h"
 #include "compiler_core/codegen/object_emitter.h"
@@ -86,6 +87,7 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
   m.set_target_triple(options.target.triple);
   m.set_target_cpu(options.target.cpu);
   m.set_target_features(options.target.features);
+  m.set_isa_level(IsaLevelOf(options.target.features));
   m.set_model_name(options.model_name);
   m.set_tuned_threads(options.tuned_threads);
 

@@ -1,6 +1,10 @@
 // Tests of the SHA-256 helpers against known vectors.
 #include "base/digest.h"
 
+#include <openssl/sha.h>
+
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace kiln {
@@ -11,6 +15,25 @@ TEST(Sha256Test, KnownVectors) {
   EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(ContentDigest("abc"),
             "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+// Every length around the padding boundaries (55, 56, 63, 64 ...) and a large
+// input, against OpenSSL's SHA-256 as the reference.
+TEST(Sha256Test, MatchesOpenSslOnEveryPaddingCase) {
+  std::string data;
+  for (int i = 0; i < 300; ++i) data.push_back(static_cast<char>((i * 131 + 7) & 0xff));
+  for (size_t n = 0; n <= data.size(); ++n) {
+    unsigned char want[SHA256_DIGEST_LENGTH];
+    SHA256(reinterpret_cast<const unsigned char*>(data.data()), n, want);
+    Sha256Bytes got = Sha256(std::string_view(data.data(), n));
+    ASSERT_EQ(std::string(got.begin(), got.end()), std::string(want, want + SHA256_DIGEST_LENGTH)) << n << " bytes";
+  }
+  std::string big(3 << 20, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 2654435761u >> 13);
+  unsigned char want[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(big.data()), big.size(), want);
+  Sha256Bytes got = Sha256(big);
+  EXPECT_EQ(std::string(got.begin(), got.end()), std::string(want, want + SHA256_DIGEST_LENGTH));
 }
 
 TEST(Sha256Test, DigestValidation) {

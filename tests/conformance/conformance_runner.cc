@@ -16,6 +16,7 @@
 #include "base/file.h"
 #include "base/status_macros.h"
 #include "client/runtime/package_reader.h"
+#include "client/runtime/absl_interop.h"
 #include "client/runtime/session.h"
 #include "compiler_core/codegen/target.h"
 #include "compiler_core/driver/compile_driver.h"
@@ -165,16 +166,17 @@ absl::Status RunCompiled(const Graph& original, const std::vector<DataSet>& sets
   po.model_name = original.name();
   po.target = CpuTarget::Host();
   ASSIGN_OR_RETURN(PackageBytes bytes, CompileWithDefaultSchedules(original.Clone(), po));
-  ASSIGN_OR_RETURN(std::unique_ptr<runtime::Package> pkg, runtime::Package::FromBytes(bytes.bytes));
+  ASSIGN_OR_RETURN(std::unique_ptr<runtime::Package> pkg, runtime::ToAbsl(runtime::Package::FromBytes(bytes.bytes)));
   std::shared_ptr<const runtime::Package> shared(std::move(pkg));
-  ASSIGN_OR_RETURN(std::unique_ptr<runtime::Session> session, runtime::Session::Create(shared, nullptr));
+  ASSIGN_OR_RETURN(std::unique_ptr<runtime::Session> session,
+                   runtime::ToAbsl(runtime::Session::Create(shared, nullptr)));
   for (const DataSet& ds : sets) {
-    for (const auto& [name, t] : ds.inputs) RETURN_IF_ERROR(session->SetInput(name, t.raw(), t.size_bytes()));
-    RETURN_IF_ERROR(session->Run());
+    for (const auto& [name, t] : ds.inputs) RETURN_IF_ERROR(runtime::ToAbsl(session->SetInput(name, t.raw(), t.size_bytes())));
+    RETURN_IF_ERROR(runtime::ToAbsl(session->Run()));
     for (const auto& [name, want] : ds.outputs) {
       int index = -1;
       for (int i = 0; i < session->num_outputs(); ++i) {
-        if (session->output_info(i).name() == name) index = i;
+        if (session->output_info(i).name == name) index = i;
       }
       if (index < 0) return absl::InternalError(absl::StrCat("package has no output '", name, "'"));
       if (session->OutputBytes(index) != static_cast<size_t>(want.size_bytes())) {

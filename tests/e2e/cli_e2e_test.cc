@@ -18,6 +18,7 @@
 #include "client/tensor_io.h"
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/frontend/onnx_importer.h"
+#include "tests/e2e/cli_process.h"
 #include "tests/compiler_core/frontend/onnx_model_builder.h"
 
 namespace kiln {
@@ -25,37 +26,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kBin = KILN_BINARY_DIR;
-
-struct CommandResult {
-  int exit_code;
-  std::string output;  // stdout and stderr
-};
-
-CommandResult RunCommand(const std::string& cmd, const fs::path& log) {
-  int rc = std::system((cmd + " >" + log.string() + " 2>&1").c_str());
-  std::ifstream f(log);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, ss.str()};
-}
-
-pid_t Spawn(const std::vector<std::string>& argv, const fs::path& log) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    FILE* f = std::fopen(log.c_str(), "w");
-    if (f) {
-      dup2(fileno(f), 1);
-      dup2(fileno(f), 2);
-    }
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  return pid;
-}
+using e2e::kBin;
+using e2e::RunCommand;
+using e2e::Spawn;
 
 class CliEndToEndTest : public ::testing::Test {
  protected:
@@ -66,12 +39,7 @@ class CliEndToEndTest : public ::testing::Test {
     server_ = Spawn({kBin + "/server/kiln-server", "--listen", "127.0.0.1:0", "--db",
                      (dir_ / "tuning.db").string(), "--port-file", (dir_ / "port").string()},
                     dir_ / "server.log");
-    for (int i = 0; i < 300 && !fs::exists(dir_ / "port"); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    std::ifstream pf(dir_ / "port");
-    int port = 0;
-    pf >> port;
+    const int port = e2e::WaitForPortFile(dir_ / "port");
     ASSERT_GT(port, 0) << "kiln-server did not write its port";
     address_ = "127.0.0.1:" + std::to_string(port);
     worker_ = Spawn({kBin + "/worker/kiln-worker", "--server", address_, "--device", "cpu"},
@@ -142,15 +110,17 @@ TEST_F(CliEndToEndTest, CompileRunAndCompareWithTheInterpreter) {
   EXPECT_NE(timed.output.find("\"p90_ms\":"), std::string::npos) << timed.output;
 
   // A second compile measures nothing and reproduces the digest.
-  auto again = RunCommand(Kiln("compile " + (work / "mlp.onnx").string() +
-                               " --shape x=8,64 --trials 3 --json --server " + address_ + " -o " +
-                               (work / "again.kpkg").string()),
-                          dir_ / "again.log");
-  ASSERT_EQ(again.exit_code, 0) << again.output;
+  auto again = e2e::RunCommandSplit(Kiln("compile " + (work / "mlp.onnx").string() +
+                                         " --shape x=8,64 --trials 3 --json --server " + address_ + " -o " +
+                                         (work / "again.kpkg").string()),
+                                    dir_ / "again");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
   std::string digest_line = compile.output.substr(compile.output.find("digest sha256:") + 7, 71);
-  EXPECT_NE(again.output.find(digest_line), std::string::npos) << digest_line << "\n" << again.output;
-  EXPECT_EQ(again.output.find("\"trials_measured\":"), std::string::npos)
-      << "the second compile measured trials:\n" << again.output;
+  EXPECT_NE(again.out.find(digest_line), std::string::npos) << digest_line << "\n" << again.out;
+  auto result = e2e::ParseJson(again.out);
+  ASSERT_TRUE(result.ok()) << result.status() << "\n" << again.out;
+  EXPECT_EQ(result->fields().at("trials_measured").number_value(), 0)
+      << "the second compile measured trials:\n" << again.out;
 }
 
 TEST_F(CliEndToEndTest, EachErrorClassExitsNonZeroNamingTheProblem) {
@@ -256,9 +226,15 @@ TEST_F(CliEndToEndTest, TuneSpendsABudgetAndReportWritesWhatTheDatabaseHolds) {
                          dir_ / "report.log");
   ASSERT_EQ(json.exit_code, 0) << json.output;
   EXPECT_NE(json.output.find("\"workloads\""), std::string::npos) << json.output;
-  const size_t at = json.output.find("\"job_id\":\"");
-  ASSERT_NE(at, std::string::npos) << json.output;
-  const std::string job = json.output.substr(at + 10, json.output.find('"', at + 10) - at - 10);
+  // A job id is an int64: a JSON number. The first trial with a job names one.
+  std::string job;
+  for (size_t at = json.output.find("\"job_id\":"); at != std::string::npos && job.empty();
+       at = json.output.find("\"job_id\":", at + 1)) {
+    const size_t digits = at + 9;
+    job = json.output.substr(digits, json.output.find_first_not_of("0123456789", digits) - digits);
+    if (job == "0") job.clear();
+  }
+  ASSERT_FALSE(job.empty()) << json.output;
   auto by_job = RunCommand(Kiln("report " + job + " --server " + address_ + " -o " + (work / "job.html").string()),
                            dir_ / "report_job.log");
   ASSERT_EQ(by_job.exit_code, 0) << by_job.output;

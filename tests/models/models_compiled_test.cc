@@ -42,7 +42,7 @@ void CheckCompiledModel(const std::string& file) {
     for (const auto& [name, t] : inputs) ASSERT_TRUE((*session)->SetInput(name, t.raw(), t.size_bytes()).ok());
     ASSERT_TRUE((*session)->Run().ok());
     for (int i = 0; i < (*session)->num_outputs(); ++i) {
-      const std::string& name = (*session)->output_info(i).name();
+      const std::string& name = (*session)->output_info(i).name;
       const Tensor& ref = want->at(name);
       ASSERT_EQ((*session)->OutputBytes(i), static_cast<size_t>(ref.size_bytes())) << name;
       const float* got = static_cast<const float*>((*session)->OutputData(i));

@@ -296,7 +296,7 @@ TEST(CompileServiceThreadsTest, ACompileForTwoThreadsIsTunedOnTwoThreadsUnderIts
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   auto pkg = runtime::Package::FromBytes(*bytes);
   ASSERT_TRUE(pkg.ok()) << pkg.status();
-  EXPECT_EQ((*pkg)->manifest().tuned_threads(), 2);
+  EXPECT_EQ((*pkg)->manifest().tuned_threads, 2);
 
   // The one-thread compile of the same model has records of its own to make:
   // nothing measured on two threads stands for one.

@@ -339,7 +339,8 @@ TEST(WorkerBinaryTest, BadFlagsExitWithUsage) {
   EXPECT_EQ(WaitExit(Spawn({WorkerBinary()})), 2);  // --server is required
   EXPECT_EQ(WaitExit(Spawn({WorkerBinary(), "--server", "x:1", "--bogus"})), 2);
   EXPECT_EQ(WaitExit(Spawn({WorkerBinary(), "--server", "x:1", "--task-timeout-ms", "abc"})), 2);
-  EXPECT_EQ(WaitExit(Spawn({WorkerBinary(), "--server", "x:1", "--device", "tpu"})), 1);
+  // A device the worker cannot parse: INVALID_ARGUMENT, exit 4 (base/exit_codes.h).
+  EXPECT_EQ(WaitExit(Spawn({WorkerBinary(), "--server", "x:1", "--device", "tpu"})), 4);
 }
 
 TEST(WorkerBinaryTest, ServesThenExitsCleanlyOnSigterm) {

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cpu_features.h"
 #include "base/digest.h"
 #include "client/runtime/kiln_runtime.h"
 #include "client/runtime/package_reader.h"
@@ -183,16 +184,16 @@ TEST(RuntimeTest, LoadsFromFileAndDigestIsSha256OfTheFile) {
   auto pkg = Package::Load(path);
   ASSERT_TRUE(pkg.ok()) << pkg.status();
   EXPECT_EQ((*pkg)->digest(), "sha256:" + kiln::Sha256Hex(bytes));
-  EXPECT_EQ((*pkg)->manifest().model_name(), "test");
+  EXPECT_EQ((*pkg)->manifest().model_name, "test");
   EXPECT_EQ((*pkg)->code(), *Kernels());
   EXPECT_EQ(reinterpret_cast<uintptr_t>((*pkg)->weights()) % 64, 0u);
   EXPECT_EQ((*pkg)->weights_size(), MakeModel().weights.size());
 
   auto missing = Package::Load(path + ".nope");
-  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().code(), runtime::StatusCode::kNotFound);
   EXPECT_THAT(missing.status().message(), HasSubstr(".nope"));
   auto dir = Package::Load(kiln::testing::MakeTempDir());
-  EXPECT_EQ(dir.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(dir.status().code(), runtime::StatusCode::kInvalidArgument);
   EXPECT_THAT(dir.status().message(), HasSubstr("not a regular file"));
 }
 
@@ -215,7 +216,7 @@ TEST(RuntimeTest, FlippedByteIsChecksumMismatch) {
     b[at] ^= 0x10;
     auto pkg = Package::FromBytes(b, "flip.kpkg");
     ASSERT_FALSE(pkg.ok()) << at;
-    EXPECT_EQ(pkg.status().code(), absl::StatusCode::kDataLoss) << at;
+    EXPECT_EQ(pkg.status().code(), runtime::StatusCode::kDataLoss) << at;
     EXPECT_EQ(pkg.status().message(), "package 'flip.kpkg': checksum mismatch");
   }
 }
@@ -226,14 +227,14 @@ TEST(RuntimeTest, BadMagicAndVersion) {
   b[0] = 'X';
   kiln::testing::Reseal(&b);
   auto pkg = Package::FromBytes(b);
-  EXPECT_EQ(pkg.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(pkg.status().code(), runtime::StatusCode::kInvalidArgument);
   EXPECT_THAT(pkg.status().message(), HasSubstr("bad magic"));
 
   b = MakePackage();
   b[8] = 7;  // format_version
   kiln::testing::Reseal(&b);
   pkg = Package::FromBytes(b);
-  EXPECT_EQ(pkg.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(pkg.status().code(), runtime::StatusCode::kInvalidArgument);
   EXPECT_THAT(pkg.status().message(), HasSubstr("format version 7"));
 }
 
@@ -247,7 +248,7 @@ TEST(RuntimeTest, HeaderManifestOutOfRange) {
       kiln::testing::Reseal(&b);
       auto pkg = Package::FromBytes(b);
       ASSERT_FALSE(pkg.ok()) << field_at << " " << value;
-      EXPECT_EQ(pkg.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_EQ(pkg.status().code(), runtime::StatusCode::kInvalidArgument);
       EXPECT_THAT(pkg.status().message(), HasSubstr("manifest"));
     }
   }
@@ -295,7 +296,7 @@ TEST(RuntimeTest, ManifestFieldsOutOfRangeAreInvalidArgument) {
   for (const TamperCase& c : cases) {
     auto pkg = Package::FromBytes(MakePackage(c.tamper), "bad.kpkg");
     ASSERT_FALSE(pkg.ok()) << c.name;
-    EXPECT_EQ(pkg.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
+    EXPECT_EQ(pkg.status().code(), runtime::StatusCode::kInvalidArgument) << c.name;
     EXPECT_THAT(pkg.status().message(), HasSubstr(c.message)) << c.name;
     EXPECT_THAT(pkg.status().message(), HasSubstr("package 'bad.kpkg'")) << c.name;
   }
@@ -310,7 +311,7 @@ TEST(RuntimeTest, CorruptCodeIsAnErrorOnSessionCreate) {
   std::shared_ptr<const Package> shared = std::move(*pkg);
   auto s = Session::Create(shared, nullptr);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.status().code(), runtime::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.status().message(), HasSubstr("junk.kpkg"));
   EXPECT_THAT(s.status().message(), HasSubstr("ELF"));
   // The failure is cached, not retried into a crash.
@@ -341,22 +342,22 @@ TEST(RuntimeTest, InputBindingErrors) {
   ASSERT_TRUE(s.ok()) << s.status();
   std::vector<float> x = Input();
 
-  absl::Status run = (*s)->Run();
-  EXPECT_EQ(run.code(), absl::StatusCode::kFailedPrecondition);
+  runtime::Status run = (*s)->Run();
+  EXPECT_EQ(run.code(), runtime::StatusCode::kFailedPrecondition);
   EXPECT_THAT(run.message(), HasSubstr("input 'x' is not bound"));
 
-  absl::Status st = (*s)->SetInput("x", x.data(), 12);
-  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  runtime::Status st = (*s)->SetInput("x", x.data(), 12);
+  EXPECT_EQ(st.code(), runtime::StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("input 'x': expected 4000 bytes (FLOAT32[1000]), got 12"));
 
   st = (*s)->SetInput("q", x.data(), 4000);
-  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(st.code(), runtime::StatusCode::kNotFound);
   EXPECT_THAT(st.message(), HasSubstr("'q'"));
   EXPECT_FALSE((*s)->Run().ok());
 
   EXPECT_EQ((*s)->num_inputs(), 1);
-  EXPECT_EQ((*s)->input_info(0).name(), "x");
-  EXPECT_EQ((*s)->output_info(1).name(), "z");
+  EXPECT_EQ((*s)->input_info(0).name, "x");
+  EXPECT_EQ((*s)->output_info(1).name, "z");
 }
 
 // Random flips in the manifest, resealed so that the checksum passes: Load and
@@ -449,6 +450,102 @@ TEST(RuntimeCApiTest, RoundTrip) {
   kiln_session_release(sess);
   kiln_session_release(nullptr);
   kiln_package_release(nullptr);
+}
+
+// Zero-copy: a bound input is read where the caller keeps it (a change between
+// runs shows without another bind), a bound output is written into the
+// caller's memory, and neither is ever written by a kernel.
+TEST(RuntimeCApiTest, BoundInputsAndOutputsAreNotCopied) {
+  KERNELS_OR_SKIP();
+  const std::string bytes = MakePackage();
+  kiln_package_t* pkg = nullptr;
+  ASSERT_EQ(kiln_package_load_bytes(bytes.data(), bytes.size(), &pkg), KILN_OK) << kiln_last_error_message();
+  kiln_session_t* sess = nullptr;
+  ASSERT_EQ(kiln_session_create(pkg, 3, &sess), KILN_OK) << kiln_last_error_message();
+  kiln_package_release(pkg);
+  const std::vector<float> w = MakeModel().w;
+  std::vector<float> x = Input();
+  const std::vector<float> x_before = x;
+  std::vector<float> z(kN, -7.0f);
+  ASSERT_EQ(kiln_session_bind_input(sess, "x", x.data(), x.size() * sizeof(float)), KILN_OK);
+  ASSERT_EQ(kiln_session_bind_output(sess, 1, z.data(), z.size() * sizeof(float)), KILN_OK);
+  ASSERT_EQ(kiln_session_run(sess), KILN_OK) << kiln_last_error_message();
+  EXPECT_EQ(x, x_before);  // inputs are read only
+  for (int i = 0; i < kN; ++i) ASSERT_NEAR(z[i], x[i] * w[i] + 2.0f, 1e-5f) << i;
+  const void* data = nullptr;
+  ASSERT_EQ(kiln_session_output(sess, 1, &data, nullptr, nullptr, nullptr, nullptr), KILN_OK);
+  EXPECT_EQ(data, z.data());
+
+  // The caller changes x in place; the next run sees it.
+  for (float& v : x) v = 0.5f;
+  ASSERT_EQ(kiln_session_run(sess), KILN_OK);
+  for (int i = 0; i < kN; ++i) ASSERT_NEAR(z[i], 0.5f * w[i] + 2.0f, 1e-5f) << i;
+
+  // Unbinding the output returns it to the session's memory; set_input copies again.
+  ASSERT_EQ(kiln_session_bind_output(sess, 1, nullptr, 0), KILN_OK);
+  std::vector<float> x2(kN, 2.0f);
+  ASSERT_EQ(kiln_session_set_input(sess, "x", x2.data(), x2.size() * sizeof(float)), KILN_OK);
+  x2.assign(kN, 100.0f);  // no effect: it was copied
+  ASSERT_EQ(kiln_session_run(sess), KILN_OK);
+  ASSERT_EQ(kiln_session_output(sess, 1, &data, nullptr, nullptr, nullptr, nullptr), KILN_OK);
+  EXPECT_NE(data, z.data());
+  for (int i = 0; i < kN; ++i) ASSERT_NEAR(static_cast<const float*>(data)[i], 2.0f * w[i] + 2.0f, 1e-5f) << i;
+  EXPECT_NEAR(z[0], 0.5f * w[0] + 2.0f, 1e-5f);  // untouched since the unbind
+
+  // Misaligned, wrongly sized, unknown.
+  std::vector<char> raw(kN * sizeof(float) + 8);
+  EXPECT_EQ(kiln_session_bind_input(sess, "x", raw.data() + 1, kN * sizeof(float)), KILN_INVALID_ARGUMENT);
+  EXPECT_THAT(kiln_last_error_message(), HasSubstr("aligned"));
+  EXPECT_EQ(kiln_session_bind_input(sess, "x", x.data(), 12), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_session_bind_input(sess, "nope", x.data(), 12), KILN_NOT_FOUND);
+  EXPECT_EQ(kiln_session_bind_output(sess, 1, raw.data() + 2, kN * sizeof(float)), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_session_bind_output(sess, 1, z.data(), 4), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_session_bind_output(sess, 5, z.data(), 4), KILN_OUT_OF_RANGE);
+  kiln_session_release(sess);
+}
+
+TEST(RuntimeCApiTest, VersionAndTarget) {
+  KERNELS_OR_SKIP();
+  EXPECT_EQ(kiln_runtime_abi_version(), KILN_RUNTIME_ABI_MAJOR * 1000 + KILN_RUNTIME_ABI_MINOR);
+  EXPECT_THAT(kiln_runtime_version(), ::testing::MatchesRegex("[0-9]+\\.[0-9]+\\.[0-9]+"));
+  const std::string bytes = MakePackage([](PackageManifest* m) {
+    m->set_target_cpu("znver4");
+    m->set_isa_level("x86-64-v4");
+  });
+  kiln_package_t* pkg = nullptr;
+  ASSERT_EQ(kiln_package_load_bytes(bytes.data(), bytes.size(), &pkg), KILN_OK) << kiln_last_error_message();
+  EXPECT_STREQ(kiln_package_target(pkg), "x86-64-v4 znver4");
+  kiln_package_release(pkg);
+  EXPECT_EQ(kiln_package_load_bytes(bytes.data(), 10, &pkg), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_package_load_bytes(nullptr, 10, &pkg), KILN_INVALID_ARGUMENT);
+}
+
+// A package for a CPU with a feature this host lacks (checksum intact) is
+// refused at load, naming the feature, instead of dying of SIGILL.
+TEST(RuntimeTest, APackageForAnotherCpuIsRefusedNamingWhatIsMissing) {
+  KERNELS_OR_SKIP();
+  std::string lacking;
+  for (const char* f : {"avx512fp16", "amx-tile", "avx512vp2intersect", "xop", "fma4"}) {
+    if (HostHasFeature(f) == false) {
+      lacking = f;
+      break;
+    }
+  }
+  if (lacking.empty()) GTEST_SKIP() << "this host has every feature the test could claim";
+  const std::string bytes = MakePackage([&](PackageManifest* m) {
+    m->set_target_cpu("future");
+    m->set_target_features("+avx2,+" + lacking + ",-amx-int8");
+    m->set_isa_level("x86-64-v4");
+  });
+  auto pkg = Package::FromBytes(bytes, "future.kpkg");
+  ASSERT_FALSE(pkg.ok());
+  EXPECT_EQ(pkg.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(pkg.status().message(), HasSubstr("package 'future.kpkg': compiled for future (x86-64-v4)"));
+  EXPECT_THAT(pkg.status().message(), HasSubstr("lacks: " + lacking + ";"));
+  EXPECT_THAT(pkg.status().message(), HasSubstr("this host runs " + HostIsaLevel()));
+  // A package for this host's own features loads.
+  const std::string ok = MakePackage([](PackageManifest* m) { m->set_target_features("+sse2,-" "avx512fp16"); });
+  EXPECT_TRUE(Package::FromBytes(ok).ok());
 }
 
 TEST(RuntimeCApiTest, LoadErrors) {

@@ -97,7 +97,7 @@ TEST(ObjectLoaderTest, LookupOfMissingSymbolIsNotFound) {
   auto obj = LoadedObject::Load(elf);
   ASSERT_TRUE(obj.ok()) << obj.status();
   auto f = (*obj)->Lookup("no_such_kernel");
-  EXPECT_EQ(f.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(f.status().code(), runtime::StatusCode::kNotFound);
   EXPECT_THAT(f.status().message(), HasSubstr("no_such_kernel"));
   // Local (static) functions are not exported.
   EXPECT_FALSE((*obj)->Lookup("pick").ok());
@@ -110,7 +110,7 @@ TEST(ObjectLoaderTest, UnknownExternalSymbolIsAnErrorNamingIt) {
   )");
   auto obj = LoadedObject::Load(elf, "bad.o");
   ASSERT_FALSE(obj.ok());
-  EXPECT_EQ(obj.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(obj.status().code(), runtime::StatusCode::kInvalidArgument);
   EXPECT_THAT(obj.status().message(), HasSubstr("kiln_no_such_function"));
   EXPECT_THAT(obj.status().message(), HasSubstr("bad.o"));
 }
