@@ -1,6 +1,6 @@
 // SHA-256 (FIPS 180-4) and the digest spellings built on it. Self-contained on
 // purpose: the deployment runtime links this file and nothing else of base/, so
-// it verifies package checksums without OpenSSL (docs/decisions/runtime-deps.md).
+// it verifies package checksums without OpenSSL (docs/decisions/0006-runtime-without-dependencies.md).
 #include "base/digest.h"
 
 #include <cstring>

@@ -135,6 +135,8 @@ void PrintCompileSummary(const kiln::v1::CompileResult& result, const std::strin
                                         : result.tuning_stop() == "converged" ? "no workload was expected to gain more"
                                                                               : "every schedule space is measured");
   }
+  // On stderr, so that -q (which prints nothing of this summary) still shows them.
+  for (const std::string& w : result.warnings()) std::fprintf(stderr, "warning: %s\n", w.c_str());
   if (result.has_model_check()) {
     // "new 4.81 ms, previous 5.02 ms; replaced it", or why it was not timed.
     std::printf("whole-model check: %s\n", result.model_check().message().c_str());

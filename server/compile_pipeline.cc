@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "base/digest.h"
 #include "base/log.h"
 #include "base/status_macros.h"
@@ -63,8 +64,15 @@ absl::StatusOr<std::pair<std::string, CpuTarget>> CompilePipeline::ResolveTarget
       target == host.Key()) {
     return std::make_pair(RecordTargetKey(host.Key(), threads), host);
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "target '", target, "' is not served here; this server compiles for 'cpu' (", host.Key(), ")"));
+  // A named target: an x86-64 level or an LLVM CPU name, "cpu:" optional.
+  absl::string_view name = target;
+  absl::ConsumePrefix(&name, "cpu:");
+  absl::StatusOr<CpuTarget> named = CpuTarget::Named(std::string(name));
+  if (!named.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("target '", target, "': ", named.status().message(),
+                                                   "; or 'cpu' for this server's own (", host.Key(), ")"));
+  }
+  return std::make_pair(RecordTargetKey(named->Key(), threads), *named);
 }
 
 absl::StatusOr<CompileOutput> CompilePipeline::Run(
@@ -88,6 +96,18 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
                                       request.shapes()));
   ASSIGN_OR_RETURN(auto resolved, ResolveTarget(request.target(), request.threads()));
   const auto& [target_key, target] = resolved;
+  // A target no worker measures (another CPU than the farm's) compiles with
+  // its defaults and says so: measuring its candidates here would be wrong.
+  std::vector<std::string> warnings;
+  const bool wants_tuning = request.trials_per_group() > 0 || request.budget_trials() > 0 ||
+                            request.budget_seconds() > 0;
+  const bool untunable = wants_tuning && !(target == HostFarmTarget()) && tuner_->LiveWorkers(target_key) == 0;
+  if (untunable) {
+    warnings.push_back(absl::StrCat("no worker measures target ", target_key, " (", target.cpu,
+                                    "): compiled untuned with its default schedules; start `kiln-worker --target ",
+                                    target.cpu, "` on a machine that runs it to tune"));
+    report("target", absl::StrCat("warning: ", warnings.back()));
+  }
 
   // 2-3. Optimise, partition into fusion groups, one workload per group (the
   // same stages `kiln inspect` shows); refuse a model with groups no lowering
@@ -101,11 +121,12 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
 
   // 4. Tune: the whole-model budget through the task scheduler, or each
   // distinct workload to trials_per_group.
-  int trials = std::max(0, request.trials_per_group());
+  int trials = untunable ? 0 : std::max(0, request.trials_per_group());
   std::map<std::string, TuneOutcome> tuned;
   int trials_measured = 0;
   std::string tuning_stop;
   TuningBudget budget{std::max(0, request.budget_trials()), std::max(0.0, request.budget_seconds())};
+  if (untunable) budget = TuningBudget{};
   // A progressive compile answers from the database now: its tuning is for
   // the background compile the service starts when something is left to do.
   bool tuning_left = false;
@@ -279,6 +300,7 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   r.set_package_size(static_cast<int64_t>(pkg.bytes.size()));
   r.set_trials_measured(trials_measured);
   r.set_target(target_key);
+  for (const std::string& w : warnings) r.add_warnings(w);
   r.set_tuning_stop(tuning_stop);
   r.set_tuning_in_background(tuning_left);
   for (size_t i = 0; i < partition.groups.size(); ++i) {

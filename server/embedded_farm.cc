@@ -26,6 +26,7 @@ void EmbeddedFarm::StartWorker() {
   w.device = "cpu";
   w.isolate = options_.isolate;
   w.threads = options_.worker_threads;
+  w.target = options_.worker_target;
   w.name = options_.worker_name;
   stop_ = false;
   workers_.emplace_back([this, w] {

@@ -22,6 +22,7 @@ class EmbeddedFarm {
     ServerOptions server;        // db_path is required; listen defaults to 127.0.0.1:0
     int workers = 1;             // CPU workers started with the farm (more with StartWorker)
     int worker_threads = 1;      // threads each worker may measure on (kiln-worker --threads)
+    std::string worker_target;   // a named target the workers measure for (kiln-worker --target); empty: the host
     bool isolate = true;         // workers measure in a forked child
     std::string worker_name = "embedded";
   };

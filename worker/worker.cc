@@ -9,8 +9,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/cpu_features.h"
 #include "base/log.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/counter.h"
@@ -135,6 +138,24 @@ absl::Status Worker::Run(std::atomic<bool>* stop) {
   }
   device_.set_measure_threads(options_.threads);
   target_ = CpuTarget::Host();
+  if (!options_.target.empty()) {
+    absl::string_view name = options_.target;
+    absl::ConsumePrefix(&name, "cpu:");
+    absl::StatusOr<CpuTarget> named = CpuTarget::Named(std::string(name));
+    if (!named.ok()) return absl::InvalidArgumentError(absl::StrCat("--target: ", named.status().message()));
+    std::vector<std::string> missing = MissingHostFeatures(named->features);
+    if (!missing.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--target ", options_.target, ": this host (", device_.cpu_name(),
+                                                     ") cannot run its code; it lacks ",
+                                                     absl::StrJoin(missing, ", ")));
+    }
+    target_ = *named;
+    device_.set_cpu_name(named->cpu);
+    device_.clear_features();
+    for (absl::string_view f : absl::StrSplit(named->features, ',', absl::SkipEmpty())) {
+      if (absl::ConsumePrefix(&f, "+")) device_.add_features(std::string(f));
+    }
+  }
   Log(LogLevel::kInfo, "device described",
       {{"device", options_.device},
        {"model", device_.device_model()},

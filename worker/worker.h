@@ -44,6 +44,11 @@ class Worker {
     // Threads one measurement may use (DeviceInfo.measure_threads): tasks of
     // compiles for packages run on up to this many threads are leased too.
     int threads = 1;
+    // A named CPU target this worker measures for instead of its own CPU
+    // (CpuTarget::Named: "x86-64-v3", "skylake-avx512"): candidates are
+    // compiled for it and timed here, standing for the fleet that runs it. The
+    // host must run every one of its features. Empty: the host's own target.
+    std::string target;
   };
   static constexpr int kMaxThreads = 1024;
 

@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--device", options.device, "device to measure on: cpu or cuda:N")
       ->capture_default_str();
+  app.add_option("--target", options.target,
+                 "measure for this named CPU target instead of the host's own: an x86-64 level (x86-64-v3) or "
+                 "an LLVM CPU name (skylake-avx512); the host must run its code");
   app.add_option("--name", options.name, "name reported to the server (default: hostname)");
   app.add_option("--metrics-port", options.metrics_port,
                  "serve Prometheus /metrics on this port (0: none)")

@@ -1,6 +1,6 @@
 // The runtime's error values: a canonical code and a message, like absl::Status
 // but with no dependency, so libkiln_runtime links nothing but the C and C++
-// libraries (docs/decisions/runtime-deps.md). Codes equal kiln_status_t's and
+// libraries (docs/decisions/0006-runtime-without-dependencies.md). Codes equal kiln_status_t's and
 // absl's; in-tree callers convert with client/runtime/absl_interop.h.
 #pragma once
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/X86TargetParser.h"
 #include "llvm/TargetParser/Triple.h"
 
 namespace kiln {
@@ -28,6 +29,35 @@ CpuTarget CpuTarget::Host() {
   std::vector<std::string> parts;
   for (const auto& [name, on] : feats) parts.push_back(absl::StrCat(on ? "+" : "-", name));
   t.features = absl::StrJoin(parts, ",");
+  return t;
+}
+
+absl::StatusOr<CpuTarget> CpuTarget::Named(const std::string& name) {
+  if (llvm::X86::parseArchX86(name, /*Only64Bit=*/true) == llvm::X86::CK_None) {
+    llvm::SmallVector<llvm::StringRef, 64> valid;
+    llvm::X86::fillValidCPUArchList(valid, /*Only64Bit=*/true);
+    std::vector<std::string> names(valid.begin(), valid.end());
+    return absl::InvalidArgumentError(absl::StrCat("unknown CPU target '", name, "'; x86-64 targets: ",
+                                                   absl::StrJoin(names, ", ")));
+  }
+  llvm::SmallVector<llvm::StringRef, 64> listed;
+  llvm::X86::getFeaturesForCPU(name, listed, /*NeedPlus=*/false);
+  // The table lists a CPU's own features; the ones they imply (avx2: avx,
+  // sse4.2, ...) are added, as clang's driver does.
+  llvm::StringMap<bool> implied;
+  for (llvm::StringRef f : listed) {
+    implied[f] = true;
+    llvm::X86::updateImpliedFeatures(f, true, implied);
+  }
+  std::vector<std::string> enabled;
+  for (const auto& entry : implied) {
+    if (entry.getValue()) enabled.push_back(absl::StrCat("+", entry.getKey().str()));
+  }
+  std::sort(enabled.begin(), enabled.end());
+  CpuTarget t;
+  t.triple = llvm::sys::getProcessTriple();
+  t.cpu = name;
+  t.features = absl::StrJoin(enabled, ",");
   return t;
 }
 

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "absl/status/statusor.h"
+
 namespace kiln {
 
 struct CpuTarget {
@@ -13,6 +15,10 @@ struct CpuTarget {
 
   // The machine this process runs on (llvm::sys::getHostCPUName/getHostCPUFeatures).
   static CpuTarget Host();
+  // A named CPU: an x86-64 psABI level ("x86-64-v3") or an LLVM x86 CPU name
+  // ("skylake-avx512", "znver3"), with every feature LLVM's CPU table gives it
+  // (implied ones included). INVALID_ARGUMENT for a name LLVM does not know.
+  static absl::StatusOr<CpuTarget> Named(const std::string& name);
   // Canonical key, "cpu/x86_64/znver4/1a2b3c4d": arch, cpu and a short stable hash
   // of the feature string. Two targets with the same key compile identical code.
   std::string Key() const;

@@ -2,11 +2,13 @@
 // real worker: compile, fetch, run; the database makes the second compile
 // measure nothing; bad input is INVALID_ARGUMENT naming the node, and the
 // server keeps serving.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <thread>
 
+#include "base/cpu_features.h"
 #include "client/example_models.h"
 #include "client/kiln_client.h"
 #include "client/runtime/package_reader.h"
@@ -23,6 +25,7 @@ namespace kiln {
 namespace {
 
 using client::KilnClient;
+using ::testing::HasSubstr;
 
 absl::StatusOr<kiln::v1::CompileResult> Compile(KilnClient& c, const kiln::v1::CompileRequest& r,
                                                 int* progress_events = nullptr) {
@@ -351,6 +354,49 @@ std::string PlantPreviousPackage(KilnClient& client, const std::string& db_path,
   entry.package_size = 1;
   EXPECT_TRUE((*db)->PutCompileEntry(entry).ok());
   return key->compile_key();
+}
+
+// Named targets: a worker standing for x86-64-v3 tunes compiles for it (the
+// package records the level and runs here); a target no worker measures is
+// compiled untuned, with a warning saying so, instead of waiting or failing.
+TEST(CompileServiceTargetTest, ANamedTargetIsTunedByItsWorkerAndAnotherCompilesUntunedWithAWarning) {
+  if (HostIsaLevel() != "x86-64-v3" && HostIsaLevel() != "x86-64-v4") {
+    GTEST_SKIP() << "this host (" << HostIsaLevel() << ") cannot run x86-64-v3 code";
+  }
+  testing::TestFarm farm(/*with_worker=*/true, /*worker_threads=*/1, /*worker_target=*/"x86-64-v3");
+  KilnClient client(farm.address());
+  kiln::v1::CompileRequest r = testing::MlpRequest(2);
+  r.set_target("x86-64-v3");
+  auto v3 = Compile(client, r);
+  ASSERT_TRUE(v3.ok()) << v3.status();
+  EXPECT_EQ(v3->target().rfind("cpu/x86_64/x86-64-v3/", 0), 0u) << v3->target();
+  EXPECT_EQ(v3->trials_measured(), 4);
+  EXPECT_EQ(v3->warnings_size(), 0);
+  auto bytes = client.FetchArtifact(v3->package_digest());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  auto pkg = runtime::Package::FromBytes(*bytes);
+  ASSERT_TRUE(pkg.ok()) << pkg.status();
+  EXPECT_EQ((*pkg)->manifest().isa_level, "x86-64-v3");
+  EXPECT_EQ((*pkg)->manifest().target_cpu, "x86-64-v3");
+
+  r.set_target("cpu:x86-64-v2");
+  auto v2 = Compile(client, r);
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  EXPECT_EQ(v2->trials_measured(), 0);
+  ASSERT_EQ(v2->warnings_size(), 1);
+  EXPECT_THAT(v2->warnings(0), HasSubstr("no worker measures target cpu/x86_64/x86-64-v2/"));
+  EXPECT_THAT(v2->warnings(0), HasSubstr("kiln-worker --target x86-64-v2"));
+  bytes = client.FetchArtifact(v2->package_digest());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  pkg = runtime::Package::FromBytes(*bytes);
+  ASSERT_TRUE(pkg.ok()) << pkg.status();
+  EXPECT_EQ((*pkg)->manifest().isa_level, "x86-64-v2");
+
+  r.set_target("pentium-mmx-9000");
+  auto bad = Compile(client, r);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("unknown CPU target 'pentium-mmx-9000'"));
 }
 
 TEST(CompileServiceCheckTest, APackageReplacesAnotherOnlyAfterTheWholeModelIsTimedAgainstIt) {

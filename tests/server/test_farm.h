@@ -20,7 +20,8 @@ namespace kiln::testing {
 class TestFarm {
  public:
   // worker_threads: the threads each worker may measure on (kiln-worker --threads).
-  explicit TestFarm(bool with_worker = true, int worker_threads = 1) {
+  // worker_target: a named target the worker measures for (kiln-worker --target).
+  explicit TestFarm(bool with_worker = true, int worker_threads = 1, const std::string& worker_target = "") {
     dir_ = std::filesystem::path(::testing::TempDir()) /
            ("kiln_farm_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
     std::filesystem::remove_all(dir_);
@@ -30,6 +31,7 @@ class TestFarm {
     options.server.worker_wait = std::chrono::milliseconds(20000);
     options.workers = with_worker ? 1 : 0;
     options.worker_threads = worker_threads;
+    options.worker_target = worker_target;
     options.isolate = false;
     options.worker_name = "test-worker";
     auto farm = server::EmbeddedFarm::Start(options);

@@ -1,0 +1,47 @@
+// Named CPU targets: psABI levels and LLVM CPU names with their implied
+// features, their ISA levels, and a clear error for an unknown name.
+#include "compiler_core/codegen/target.h"
+
+#include "base/cpu_features.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace kiln {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(CpuTargetTest, NamedLevelsCarryTheirImpliedFeatures) {
+  auto v3 = CpuTarget::Named("x86-64-v3");
+  ASSERT_TRUE(v3.ok()) << v3.status();
+  EXPECT_EQ(v3->cpu, "x86-64-v3");
+  for (const char* f : {"avx2", "avx", "fma", "sse4.2", "bmi2", "movbe"}) EXPECT_TRUE(v3->HasFeature(f)) << f;
+  EXPECT_FALSE(v3->HasFeature("avx512f"));
+  EXPECT_EQ(v3->VectorBits(), 256);
+  EXPECT_EQ(IsaLevelOf(v3->features), "x86-64-v3");
+  for (const char* level : {"x86-64", "x86-64-v2", "x86-64-v4"}) {
+    auto t = CpuTarget::Named(level);
+    ASSERT_TRUE(t.ok()) << level;
+    EXPECT_EQ(IsaLevelOf(t->features), level);
+  }
+  auto skx = CpuTarget::Named("skylake-avx512");
+  ASSERT_TRUE(skx.ok());
+  EXPECT_EQ(IsaLevelOf(skx->features), "x86-64-v4");
+  EXPECT_EQ(skx->VectorBits(), 512);
+  // Features sorted, all enabled: the key is stable, and differs per CPU.
+  EXPECT_EQ(CpuTarget::Named("x86-64-v3")->Key(), v3->Key());
+  EXPECT_NE(skx->Key(), v3->Key());
+}
+
+TEST(CpuTargetTest, AnUnknownNameListsTheKnownOnes) {
+  auto t = CpuTarget::Named("pentium-9000");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(t.status().message(), HasSubstr("unknown CPU target 'pentium-9000'"));
+  EXPECT_THAT(t.status().message(), HasSubstr("x86-64-v4"));
+  EXPECT_THAT(t.status().message(), HasSubstr("znver4"));
+  EXPECT_FALSE(CpuTarget::Named("i386").ok());  // 32-bit only
+}
+
+}  // namespace
+}  // namespace kiln
