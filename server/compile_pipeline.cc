@@ -53,6 +53,12 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportRequestModel(
 
 }  // namespace
 
+namespace {
+// How long a compile for a named target waits for a worker of it to register
+// before it compiles untuned (docs/operations.md, "Targets").
+constexpr std::chrono::milliseconds kNamedTargetGrace{2000};
+}  // namespace
+
 absl::StatusOr<std::pair<std::string, CpuTarget>> CompilePipeline::ResolveTarget(const std::string& target,
                                                                                 int threads) const {
   if (threads < 0 || threads > kMaxThreads) {
@@ -101,7 +107,16 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   std::vector<std::string> warnings;
   const bool wants_tuning = request.trials_per_group() > 0 || request.budget_trials() > 0 ||
                             request.budget_seconds() > 0;
-  const bool untunable = wants_tuning && !(target == HostFarmTarget()) && tuner_->LiveWorkers(target_key) == 0;
+  bool untunable = false;
+  if (wants_tuning && !(target == HostFarmTarget())) {
+    // A worker of the target may still be registering (a farm that just
+    // started): give it kNamedTargetGrace before compiling untuned.
+    const auto deadline = std::chrono::steady_clock::now() + kNamedTargetGrace;
+    while (tuner_->LiveWorkers(target_key) == 0 && std::chrono::steady_clock::now() < deadline && !cancelled()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    untunable = tuner_->LiveWorkers(target_key) == 0;
+  }
   if (untunable) {
     warnings.push_back(absl::StrCat("no worker measures target ", target_key, " (", target.cpu,
                                     "): compiled untuned with its default schedules; start `kiln-worker --target ",
