@@ -110,10 +110,15 @@ std::vector<std::string> Enabled(std::string_view features) {
 }  // namespace
 
 std::optional<bool> HostHasFeature(std::string_view feature) {
-  for (const FeatureBit& f : kFeatures) {
-    if (feature == f.name) return HostHas(f);
-  }
-  return std::nullopt;
+  // CPUID traps to the hypervisor on a VM: ask once per process, not per package load.
+  static const std::map<std::string_view, bool, std::less<>>* host = [] {
+    auto* answers = new std::map<std::string_view, bool, std::less<>>();
+    for (const FeatureBit& f : kFeatures) answers->emplace(f.name, HostHas(f));
+    return answers;
+  }();
+  auto it = host->find(feature);
+  if (it == host->end()) return std::nullopt;
+  return it->second;
 }
 
 std::vector<std::string> MissingHostFeatures(std::string_view llvm_features) {

@@ -13,31 +13,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
+#include "client/json_output.h"
 #include "client/onnx_model_file.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/driver/compile_driver.h"
 
 namespace kiln::client {
 namespace {
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += absl::StrFormat("\\u%04x", static_cast<int>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string DotId(const std::string& s) {
   std::string out = "\"";

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
+#include "client/json_output.h"
 #include "client/runtime/absl_interop.h"
 #include "client/runtime/package_reader.h"
 #include "client/runtime/session.h"
@@ -93,16 +94,6 @@ void PrintProfile(const std::vector<GroupTime>& groups, int top, double triad_gb
               groups.size(), triad_gbs);
 }
 
-std::string JsonEscape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    if (static_cast<unsigned char>(c) < 0x20) continue;
-    out.push_back(c);
-  }
-  return out;
-}
-
 }  // namespace
 
 int RunRun(const RunOptions& o) {
@@ -165,24 +156,27 @@ int RunRun(const RunOptions& o) {
     }
   }
   if (o.json || !times_ms.empty()) {
-    std::string json = absl::StrCat("{\"package\":\"", pkg->digest(), "\",\"threads\":", pool.num_threads(),
-                                    ",\"repeat\":", times_ms.size(), ",\"arena_bytes\":", pkg->manifest().arena_bytes);
+    JsonObject json;
+    json.Add("package", pkg->digest())
+        .Add("threads", pool.num_threads())
+        .Add("repeat", static_cast<int64_t>(times_ms.size()))
+        .Add("arena_bytes", pkg->manifest().arena_bytes);
     if (!times_ms.empty()) {
-      absl::StrAppend(&json, ",\"median_ms\":", Percentile(times_ms, 0.5),
-                      ",\"p10_ms\":", Percentile(times_ms, 0.1), ",\"p90_ms\":", Percentile(times_ms, 0.9));
+      json.Add("median_ms", Percentile(times_ms, 0.5))
+          .Add("p10_ms", Percentile(times_ms, 0.1))
+          .Add("p90_ms", Percentile(times_ms, 0.9));
     }
     if (profile != nullptr) {
-      absl::StrAppend(&json, ",\"profile\":[");
+      std::string list = "[";
       for (size_t i = 0; i < groups.size() && i < static_cast<size_t>(o.profile); ++i) {
         const GroupTime& g = groups[i];
-        absl::StrAppend(&json, i > 0 ? "," : "", "{\"group\":", g.group, ",\"kind\":\"", g.kind,
-                        "\",\"ms\":", g.ms, ",\"flops\":", g.flops, ",\"bytes\":", g.bytes, ",\"nodes\":\"",
-                        JsonEscape(g.nodes), "\"}");
+        JsonObject entry;
+        entry.Add("group", g.group).Add("kind", g.kind).Add("ms", g.ms).Add("flops", g.flops).Add("bytes", g.bytes);
+        absl::StrAppend(&list, i > 0 ? "," : "", entry.Add("nodes", g.nodes).str());
       }
-      absl::StrAppend(&json, "]");
+      json.AddRaw("profile", list + "]");
     }
-    absl::StrAppend(&json, "}");
-    std::printf("%s\n", json.c_str());
+    std::printf("%s\n", json.str().c_str());
     if (profile != nullptr && !o.json) PrintProfile(groups, o.profile, MeasureTriadGBs(pool));
   } else if (o.output_dir.empty()) {
     for (int i = 0; i < s.num_outputs(); ++i) {
