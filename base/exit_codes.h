@@ -9,7 +9,7 @@ namespace kiln {
 
 enum ExitCode : int {
   kExitOk = 0,
-  kExitFailure = 1,        // any error not below (INTERNAL, DATA_LOSS, a file that cannot be written, ...)
+  kExitFailure = 1,        // any error not below (INTERNAL, DATA_LOSS, ...)
   kExitUsage = 2,          // the command line: unknown flag, missing or out-of-range value, a name given twice
   kExitNotFound = 3,       // NOT_FOUND: no package for a lookup, no such file, folder or tuning job
   kExitInvalidInput = 4,   // INVALID_ARGUMENT, UNIMPLEMENTED: the model or an input is malformed, of a bad
@@ -17,6 +17,8 @@ enum ExitCode : int {
   kExitUnavailable = 5,    // UNAVAILABLE, DEADLINE_EXCEEDED: the server cannot be reached or did not answer in
                            // time; no worker of the target; a port already in use
   kExitOutputsDiffer = 6,  // kiln compare: the outputs differ beyond the tolerances
+  kExitDenied = 7,         // UNAUTHENTICATED, PERMISSION_DENIED: the server refused the credential or its role;
+                           // a file or database this process may not write
 };
 
 // The exit code of a command that failed with `code` (kExitOk for OK).
@@ -32,6 +34,9 @@ inline ExitCode ExitCodeFor(absl::StatusCode code) {
     case absl::StatusCode::kUnavailable:
     case absl::StatusCode::kDeadlineExceeded:
       return kExitUnavailable;
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kPermissionDenied:
+      return kExitDenied;
     default:
       return kExitFailure;
   }

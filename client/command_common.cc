@@ -28,8 +28,17 @@ int ReportError(const std::string& command, const absl::Status& status) {
   return ExitCodeFor(status.code());
 }
 
+namespace {
+ChannelSecurity& ServerSecurity() {
+  static ChannelSecurity security;
+  return security;
+}
+}  // namespace
+
+void SetServerSecurity(const ChannelSecurity& security) { ServerSecurity() = security; }
+
 absl::StatusOr<std::unique_ptr<KilnClient>> ConnectClient(const std::string& address, double connect_timeout_s) {
-  return KilnClient::Connect(address, absl::Seconds(connect_timeout_s));
+  return KilnClient::Connect(address, absl::Seconds(connect_timeout_s), ServerSecurity());
 }
 
 absl::Status CheckDistinctNames(const std::string& flag, const std::vector<std::string>& values) {
@@ -137,6 +146,11 @@ absl::StatusOr<std::unique_ptr<FarmConnection>> FarmConnection::Open(const std::
 }
 
 FarmConnection::~FarmConnection() = default;
+
+absl::StatusOr<std::unique_ptr<KilnClient>> FarmConnection::Connect(double connect_timeout_s) const {
+  if (farm_ != nullptr) return KilnClient::Connect(address_, absl::Seconds(connect_timeout_s));
+  return ConnectClient(address_, connect_timeout_s);
+}
 
 std::string ToJson(const google::protobuf::Message& message) { return ProtoToJson(message); }
 

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/file.h"  // ReadFile, WriteFileAtomic for the subcommands
+#include "client/channel_credentials.h"
 #include "compiler_core/ir/tensor.h"
 #include "kiln/v1/compile.pb.h"
 #include "kiln/v1/report.pb.h"
@@ -37,6 +38,7 @@ struct CompileOptions {
   bool progressive = false;         // answer at once; the server tunes on in the background (needs --server)
   int threads = 1;                  // threads the package will run with; candidates are measured on them
   double connect_timeout_s = 10;    // how long to wait for --server to accept a connection
+  double deadline_s = 0;            // the compile call's deadline (--deadline); 0: none (12 h)
 };
 
 // `kiln tune`: a whole-model budget, the package, and a report.
@@ -111,6 +113,21 @@ struct DbOptions {
   int64_t max_bytes = -1;  // gc
 };
 
+// `kiln admin workers|drain|jobs|cancel|gc` against a kiln-server (AdminService:
+// the admin role when the server checks credentials).
+struct AdminOptions {
+  std::string action;       // "workers", "drain", "jobs", "cancel", "gc"
+  std::string server;
+  double connect_timeout_s = 10;
+  std::string worker_id;    // drain
+  int64_t job_id = 0;       // cancel
+  std::string reason;       // cancel
+  std::string state;        // jobs: running, done, failed, cancelled; empty: all
+  int limit = 20;           // jobs: newest first
+  int64_t max_bytes = -1;   // gc
+  bool json = false;
+};
+
 // `kiln inspect`: the optimised graph and its fusion groups.
 struct InspectOptions {
   std::string model;
@@ -131,6 +148,7 @@ int RunDb(const DbOptions& options);
 int RunInspect(const InspectOptions& options);
 int RunTune(const TuneOptions& options);
 int RunReport(const ReportOptions& options);
+int RunAdmin(const AdminOptions& options);
 
 class KilnClient;
 
@@ -144,6 +162,9 @@ class FarmConnection {
                                                                int workers, int worker_threads = 1);
   ~FarmConnection();
   const std::string& address() const { return address_; }
+  // A client of the farm: the embedded one in plaintext, --server as
+  // ConnectClient reaches it.
+  absl::StatusOr<std::unique_ptr<KilnClient>> Connect(double connect_timeout_s) const;
 
  private:
   FarmConnection() = default;
@@ -155,18 +176,24 @@ class FarmConnection {
 // {trials, 0} or {0, seconds}; INVALID_ARGUMENT otherwise.
 absl::StatusOr<std::pair<int, double>> ParseBudget(const std::string& text);
 
-// A client of the server at `address`, connected: waits up to
-// `connect_timeout_s` for it, then UNAVAILABLE naming the address.
+// How --server is reached (kiln's --tls-ca, --tls-cert, --tls-key,
+// --token-file and their environment variables); set once by main().
+void SetServerSecurity(const ChannelSecurity& security);
+
+// A client of the kiln-server at `address`, connected with the security set
+// above: waits up to `connect_timeout_s` for it, then UNAVAILABLE naming the
+// address.
 absl::StatusOr<std::unique_ptr<KilnClient>> ConnectClient(const std::string& address, double connect_timeout_s);
 
 // The compile request of `kiln compile`'s options (model file, shapes,
 // target, trials or budget, search); INVALID_ARGUMENT for a bad flag value.
 absl::StatusOr<kiln::v1::CompileRequest> CompileRequestFor(const CompileOptions& options);
-// Compiles with a progress line on stderr (none when quiet); fetches the
-// package into `output` unless it is empty.
+// Compiles with a progress line on stderr (none when quiet) under a deadline
+// of `deadline_s` (0: none); fetches the package into `output` unless it is
+// empty.
 absl::StatusOr<kiln::v1::CompileResult> CompileWithProgress(KilnClient& client,
                                                             const kiln::v1::CompileRequest& request, bool quiet,
-                                                            const std::string& output);
+                                                            const std::string& output, double deadline_s = 0);
 // The compile's summary lines on stdout, and one line per group when `groups`.
 void PrintCompileSummary(const kiln::v1::CompileResult& result, const std::string& output, bool groups);
 // The report's HTML page (client/tuning_report_view.h) into a file.

@@ -102,11 +102,13 @@ absl::StatusOr<kiln::v1::CompileRequest> CompileRequestFor(const CompileOptions&
 
 absl::StatusOr<kiln::v1::CompileResult> CompileWithProgress(KilnClient& client,
                                                             const kiln::v1::CompileRequest& request, bool quiet,
-                                                            const std::string& output) {
+                                                            const std::string& output, double deadline_s) {
   kiln::v1::CompileResult result;
   {
     ProgressPrinter printer(quiet);
-    auto r = client.Compile(request, [&](const kiln::v1::Progress& p) { printer.Update(p); });
+    auto r = client.Compile(
+        request, [&](const kiln::v1::Progress& p) { printer.Update(p); },
+        deadline_s > 0 ? absl::Seconds(deadline_s) : absl::Hours(12));
     printer.Finish();
     if (!r.ok()) return r.status();
     result = *r;
@@ -142,12 +144,19 @@ void PrintCompileSummary(const kiln::v1::CompileResult& result, const std::strin
     std::printf("whole-model check: %s\n", result.model_check().message().c_str());
   }
   if (!groups) return;
+  // Each group's schedule and the records behind it (`kiln inspect PKG` lists their keys).
   for (const auto& g : result.groups()) {
     std::string ops;
     for (const auto& op : g.ops()) ops += (ops.empty() ? "" : "+") + op;
-    std::printf("  group %d %-11s %-26s %-24s %s%s\n", g.index(), g.kind().c_str(), ops.c_str(),
+    const kiln::v1::ScheduleProvenance& p = g.provenance();
+    const std::string from =
+        p.source() == kiln::v1::ScheduleProvenance::RECORDS
+            ? absl::StrCat(p.record_keys_size(), p.record_keys_size() == 1 ? " record" : " records", ", best of ",
+                           p.schedules_ranked(), g.from_database() ? ", from the database" : "")
+            : "default schedule";
+    std::printf("  group %d %-11s %-26s %-24s %-9s %s\n", g.index(), g.kind().c_str(), ops.c_str(),
                 g.schedule_config().c_str(), g.median_ms() > 0 ? FormatLatency(g.median_ms()).c_str() : "untuned",
-                g.from_database() ? " (database)" : "");
+                from.c_str());
   }
 }
 
@@ -156,9 +165,9 @@ int RunCompile(const CompileOptions& o) {
   if (!request.ok()) return ReportError("compile", request.status());
   auto farm = FarmConnection::Open(o.server, o.db, /*workers=*/1, /*worker_threads=*/o.threads);
   if (!farm.ok()) return ReportError("compile", farm.status());
-  auto client = ConnectClient((*farm)->address(), o.connect_timeout_s);
+  auto client = (*farm)->Connect(o.connect_timeout_s);
   if (!client.ok()) return ReportError("compile", client.status());
-  auto result = CompileWithProgress(**client, *request, o.quiet, o.output);
+  auto result = CompileWithProgress(**client, *request, o.quiet, o.output, o.deadline_s);
   if (!result.ok()) return ReportError("compile", result.status());
   if (o.json) {
     std::printf("%s\n", ToJson(*result).c_str());

@@ -2,8 +2,12 @@
 // groups and prints the optimised graph, every group (kind, ops, inputs,
 // outputs, workload key, estimated bytes, schedule space size and default)
 // and the totals; --json for tools, --dot for Graphviz with one cluster per
-// group.
+// group. Given a package (.kpkg), it prints the package's manifest instead:
+// target, tensors, sections, and every group's schedule with the tuning
+// records it came from.
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -12,11 +16,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/ascii.h"
+#include "base/exit_codes.h"
 #include "client/commands.h"
 #include "client/json_output.h"
 #include "client/onnx_model_file.h"
+#include "client/tuning_report_view.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/driver/compile_driver.h"
+#include "compiler_core/package/manifest_reader.h"
 
 namespace kiln::client {
 namespace {
@@ -182,9 +190,99 @@ std::string Text(const PreparedModel& in) {
   return s;
 }
 
+std::string TensorText(const kiln::v1::PackageTensor& t) {
+  return absl::StrCat(t.name(), " ", absl::AsciiStrToLower(kiln::v1::DataType_Name(t.dtype())), "[",
+                      absl::StrJoin(t.dims(), ","), "]");
+}
+
+std::string Kilobytes(int64_t bytes) { return absl::StrFormat("%.1f KB", bytes / 1e3); }
+
+// Where a group's schedule came from, in words.
+std::string ProvenanceText(const kiln::v1::PackageGroup& g) {
+  if (!g.has_provenance()) return "not recorded (built without a tuning database)";
+  const kiln::v1::ScheduleProvenance& p = g.provenance();
+  if (p.source() != kiln::v1::ScheduleProvenance::RECORDS) {
+    return absl::StrCat("the default schedule: no valid record on ", p.record_target(), " (space ", p.space_version(),
+                        ")");
+  }
+  return absl::StrCat(p.record_keys_size(), p.record_keys_size() == 1 ? " record" : " records", " on ",
+                      p.record_target(), " (space ", p.space_version(), "), mean ", FormatLatency(p.mean_ms()),
+                      ", fastest of ", p.schedules_ranked(), p.schedules_ranked() == 1 ? " schedule" : " schedules",
+                      " measured");
+}
+
+std::string PackageText(const std::string& path, const PackageInfo& info) {
+  const kiln::v1::PackageManifest& m = info.manifest;
+  std::string s = absl::StrCat("package ", path, "\n");
+  absl::StrAppend(&s, "  digest    ", info.digest, "\n");
+  absl::StrAppend(&s, "  size      ", info.size, " bytes, checksum ok\n");
+  absl::StrAppend(&s, "  format    ", m.format_version(), ", compiled by ", m.compiler_version(), "\n");
+  absl::StrAppend(&s, "  target    ", m.target_triple(), ", cpu ", m.target_cpu(),
+                  m.isa_level().empty() ? "" : absl::StrCat(", ISA level ", m.isa_level()), ", tuned for ",
+                  std::max(1, m.tuned_threads()), m.tuned_threads() > 1 ? " threads" : " thread", "\n");
+  absl::StrAppend(&s, "  model     ", m.model_name().empty() ? "(unnamed)" : m.model_name(), "\n");
+  for (const auto& t : m.inputs()) absl::StrAppend(&s, "  input     ", TensorText(t), "\n");
+  for (const auto& t : m.outputs()) absl::StrAppend(&s, "  output    ", TensorText(t), "\n");
+  absl::StrAppend(&s, "  sections  code ", Kilobytes(m.code_size()), ", weights ", Kilobytes(m.weights_size()),
+                  ", arena ", Kilobytes(m.arena_bytes()), "; ", m.buffers_size(), " buffers, ", m.steps_size(),
+                  " steps\n");
+  int from_records = 0;
+  for (const auto& g : m.groups()) {
+    from_records += g.provenance().source() == kiln::v1::ScheduleProvenance::RECORDS ? 1 : 0;
+  }
+  absl::StrAppend(&s, "\ngroups: ", m.groups_size(), " (", from_records, " with schedules from tuning records)\n");
+  for (int i = 0; i < m.groups_size(); ++i) {
+    const kiln::v1::PackageGroup& g = m.groups(i);
+    absl::StrAppend(&s, "  group ", i, " ", g.kind(), " [", absl::StrJoin(g.nodes(), ", "), "]\n");
+    absl::StrAppend(&s, "    workload  ", g.workload_key(), "\n");
+    absl::StrAppend(&s, "    schedule  ", g.schedule_config(), "\n");
+    absl::StrAppend(&s, "    from      ", ProvenanceText(g), "\n");
+    for (const std::string& key : g.provenance().record_keys()) absl::StrAppend(&s, "    record    ", key, "\n");
+  }
+  return s;
+}
+
+// Whether the file at `path` starts with the package magic (false when it
+// cannot be read: the ONNX path reports that).
+bool StartsLikePackage(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char head[16] = {};
+  f.read(head, sizeof(head));
+  return LooksLikePackage(std::string_view(head, static_cast<size_t>(f.gcount())));
+}
+
+int InspectPackage(const InspectOptions& o, const std::string& bytes) {
+  if (!o.shapes.empty() || !o.dot.empty() || !o.dump_after.empty() || o.pass_timing) {
+    std::fprintf(stderr, "kiln inspect: %s is a package: --shape, --dot, --dump-after and --pass-timing apply to ONNX "
+                 "models only\n", o.model.c_str());
+    return kExitUsage;
+  }
+  auto info = ReadPackageInfo(bytes);
+  if (!info.ok()) {
+    return ReportError("inspect", absl::Status(info.status().code(),
+                                               absl::StrCat("package '", o.model, "': ", info.status().message())));
+  }
+  std::string out = o.json ? JsonObject()
+                                     .Add("path", o.model)
+                                     .Add("digest", info->digest)
+                                     .Add("size", info->size)
+                                     .AddRaw("manifest", ProtoToJson(info->manifest))
+                                     .str() +
+                                 "\n"
+                           : PackageText(o.model, *info);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 int RunInspect(const InspectOptions& o) {
+  // A package is told by its magic; anything else is read as ONNX.
+  if (StartsLikePackage(o.model)) {
+    auto bytes = ReadFile(o.model);
+    if (!bytes.ok()) return ReportError("inspect", bytes.status());
+    return InspectPackage(o, *bytes);
+  }
   auto in = Inspect(o);
   if (!in.ok()) return ReportError("inspect", in.status());
   if (!o.dot.empty()) {

@@ -1,4 +1,5 @@
-// kiln: the command-line client of Kiln (compile, tune, report, run, eval, inspect, lookup, compare, example, db).
+// kiln: the command-line client of Kiln (compile, tune, report, run, eval, inspect, lookup, compare, example, db,
+// admin).
 // Every flag value is checked here, before a command runs: a bad one is a usage
 // error (exit 2). Exit codes: base/exit_codes.h, docs/cli.md.
 #include <CLI/CLI.hpp>
@@ -77,6 +78,10 @@ CLI::Validator NonNegative() {
 }
 
 const CLI::Range kConnectTimeout(0.001, 86400.0);
+constexpr char kDeadlineHelp[] =
+    "seconds the compile may take, queueing for a server slot and tuning included; past it the server stops the "
+    "compile and the command fails with DEADLINE_EXCEEDED (exit 5); default: 12 h";
+const CLI::Range kDeadline(0.001, 30 * 86400.0);
 constexpr char kConnectTimeoutHelp[] =
     "seconds to wait for --server to accept a connection before failing with UNAVAILABLE (exit 5)";
 
@@ -95,6 +100,13 @@ int main(int argc, char** argv) {
                      "embedded farm logs at info what a kiln-server would log")
           ->capture_default_str()
           ->check(CLI::IsMember({"debug", "info", "warn", "warning", "error"}));
+  // How --server is reached when it serves TLS and checks credentials.
+  kiln::client::ChannelSecurity security;
+  app.add_option("--tls-ca", security.tls_ca, "--server serves TLS: its certificate's CA (PEM) [env KILN_TLS_CA]");
+  app.add_option("--tls-cert", security.tls_cert, "a client certificate for mutual TLS (PEM) [env KILN_TLS_CERT]");
+  app.add_option("--tls-key", security.tls_key, "the client certificate's private key (PEM) [env KILN_TLS_KEY]");
+  app.add_option("--token-file", security.token_file,
+                 "a file holding the bearer token sent with every call (needs --tls-ca) [env KILN_TOKEN_FILE]");
 
   CompileOptions compile;
   auto* c = app.add_subcommand("compile", "compile a model into a package");
@@ -122,6 +134,7 @@ int main(int argc, char** argv) {
   c->add_option("--connect-timeout", compile.connect_timeout_s, kConnectTimeoutHelp)
       ->capture_default_str()
       ->check(kConnectTimeout);
+  c->add_option("--deadline", compile.deadline_s, kDeadlineHelp)->check(kDeadline);
   c->add_option("--db", compile.db, "embedded farm's tuning database (default ~/.kiln/tuning.db)");
   c->add_option("-o,--output", compile.output, "package file to write")->required();
   c->add_flag("-q,--quiet", compile.quiet, "no progress and no logs below error: stdout has the result alone");
@@ -149,6 +162,7 @@ int main(int argc, char** argv) {
   t->add_option("--connect-timeout", tune.compile.connect_timeout_s, kConnectTimeoutHelp)
       ->capture_default_str()
       ->check(kConnectTimeout);
+  t->add_option("--deadline", tune.compile.deadline_s, kDeadlineHelp)->check(kDeadline);
   t->add_option("--db", tune.compile.db, "embedded farm's tuning database (default ~/.kiln/tuning.db)");
   t->add_option("-o,--output", tune.compile.output, "also write the tuned package here");
   t->add_option("--report", tune.report, "HTML report file (default <model>.tuning.html)");
@@ -200,8 +214,9 @@ int main(int argc, char** argv) {
   RejectRepeatedNames(e, &eval.shapes, &eval.inputs);
 
   InspectOptions inspect;
-  auto* in = app.add_subcommand("inspect", "print the optimised graph and its fusion groups");
-  in->add_option("model", inspect.model, "ONNX model file")->required();
+  auto* in = app.add_subcommand(
+      "inspect", "print a model's optimised graph and fusion groups, or a package's manifest and the records behind it");
+  in->add_option("model", inspect.model, "ONNX model file, or a package (.kpkg)")->required();
   in->add_option("--shape", inspect.shapes, "bind an input's shape: NAME=D0,D1,...")->check(ShapeFlag());
   in->add_flag("--json", inspect.json, "print as JSON");
   in->add_option("--dot", inspect.dot, "write Graphviz (groups as clusters) to this file");
@@ -260,6 +275,36 @@ int main(int argc, char** argv) {
       ->check(NonNegative());
   d_gc->add_flag("--json", db.json, "print what was freed and what remains as JSON");
 
+  AdminOptions admin;
+  auto* adm = app.add_subcommand("admin", "operate a kiln-server's farm: workers, tuning jobs, artifacts (admin role)");
+  adm->require_subcommand(1);
+  auto admin_server = [&admin](CLI::App* sub) {
+    sub->add_option("--server", admin.server, "HOST:PORT of a kiln-server")->required();
+    sub->add_option("--connect-timeout", admin.connect_timeout_s, kConnectTimeoutHelp)
+        ->capture_default_str()
+        ->check(kConnectTimeout);
+    sub->add_flag("--json", admin.json, "print the server's answer as JSON");
+  };
+  auto* a_workers = adm->add_subcommand("workers", "the registered workers, what they hold, and the queue");
+  admin_server(a_workers);
+  auto* a_drain = adm->add_subcommand("drain", "give a worker no more tasks; it reports what it holds and stops");
+  a_drain->add_option("worker", admin.worker_id, "worker id (kiln admin workers)")->required();
+  admin_server(a_drain);
+  auto* a_jobs = adm->add_subcommand("jobs", "tuning jobs, newest first");
+  a_jobs->add_option("--state", admin.state, "only jobs in this state")
+      ->check(CLI::IsMember({"running", "done", "failed", "cancelled"}));
+  a_jobs->add_option("--limit", admin.limit, "at most this many")->capture_default_str()->check(CLI::Range(1, 100000));
+  admin_server(a_jobs);
+  auto* a_cancel = adm->add_subcommand("cancel", "end a running tuning job; the compiles waiting on it fail");
+  a_cancel->add_option("job", admin.job_id, "tuning job id (kiln admin jobs)")->required()->check(CLI::PositiveNumber);
+  a_cancel->add_option("--reason", admin.reason, "kept in the job's message");
+  admin_server(a_cancel);
+  auto* a_gc = adm->add_subcommand("gc", "evict the server's unpinned artifacts, least recently used first");
+  a_gc->add_option("--max-bytes", admin.max_bytes, "keep at most this many artifact bytes")
+      ->required()
+      ->check(NonNegative());
+  admin_server(a_gc);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& err) {
@@ -271,6 +316,7 @@ int main(int argc, char** argv) {
   kiln::SetMinLogLevel(log_level_flag->count() > 0 ? *kiln::ParseLogLevel(log_level)
                        : quiet                     ? kiln::LogLevel::kError
                                                    : kiln::LogLevel::kWarning);
+  kiln::client::SetServerSecurity(kiln::client::WithEnvironment(security));
   if (*c) return RunCompile(compile);
   if (*t) return RunTune(tune);
   if (*rep) return RunReport(report);
@@ -280,6 +326,12 @@ int main(int argc, char** argv) {
   if (*l) return RunLookup(lookup);
   if (*cmp) return RunCompare(compare);
   if (*ex) return RunExample(example);
+  if (*adm) {
+    for (auto* sub : {a_workers, a_drain, a_jobs, a_cancel, a_gc}) {
+      if (*sub) admin.action = sub->get_name();
+    }
+    return RunAdmin(admin);
+  }
   if (*d) {
     for (auto* sub : {d_export, d_import, d_stats, d_gc}) {
       if (*sub) db.action = sub->get_name();

@@ -46,7 +46,7 @@ int RunReport(const ReportOptions& o) {
   if (!request.ok()) return ReportError("report", request.status());
   auto farm = FarmConnection::Open(o.server, o.db, /*workers=*/0);
   if (!farm.ok()) return ReportError("report", farm.status());
-  auto connected = ConnectClient((*farm)->address(), o.connect_timeout_s);
+  auto connected = (*farm)->Connect(o.connect_timeout_s);
   if (!connected.ok()) return ReportError("report", connected.status());
   KilnClient& client = **connected;
   auto report = client.Report(*request);

@@ -21,10 +21,10 @@ int RunTune(const TuneOptions& o) {
 
   auto farm = FarmConnection::Open(compile.server, compile.db, /*workers=*/1, /*worker_threads=*/compile.threads);
   if (!farm.ok()) return ReportError("tune", farm.status());
-  auto connected = ConnectClient((*farm)->address(), compile.connect_timeout_s);
+  auto connected = (*farm)->Connect(compile.connect_timeout_s);
   if (!connected.ok()) return ReportError("tune", connected.status());
   KilnClient& client = **connected;
-  auto result = CompileWithProgress(client, *request, compile.quiet, compile.output);
+  auto result = CompileWithProgress(client, *request, compile.quiet, compile.output, compile.deadline_s);
   if (!result.ok()) return ReportError("tune", result.status());
 
   kiln::v1::ReportRequest report_request;

@@ -20,6 +20,9 @@ PACKAGES=(
   libxgboost-dev libgtest-dev libgmock-dev llvm-19-dev clang-19 libonnx-dev libonnx-testdata
   libdnnl-dev ocl-icd-opencl-dev opencl-headers
   python3 python3-venv python3-pip
+  openssl     # the TLS tests make their certificates with it
+  prometheus  # promtool: DeployCheckTest.prometheus checks deploy/prometheus and the dashboard's queries
+  libclang-rt-19-dev  # libFuzzer and the sanitizer runtimes: tests/fuzz/run_fuzzers.sh (the CI fuzz step)
 )
 # Test-only Python tools: models are exported with PyPI's torch/torchvision
 # (timm and transformers for the corpus subset) and checked against ONNX Runtime;
@@ -76,10 +79,23 @@ build() {
   echo "bootstrap: build finished in $((SECONDS - start)) s"
 }
 
+# CI only (CI=true): a short pass of every fuzz target (tests/fuzz/run_fuzzers.sh,
+# docs/testing.md) in its own build folder; KILN_CI_FUZZ_SECONDS per target, 0 skips it.
+fuzz() {
+  [ "${CI:-}" = true ] || return 0
+  local seconds=${KILN_CI_FUZZ_SECONDS:-60}
+  [ "$seconds" -gt 0 ] || return 0
+  local start=$SECONDS
+  KILN_FUZZ_BUILD_DIR="$ROOT/build-fuzz" KILN_FUZZ_SEED=${KILN_FUZZ_SEED:-1} \
+    "$ROOT/tests/fuzz/run_fuzzers.sh" all "$seconds"
+  echo "bootstrap: fuzz pass finished in $((SECONDS - start)) s"
+}
+
 case "${1:-}" in
   demo)  install_deps; build; exec "$ROOT/deploy/demo.sh" "$BUILD" ;;
   test)  install_deps; install_python; build
-         cd "$BUILD" && exec ctest --output-on-failure -j"$(nproc)" --timeout 900 ;;
+         (cd "$BUILD" && ctest --output-on-failure -j"$(nproc)" --timeout 900)
+         fuzz ;;
   build) install_deps; build ;;
   *) echo "usage: $0 demo|test|build" >&2; exit 2 ;;
 esac

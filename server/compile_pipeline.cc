@@ -16,6 +16,7 @@
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/driver/compile_driver.h"
 #include "compiler_core/driver/version.h"
+#include "compiler_core/package/manifest_reader.h"
 #include "server/farm_target.h"
 #include "server/search_strategy.h"
 #include "server/task_scheduler.h"
@@ -51,6 +52,32 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportRequestModel(
   return ImportModel(source);
 }
 
+// The records behind a group's schedule, as the result and the manifest say.
+kiln::v1::ScheduleProvenance ProvenanceOf(const TuneOutcome& t, const std::string& target_key) {
+  kiln::v1::ScheduleProvenance p;
+  p.set_record_target(target_key);
+  p.set_space_version(kScheduleSpaceVersion);
+  if (t.record_keys.empty()) {
+    p.set_source(kiln::v1::ScheduleProvenance::DEFAULT);
+    return p;
+  }
+  p.set_source(kiln::v1::ScheduleProvenance::RECORDS);
+  for (const std::string& key : t.record_keys) p.add_record_keys(key);
+  p.set_mean_ms(t.median_ms);
+  p.set_schedules_ranked(t.schedules_ranked);
+  return p;
+}
+
+// Whether the stored package `previous_digest` runs the same kernels as
+// `package` (false when either cannot be read: then it is timed).
+bool SameKernelsAs(tuningdb::TuningDb& db, const std::string& previous_digest, const std::string& package) {
+  auto previous = db.GetArtifact(previous_digest);
+  if (!previous.ok() || !*previous) return false;
+  auto a = ReadPackageInfo(**previous);
+  auto b = ReadPackageInfo(package);
+  return a.ok() && b.ok() && SameKernels(a->manifest, b->manifest);
+}
+
 }  // namespace
 
 namespace {
@@ -84,7 +111,7 @@ absl::StatusOr<std::pair<std::string, CpuTarget>> CompilePipeline::ResolveTarget
 absl::StatusOr<CompileOutput> CompilePipeline::Run(
     const kiln::v1::CompileRequest& request,
     const std::function<void(const kiln::v1::Progress&)>& on_progress,
-    const std::function<bool()>& cancelled) {
+    const std::function<bool()>& cancelled, const std::function<absl::Status()>& tuning_allowed) {
   auto start = std::chrono::steady_clock::now();
   kiln::v1::Progress p;
   auto report = [&](const std::string& stage, const std::string& message) {
@@ -100,6 +127,7 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph,
                    ImportRequestModel(request.onnx_model(), request.has_graph() ? &request.graph() : nullptr,
                                       request.shapes()));
+  RETURN_IF_ERROR(CheckModelLimits(*graph, model_limits_));
   ASSIGN_OR_RETURN(auto resolved, ResolveTarget(request.target(), request.threads()));
   const auto& [target_key, target] = resolved;
   // A target no worker measures (another CPU than the farm's) compiles with
@@ -142,6 +170,14 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   std::string tuning_stop;
   TuningBudget budget{std::max(0, request.budget_trials()), std::max(0.0, request.budget_seconds())};
   if (untunable) budget = TuningBudget{};
+  // Tuning refused (a client over its budget): what the database answers
+  // still compiles; a budget always has something left to spend on.
+  if (tuning_allowed && (budget.enabled() || trials > 0)) {
+    if (absl::Status allowed = tuning_allowed();
+        !allowed.ok() && (budget.enabled() || LeftToTune(workloads, target_key, target, trials))) {
+      return allowed;
+    }
+  }
   // A progressive compile answers from the database now: its tuning is for
   // the background compile the service starts when something is left to do.
   bool tuning_left = false;
@@ -213,7 +249,8 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
       for (const Workload& w : workloads) groups_done += tuned.count(w.key) ? 1 : 0;
       p.set_groups_done(groups_done);
       p.set_trials_measured(trials_measured + running);
-      report("tune", message);
+      // Nothing to measure: the schedules come from the database or are the defaults.
+      report(trials > 0 ? "tune" : "schedule", message);
     };
     auto tune_next = [&]() {
       while (true) {
@@ -267,8 +304,12 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   // 5. Codegen and package.
   report("codegen", "generating code and writing the package");
   std::vector<ScheduleConfig> configs;
-  for (const Workload& w : workloads) configs.push_back(tuned[w.key].config);
   PackageOptions popts;
+  for (const Workload& w : workloads) {
+    const TuneOutcome& t = tuned[w.key];
+    configs.push_back(t.config);
+    popts.provenance.push_back(ProvenanceOf(t, target_key));
+  }
   popts.model_name = request.model_name();
   popts.target = target;
   popts.tuned_threads = ParseRecordTargetKey(target_key).threads;
@@ -293,7 +334,13 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   ASSIGN_OR_RETURN(std::optional<tuningdb::CompileEntry> previous, db_->GetCompileEntry(entry.compile_key));
   if (checker_ != nullptr && !request.progressive() && previous && previous->package_digest != digest) {
     ASSIGN_OR_RETURN(bool present, db_->HasArtifact(previous->package_digest));
-    if (present) {
+    if (present && SameKernelsAs(*db_, previous->package_digest, pkg.bytes)) {
+      // Only the records behind the same schedules changed (a re-measurement,
+      // an import): the code is the same, there is nothing to time.
+      r.mutable_model_check()->set_previous_digest(previous->package_digest);
+      r.mutable_model_check()->set_message(
+          "same schedules as the package it replaces (only the records behind them changed): replaced it untimed");
+    } else if (present) {
       report("check", "timing the whole model against the package it would replace");
       *r.mutable_model_check() = checker_->Compare(target_key, previous->package_digest, digest, cancelled);
       if (r.model_check().kept_previous()) {
@@ -333,6 +380,7 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
     gr->set_median_ms(t.median_ms);
     gr->set_from_database(t.from_database);
     gr->set_trials_measured(t.trials_measured);
+    *gr->mutable_provenance() = popts.provenance[i];
   }
   r.set_compile_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   out.package_bytes = std::move(pkg.bytes);
@@ -375,6 +423,7 @@ absl::StatusOr<kiln::v1::TuningReport> CompilePipeline::Report(const kiln::v1::R
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph,
                    ImportRequestModel(request.onnx_model(), request.has_graph() ? &request.graph() : nullptr,
                                       request.shapes()));
+  RETURN_IF_ERROR(CheckModelLimits(*graph, model_limits_));
   ASSIGN_OR_RETURN(auto resolved, ResolveTarget(request.target(), request.threads()));
   ASSIGN_OR_RETURN(PreparedModel model, PrepareModel(std::move(graph)));
   ASSIGN_OR_RETURN(kiln::v1::TuningReport report, ReportModel(*db_, model, resolved.first, resolved.second));

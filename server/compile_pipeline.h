@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "kiln/v1/compile.pb.h"
 #include "kiln/v1/report.pb.h"
+#include "server/admission.h"
 #include "server/model_check.h"
 #include "server/tuner.h"
 #include "tuning_db/tuning_db.h"
@@ -33,18 +34,25 @@ std::string CompileKeyFor(const kiln::v1::CompileRequest& request, const std::st
 class CompilePipeline {
  public:
   // `checker` times a new package against the one it would replace (null: no
-  // whole-model check; the new package always replaces the old).
-  CompilePipeline(tuningdb::TuningDb* db, Tuner* tuner, const ModelChecker* checker)
-      : db_(db), tuner_(tuner), checker_(checker) {}
+  // whole-model check; the new package always replaces the old). Every
+  // model, of a compile or a report, is held to `model_limits` once parsed.
+  CompilePipeline(tuningdb::TuningDb* db, Tuner* tuner, const ModelChecker* checker,
+                  ModelLimits model_limits = {})
+      : db_(db), tuner_(tuner), checker_(checker), model_limits_(model_limits) {}
 
   // Resolves "cpu" / "" / "cpu:<key>", run on `threads` (a request's
   // threads; 0 is 1), to the record target key (RecordTargetKey) and codegen
   // target. A negative or absurd thread count is INVALID_ARGUMENT.
   absl::StatusOr<std::pair<std::string, CpuTarget>> ResolveTarget(const std::string& target, int threads) const;
 
+  // `tuning_allowed` (optional) is asked once the request is known to want
+  // tuning: when it refuses, the compile ends with its status unless the
+  // tuning database already answers every workload (nothing would be
+  // measured, now or in the background); see AdmissionControl.
   absl::StatusOr<CompileOutput> Run(const kiln::v1::CompileRequest& request,
                                     const std::function<void(const kiln::v1::Progress&)>& on_progress,
-                                    const std::function<bool()>& cancelled);
+                                    const std::function<bool()>& cancelled,
+                                    const std::function<absl::Status()>& tuning_allowed = nullptr);
 
   // What the database holds on tuning the request's model (partitioned as a
   // compile would) or job; see server/tuning_report.h.
@@ -59,6 +67,7 @@ class CompilePipeline {
   tuningdb::TuningDb* db_;
   Tuner* tuner_;
   const ModelChecker* checker_;
+  const ModelLimits model_limits_;
 };
 
 }  // namespace kiln::server

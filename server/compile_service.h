@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kiln/v1/compile.grpc.pb.h"
+#include "server/admission.h"
 #include "server/compile_pipeline.h"
 #include "server/progressive_compiles.h"
 #include "server/metrics.h"
@@ -11,9 +12,11 @@ namespace kiln::server {
 
 class CompileServiceImpl final : public kiln::v1::CompileService::Service {
  public:
+  // Every compile takes a slot of `admission` for as long as it runs (its
+  // background tuning included) and spends its client's tuning budget there.
   CompileServiceImpl(CompilePipeline* pipeline, ProgressiveCompiles* progressive, tuningdb::TuningDb* db,
-                     ServerMetrics* metrics)
-      : pipeline_(pipeline), progressive_(progressive), db_(db), metrics_(metrics) {}
+                     ServerMetrics* metrics, AdmissionControl* admission)
+      : pipeline_(pipeline), progressive_(progressive), db_(db), metrics_(metrics), admission_(admission) {}
 
   grpc::Status Compile(grpc::ServerContext* context, const kiln::v1::CompileRequest* request,
                        grpc::ServerWriter<kiln::v1::CompileEvent>* writer) override;
@@ -28,6 +31,7 @@ class CompileServiceImpl final : public kiln::v1::CompileService::Service {
   ProgressiveCompiles* progressive_;
   tuningdb::TuningDb* db_;
   ServerMetrics* metrics_;
+  AdmissionControl* admission_;
 };
 
 }  // namespace kiln::server

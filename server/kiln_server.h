@@ -8,6 +8,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "server/admission.h"
+#include "server/auth.h"
 
 namespace kiln::server {
 
@@ -19,6 +21,16 @@ struct ServerOptions {
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds worker_timeout{10000};
   std::chrono::milliseconds worker_wait{30000};
+  // TLS on the listener (empty cert: plaintext) and the auth file naming each
+  // credential's roles (empty: no credentials checked; needs TLS). See auth.h.
+  TlsFiles tls;
+  std::string auth_file;
+  // Limits (docs/operations.md, "Limits"): the largest request message gRPC
+  // accepts (larger: RESOURCE_EXHAUSTED before it is parsed), caps on the
+  // parsed model, and what each client may run at a time and measure.
+  int64_t max_request_bytes = int64_t{256} << 20;
+  ModelLimits model_limits;
+  AdmissionControl::Options admission;
 };
 
 class KilnServer {
@@ -28,8 +40,13 @@ class KilnServer {
 
   int port() const;
   std::string address() const;  // "127.0.0.1:PORT"
+  // The port /metrics is served on (the one bound when metrics_address asked
+  // for port 0); 0 without metrics_address.
+  int metrics_port() const;
   // Tuning jobs running in this server now (new or resumed at start-up).
   int active_tuning_jobs() const;
+  // The per-client limits and what each client holds now.
+  AdmissionControl& admission();
   // Blocks until Shutdown() is called from another thread.
   void Wait();
   void Shutdown();

@@ -26,16 +26,23 @@ void ProgressiveCompiles::ReapLocked() {
   finished_.clear();
 }
 
-bool ProgressiveCompiles::Start(const std::string& compile_key, kiln::v1::CompileRequest request) {
+bool ProgressiveCompiles::Start(const std::string& compile_key, kiln::v1::CompileRequest request,
+                                std::function<void(const kiln::v1::Progress&)> on_progress) {
   request.set_progressive(false);
   std::lock_guard<std::mutex> lock(mu_);
   ReapLocked();
   if (stopping_ || !in_flight_.insert(compile_key).second) return false;
   const int64_t id = next_id_++;
-  threads_.emplace(id, std::thread([this, id, compile_key, request = std::move(request)] {
+  threads_.emplace(id, std::thread([this, id, compile_key, request = std::move(request),
+                                    on_progress = std::move(on_progress)]() mutable {
     LogInfo("background tuning started", {{"model", request.model_name()}, {"compile_key", compile_key}});
     auto out = pipeline_->Run(
-        request, [](const kiln::v1::Progress&) {}, [this] { return stopping_.load(); });
+        request,
+        [&](const kiln::v1::Progress& p) {
+          if (on_progress) on_progress(p);
+        },
+        [this] { return stopping_.load(); });
+    on_progress = nullptr;
     if (out.ok()) {
       LogInfo("background tuning finished; the package is replaced",
               {{"model", request.model_name()},

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -30,8 +31,11 @@ class ProgressiveCompiles {
 
   // Compiles `request` (its progressive flag cleared) in the background
   // unless a background compile for `compile_key` is in flight already.
-  // Returns whether it started one.
-  bool Start(const std::string& compile_key, kiln::v1::CompileRequest request);
+  // Returns whether it started one. `on_progress` (optional) sees its
+  // progress, and is destroyed when it ends: what it holds (the client's
+  // admission slot) is held as long as the background compile runs.
+  bool Start(const std::string& compile_key, kiln::v1::CompileRequest request,
+             std::function<void(const kiln::v1::Progress&)> on_progress = nullptr);
   // Whether a background compile for the key is running.
   bool InFlight(const std::string& compile_key) const;
   int active() const;

@@ -34,6 +34,52 @@ int main(int argc, char** argv) {
   app.add_option("--worker-wait-ms", worker_wait_ms, "how long a tuning job waits for a worker of its target")
       ->capture_default_str()
       ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  int tls_refresh_s = 10;
+  app.add_option("--tls-cert", options.tls.cert, "serve TLS with this certificate chain (PEM; re-read while serving)");
+  app.add_option("--tls-key", options.tls.key, "the certificate's private key (PEM)");
+  app.add_option("--tls-client-ca", options.tls.client_ca,
+                 "mutual TLS: verify client certificates signed by this CA (PEM); auth-file 'cert:NAME' lines name them");
+  app.add_option("--tls-refresh-s", tls_refresh_s, "how often the TLS files are checked for renewal")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
+  app.add_option("--auth-file", options.auth_file,
+                 "credentials and roles (client, worker, admin), re-read when it changes; needs TLS (docs/operations.md)");
+  // Limits (docs/operations.md, "Limits"): going over one is RESOURCE_EXHAUSTED naming its flag.
+  int64_t max_request_mb = options.max_request_bytes >> 20;
+  int64_t max_initializer_mb = options.model_limits.max_initializer_bytes >> 20;
+  int64_t tuning_window_s = options.admission.tuning_window.count();
+  const CLI::Range non_negative(0, std::numeric_limits<int>::max());
+  app.add_option("--max-request-mb", max_request_mb,
+                 "largest request message accepted, in MiB (a model travels in one); larger is refused unread")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{2047}));
+  app.add_option("--max-model-nodes", options.model_limits.max_nodes, "most nodes a model may have (0: unlimited)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
+  app.add_option("--max-initializer-mb", max_initializer_mb,
+                 "most MiB a model's initializers (constant tensors) may hold, summed (0: unlimited)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  app.add_option("--max-compiles-per-client", options.admission.max_compiles_per_client,
+                 "compiles one client may run at a time, background tuning included (0: unlimited)")
+      ->capture_default_str()
+      ->check(non_negative);
+  app.add_option("--max-queued-per-client", options.admission.max_queued_per_client,
+                 "compiles of one client that may wait for a slot; more are refused (0: none wait)")
+      ->capture_default_str()
+      ->check(non_negative);
+  app.add_option("--max-compiles", options.admission.max_compiles,
+                 "compiles the server runs at a time, all clients together (0: unlimited)")
+      ->capture_default_str()
+      ->check(non_negative);
+  app.add_option("--tuning-trials-per-client", options.admission.tuning_trials_per_client,
+                 "tuning trials one client may have measured within --tuning-window-s; beyond, compiles that "
+                 "would measure are refused (0: unlimited)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
+  app.add_option("--tuning-window-s", tuning_window_s, "the rolling window of --tuning-trials-per-client, in seconds")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{366} * 86400));
   app.add_option("--log-level", log_level, "logs on stderr at this level and above: debug, info, warning, error")
       ->capture_default_str()
       ->check(CLI::IsMember({"debug", "info", "warn", "warning", "error"}));
@@ -43,6 +89,10 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? kiln::kExitOk : kiln::kExitUsage;
   }
   kiln::SetMinLogLevel(*kiln::ParseLogLevel(log_level));
+  options.tls.refresh = std::chrono::seconds(tls_refresh_s);
+  options.max_request_bytes = max_request_mb << 20;
+  options.model_limits.max_initializer_bytes = max_initializer_mb << 20;
+  options.admission.tuning_window = std::chrono::seconds(tuning_window_s);
   options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
   options.worker_timeout = std::chrono::milliseconds(worker_timeout_ms);
   options.worker_wait = std::chrono::milliseconds(worker_wait_ms);

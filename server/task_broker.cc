@@ -1,13 +1,18 @@
 // Lease bookkeeping for the tuning farm.
 #include "server/task_broker.h"
 
+#include <algorithm>
+#include <random>
+
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
 #include "server/farm_target.h"
 
 namespace kiln::server {
 
-TaskBroker::TaskBroker(Options options) : options_(options) {
+TaskBroker::TaskBroker(Options options, ServerMetrics* metrics) : options_(options), metrics_(metrics) {
+  std::random_device random;
+  incarnation_ = absl::StrCat(absl::Hex(random(), absl::kZeroPad8));
   reaper_ = std::thread([this] { ReaperLoop(); });
 }
 
@@ -32,7 +37,7 @@ TaskBroker::~TaskBroker() {
 std::string TaskBroker::RegisterWorker(const std::string& target_key, const std::string& hostname,
                                        const kiln::v1::DeviceInfo& device) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::string id = absl::StrCat("w", next_worker_++, "-", hostname);
+  std::string id = absl::StrCat("w", next_worker_++, "-", incarnation_, "-", hostname);
   Worker w;
   w.view.id = id;
   w.view.target_key = target_key;
@@ -53,15 +58,17 @@ bool TaskBroker::Heartbeat(const std::string& worker_id) {
 }
 
 std::vector<kiln::v1::MeasureTask> TaskBroker::Lease(const std::string& worker_id, int max_tasks,
-                                                     std::chrono::milliseconds wait) {
+                                                     std::chrono::milliseconds wait, bool* draining) {
   std::unique_lock<std::mutex> lock(mu_);
   auto deadline = Clock::now() + wait;
   std::vector<kiln::v1::MeasureTask> out;
+  if (draining != nullptr) *draining = false;
   if (!workers_.count(worker_id)) return out;
   workers_[worker_id].polling++;
   while (!stopping_) {
     auto wit = workers_.find(worker_id);
     if (wit == workers_.end()) return out;
+    if (wit->second.view.draining) break;  // nothing more for it
     wit->second.last_seen = Clock::now();
     const int worker_space = wit->second.view.device.space_version();
     // The worker's target measured on one thread, then on every thread count
@@ -84,7 +91,8 @@ std::vector<kiln::v1::MeasureTask> TaskBroker::Lease(const std::string& worker_i
         Task& t = tit->second;
         t.worker_id = worker_id;
         t.attempts++;
-        t.lease_deadline = Clock::now() + options_.task_timeout;
+        t.leased_at = Clock::now();
+        t.lease_deadline = t.leased_at + options_.task_timeout;
         t.proto.set_deadline_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
                                          std::chrono::system_clock::now().time_since_epoch() +
                                          options_.task_timeout)
@@ -100,6 +108,13 @@ std::vector<kiln::v1::MeasureTask> TaskBroker::Lease(const std::string& worker_i
   if (wit != workers_.end()) {
     wit->second.polling--;
     wit->second.last_seen = Clock::now();
+    if (wit->second.view.draining && out.empty()) {
+      if (draining != nullptr) *draining = true;
+      if (wit->second.view.leased_tasks == 0 && wit->second.polling == 0) {
+        LogInfo("drained worker stopped", {{"worker", worker_id}});
+        workers_.erase(wit);
+      }
+    }
   }
   return out;
 }
@@ -117,6 +132,11 @@ std::pair<int, int> TaskBroker::Report(const std::string& worker_id,
       continue;
     }
     wit->second.view.leased_tasks--;
+    if (metrics_ != nullptr) {
+      const double lease_seconds = std::chrono::duration<double>(Clock::now() - it->second.leased_at).count();
+      metrics_->ResultAccepted(wit->second.view.hostname, wit->second.view.device.device_model(), r.error(),
+                               lease_seconds);
+    }
     FinishLocked(r.task_id(), TaskOutcome{r, worker_id});
     ++accepted;
   }
@@ -136,19 +156,34 @@ std::shared_future<TaskOutcome> TaskBroker::Submit(const std::string& target_key
   Task t;
   t.proto = std::move(task);
   t.target_key = target_key;
+  t.queued_at = Clock::now();
   t.dedup_key = dedup;
   t.future = t.promise.get_future().share();
   auto future = t.future;
   tasks_.emplace(id, std::move(t));
   by_dedup_key_[dedup] = id;
   queues_[target_key].push_back(id);
+  if (metrics_ != nullptr) metrics_->TaskSubmitted();
   work_cv_.notify_all();
   return future;
+}
+
+std::optional<int> TaskBroker::Drain(const std::string& worker_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) return std::nullopt;
+  if (!it->second.view.draining) {
+    it->second.view.draining = true;
+    LogInfo("draining worker", {{"worker", worker_id}, {"leased_tasks", absl::StrCat(it->second.view.leased_tasks)}});
+  }
+  work_cv_.notify_all();  // its waiting Lease returns now
+  return it->second.view.leased_tasks;
 }
 
 bool TaskBroker::HasLiveWorker(const std::string& target_key, int space_version) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [id, w] : workers_) {
+    if (w.view.draining) continue;
     const int worker_space = w.view.device.space_version();
     if (WorkerServes(w.view.target_key, MeasureThreadsOf(w.view.device), target_key) &&
         (space_version == 0 || worker_space == 0 || worker_space == space_version)) {
@@ -170,6 +205,29 @@ int64_t TaskBroker::pending_tasks() const {
   return static_cast<int64_t>(tasks_.size());
 }
 
+TaskBroker::FarmState TaskBroker::State() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Clock::time_point now = Clock::now();
+  auto seconds_since = [now](Clock::time_point t) { return std::chrono::duration<double>(now - t).count(); };
+  FarmState state;
+  for (const auto& [key, queue] : queues_) state.queues[key];
+  for (const auto& [id, t] : tasks_) {
+    QueueState& q = state.queues[t.target_key];
+    if (t.worker_id.empty()) {
+      ++q.queued;
+      q.oldest_queued_seconds = std::max(q.oldest_queued_seconds, seconds_since(t.queued_at));
+    } else {
+      ++q.leased;
+      q.oldest_lease_seconds = std::max(q.oldest_lease_seconds, seconds_since(t.leased_at));
+    }
+  }
+  for (const auto& [id, w] : workers_) {
+    // A worker long-polling for a lease is alive, however long ago it was last seen.
+    state.workers.push_back({w.view, w.polling > 0 ? 0.0 : seconds_since(w.last_seen)});
+  }
+  return state;
+}
+
 void TaskBroker::FinishLocked(const std::string& task_id, TaskOutcome outcome) {
   auto it = tasks_.find(task_id);
   if (it == tasks_.end()) return;
@@ -179,19 +237,22 @@ void TaskBroker::FinishLocked(const std::string& task_id, TaskOutcome outcome) {
   tasks_.erase(it);
 }
 
-void TaskBroker::RequeueLocked(const std::string& task_id, const std::string& why) {
+void TaskBroker::RequeueLocked(const std::string& task_id, LeaseLoss reason, const std::string& why) {
   auto it = tasks_.find(task_id);
   if (it == tasks_.end()) return;
   Task& t = it->second;
   LogWarn("lease lost", {{"task", task_id}, {"worker", t.worker_id}, {"why", why}});
+  if (metrics_ != nullptr) metrics_->LeaseLost(reason);
   t.worker_id.clear();
   if (t.attempts >= options_.max_attempts) {
+    if (metrics_ != nullptr) metrics_->TaskAbandoned();
     TaskOutcome o;
     o.result.set_error(kiln::v1::TIMEOUT);
     o.result.set_error_message(absl::StrCat("lost its lease ", t.attempts, " times; last: ", why));
     FinishLocked(task_id, std::move(o));
     return;
   }
+  t.queued_at = Clock::now();
   queues_[t.target_key].push_front(task_id);
   work_cv_.notify_all();
 }
@@ -210,16 +271,21 @@ void TaskBroker::ReaperLoop() {
       LogWarn("worker expired", {{"worker", id}});
       workers_.erase(id);
     }
-    std::vector<std::pair<std::string, std::string>> lost;
+    struct Lost {
+      std::string task_id;
+      LeaseLoss reason;
+      std::string why;
+    };
+    std::vector<Lost> lost;
     for (const auto& [tid, t] : tasks_) {
       if (t.worker_id.empty()) continue;
       if (!workers_.count(t.worker_id)) {
-        lost.emplace_back(tid, absl::StrCat("worker ", t.worker_id, " went silent"));
+        lost.push_back({tid, LeaseLoss::kWorkerSilent, absl::StrCat("worker ", t.worker_id, " went silent")});
       } else if (now > t.lease_deadline) {
-        lost.emplace_back(tid, "lease deadline passed");
+        lost.push_back({tid, LeaseLoss::kDeadline, "lease deadline passed"});
       }
     }
-    for (const auto& [tid, why] : lost) RequeueLocked(tid, why);
+    for (const Lost& l : lost) RequeueLocked(l.task_id, l.reason, l.why);
   }
 }
 

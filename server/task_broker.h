@@ -13,11 +13,13 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "kiln/v1/worker.pb.h"
+#include "server/metrics.h"
 
 namespace kiln::server {
 
@@ -32,6 +34,7 @@ struct WorkerView {
   std::string hostname;
   kiln::v1::DeviceInfo device;
   int leased_tasks = 0;
+  bool draining = false;  // Drain(): no new tasks; it stops once it holds none
 };
 
 class TaskBroker {
@@ -44,17 +47,27 @@ class TaskBroker {
     std::chrono::milliseconds task_timeout{120000};
     int max_attempts = 3;
   };
-  explicit TaskBroker(Options options);
+  // `metrics`, when given, counts submissions, results, lost leases and
+  // abandoned tasks; it must outlive the broker.
+  explicit TaskBroker(Options options, ServerMetrics* metrics = nullptr);
   ~TaskBroker();
 
-  // Returns the new worker's id.
+  // Returns the new worker's id, "w<N>-<incarnation>-<hostname>": unique to
+  // this broker, and unlike any an earlier broker gave (a worker still holding
+  // one learns from Heartbeat that it must register again).
   std::string RegisterWorker(const std::string& target_key, const std::string& hostname,
                              const kiln::v1::DeviceInfo& device);
   // false when the worker is unknown (expired or never registered).
   bool Heartbeat(const std::string& worker_id);
-  // Blocks up to `wait` for work for the worker's target. Unknown worker: empty.
+  // Blocks up to `wait` for work for the worker's target. Unknown worker:
+  // empty. A draining worker gets nothing, at once, and *draining is set; once
+  // it holds no task it is forgotten (it stops).
   std::vector<kiln::v1::MeasureTask> Lease(const std::string& worker_id, int max_tasks,
-                                           std::chrono::milliseconds wait);
+                                           std::chrono::milliseconds wait, bool* draining = nullptr);
+  // Drains a worker (AdminService.DrainWorker): it leases nothing more, and
+  // compiles no longer count it as a live worker of its target. Returns the
+  // tasks it still holds; nullopt when the worker is unknown.
+  std::optional<int> Drain(const std::string& worker_id);
   // Returns {accepted, rejected}.
   std::pair<int, int> Report(const std::string& worker_id,
                              const std::vector<kiln::v1::MeasureResult>& results);
@@ -66,11 +79,27 @@ class TaskBroker {
   std::shared_future<TaskOutcome> Submit(const std::string& target_key, kiln::v1::MeasureTask task);
 
   // A registered worker that serves the record target key and measures
-  // `space_version` (workers that report no version count for every version).
+  // `space_version` (workers that report no version count for every version),
+  // and is not draining.
   bool HasLiveWorker(const std::string& target_key, int space_version = 0) const;
   std::vector<WorkerView> Workers() const;
   const Options& options() const { return options_; }
   int64_t pending_tasks() const;
+
+  // The farm now, for the gauges sampled at scrape time.
+  struct QueueState {
+    int64_t queued = 0, leased = 0;
+    double oldest_queued_seconds = 0, oldest_lease_seconds = 0;  // 0 when none
+  };
+  struct WorkerState {
+    WorkerView view;
+    double silent_seconds = 0;  // since its last heartbeat, lease or report
+  };
+  struct FarmState {
+    std::map<std::string, QueueState> queues;  // by record target key: every key ever queued
+    std::vector<WorkerState> workers;
+  };
+  FarmState State() const;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -80,6 +109,7 @@ class TaskBroker {
     std::string dedup_key;
     std::string worker_id;  // holder, "" while pending
     Clock::time_point lease_deadline;
+    Clock::time_point queued_at, leased_at;
     int attempts = 0;
     std::promise<TaskOutcome> promise;
     std::shared_future<TaskOutcome> future;
@@ -92,15 +122,19 @@ class TaskBroker {
 
   void ReaperLoop();
   // Requires mu_. Puts a leased task back in its queue or fails it after max_attempts.
-  void RequeueLocked(const std::string& task_id, const std::string& why);
+  void RequeueLocked(const std::string& task_id, LeaseLoss reason, const std::string& why);
   void FinishLocked(const std::string& task_id, TaskOutcome outcome);
 
   Options options_;
+  ServerMetrics* metrics_;
   mutable std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable reaper_cv_;
   bool stopping_ = false;
   int64_t next_worker_ = 1;
+  // Random, one per broker (per server start): a worker id from an earlier
+  // server is never given to another worker by a restarted one.
+  std::string incarnation_;
   int64_t next_task_ = 1;
   std::map<std::string, Worker> workers_;
   std::map<std::string, Task> tasks_;                     // in flight (pending or leased)

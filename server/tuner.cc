@@ -95,10 +95,44 @@ int Tuner::active_jobs() const {
   return static_cast<int>(active_.size());
 }
 
+bool Tuner::IsActive(int64_t job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, active] : active_) {
+    if (active->job.id == job_id) return true;
+  }
+  return false;
+}
+
+absl::Status Tuner::CancelJob(int64_t job_id, const std::string& message) {
+  ASSIGN_OR_RETURN(std::optional<tuningdb::TuningJob> job, db_->GetJob(job_id));
+  if (!job) return absl::NotFoundError(absl::StrCat("no tuning job ", job_id));
+  if (job->state != tuningdb::JobState::kRunning) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("tuning job ", job_id, " has ended already (", std::string(tuningdb::JobStateName(job->state)), ")"));
+  }
+  // The database first: a job that ends meanwhile keeps its own end.
+  if (absl::Status s = db_->FinishJob(job_id, tuningdb::JobState::kCancelled, message); !s.ok()) {
+    if (s.code() == absl::StatusCode::kFailedPrecondition) {
+      return absl::FailedPreconditionError(absl::StrCat("tuning job ", job_id, " has ended already"));
+    }
+    return s;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, active] : active_) {
+    if (active->job.id != job_id) continue;
+    {
+      std::lock_guard<std::mutex> job_lock(active->mu);
+      active->cancel_message = message;
+    }
+    active->cancelled = true;
+  }
+  return absl::OkStatus();
+}
+
 int Tuner::LiveWorkers(const std::string& target_key) const {
   int workers = 0;
   for (const WorkerView& w : broker_->Workers()) {
-    workers += WorkerServes(w.target_key, MeasureThreadsOf(w.device), target_key) ? 1 : 0;
+    workers += !w.draining && WorkerServes(w.target_key, MeasureThreadsOf(w.device), target_key) ? 1 : 0;
   }
   return workers;
 }
@@ -139,7 +173,14 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
     if (!best.ok()) return best.status();
     if (best->empty()) return std::nullopt;
     auto config = ScheduleConfig::Parse(best->front().config);
-    if (config.ok()) return TuneOutcome{*config, best->front().mean_ms, /*from_database=*/true, 0};
+    if (config.ok()) {
+      ASSIGN_OR_RETURN(tuningdb::TuningDb::ConfigEvidence evidence,
+                       db_->Evidence(workload.key, target_key, kScheduleSpaceVersion, best->front().config));
+      TuneOutcome hit{*config, best->front().mean_ms, /*from_database=*/true, 0};
+      hit.record_keys = std::move(evidence.record_keys);
+      hit.schedules_ranked = evidence.configs_ranked;
+      return hit;
+    }
     LogWarn("unparseable record ignored", {{"workload", workload.key}, {"config", best->front().config}});
     return std::nullopt;
   };
@@ -357,13 +398,22 @@ bool Tuner::MeasureCandidates(const std::shared_ptr<ActiveJob>& active, std::str
   }
   for (auto& [position, future] : futures) {
     while (future.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
-      if (stopping_) return false;
+      if (stopping_ || active->cancelled) return false;
     }
     const TaskOutcome& o = future.get();
     tuningdb::Record r = RecordOf(job, job.candidates[position].config, o);
     // Recorded now, not at the end: a restart loses at most the tasks in flight.
     if (absl::Status s = db_->AddJobRecord(job.id, position, r); !s.ok()) {
       LogWarn("cannot record a measurement", {{"job", absl::StrCat(job.id)}, {"error", s.ToString()}});
+      // Recorded already (by another server resuming the job) is no loss. Any
+      // other refusal (a full or read-only disk) stops the job with the reason;
+      // it stays running in the database and resumes once it can be written.
+      auto now = db_->GetJob(job.id);
+      if (!now.ok() || !*now || position >= static_cast<int>((*now)->candidates.size()) ||
+          !(*now)->candidates[position].measured()) {
+        active->record_error = s;
+        return true;
+      }
     }
     if (o.result.error() != kiln::v1::MEASURE_OK && first_error->empty()) {
       *first_error = absl::StrCat(r.config, ": ", kiln::v1::MeasureError_Name(o.result.error()), " ",
@@ -452,7 +502,7 @@ bool Tuner::ConfirmWinner(const std::shared_ptr<ActiveJob>& active) {
     }
     for (auto& [config, future] : futures) {
       while (future.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
-        if (stopping_) return false;
+        if (stopping_ || active->cancelled) return false;
       }
       tuningdb::Record r = RecordOf(job, config, future.get());
       if (absl::Status s = db_->AddRecords({r}); !s.ok()) {
@@ -470,12 +520,21 @@ void Tuner::RunJob(const std::shared_ptr<ActiveJob>& active) {
   bool done = true;
   do {
     done = MeasureCandidates(active, &first_error);
-  } while (done && !stopping_ && NextRound(active));
-  done = done && !stopping_ && ConfirmWinner(active) && !stopping_;
+  } while (done && !stopping_ && !active->cancelled && active->record_error.ok() && NextRound(active));
+  done = done && !stopping_ && !active->cancelled && (!active->record_error.ok() || ConfirmWinner(active)) &&
+         !stopping_;
   absl::Status status;
   TuneOutcome outcome;
-  if (!done) {
+  if (active->cancelled) {  // CancelJob ended it in the database
+    std::lock_guard<std::mutex> lock(active->mu);
+    status = absl::CancelledError(active->cancel_message);
+    LogInfo("tuning job cancelled", {{"job", absl::StrCat(job.id)}, {"message", active->cancel_message}});
+  } else if (!done) {
     status = absl::UnavailableError("the server is stopping; the tuning job resumes when it restarts");
+  } else if (!active->record_error.ok()) {
+    status = absl::Status(active->record_error.code(), absl::StrCat("cannot record a measurement of tuning job ",
+                                                                    job.id, ": ", active->record_error.message()));
+    LogWarn("tuning job stopped", {{"job", absl::StrCat(job.id)}, {"error", status.ToString()}});
   } else {
     // The best config of the triple by its valid records, whichever job or
     // import made them.

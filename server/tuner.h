@@ -38,6 +38,11 @@ struct TuneOutcome {
   bool from_database = false;
   int trials_measured = 0;     // by this call
   int schedules_measured = 0;  // for the workload on the target, by anyone (0 with trials == 0)
+  // Why `config`: the RecordKey of each valid record of it (oldest first) and
+  // how many distinct schedules had valid records when it was chosen. Empty
+  // and 0 for the heuristic default (no valid record).
+  std::vector<std::string> record_keys;
+  int schedules_ranked = 0;
 };
 
 struct TuneProgress {
@@ -82,6 +87,14 @@ class Tuner {
 
   // Jobs running in this process now.
   int active_jobs() const;
+  bool IsActive(int64_t job_id) const;
+
+  // Ends a running job as cancelled with `message`: the compiles waiting on
+  // it fail with CANCELLED and the message; measurements already recorded
+  // stay; tasks it queued are still measured, their results dropped. The next
+  // compile of the workload starts a new job. NOT_FOUND: no such job;
+  // FAILED_PRECONDITION: it has ended already.
+  absl::Status CancelJob(int64_t job_id, const std::string& message);
 
   // Candidates a round of a job asks the farm for: twice the live workers of
   // the target (so that none waits while the next round is chosen), at least 4.
@@ -115,9 +128,12 @@ class Tuner {
     std::mutex mu;
     std::condition_variable cv;
     bool finished = false;
+    std::atomic<bool> cancelled{false};  // CancelJob: stop measuring
+    std::string cancel_message;          // under mu
     absl::Status status;  // when finished
     TuneOutcome outcome;  // when finished with OK
     TuneProgress progress;  // trials of this job: done, and planned to reach its goal
+    absl::Status record_error;  // the database refused a result: the job stops (its thread only)
   };
 
   // Requires mu_. Registers the job and starts its thread.

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/log.h"
+#include "server/auth.h"
 #include "server/farm_target.h"
 
 namespace kiln::server {
@@ -31,8 +32,9 @@ tuningdb::TargetInfo TargetInfoOf(const std::string& target_key, const kiln::v1:
   return t;
 }
 
-grpc::Status WorkerServiceImpl::Register(grpc::ServerContext*, const kiln::v1::RegisterRequest* request,
+grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* context, const kiln::v1::RegisterRequest* request,
                                          kiln::v1::RegisterResponse* response) {
+  if (grpc::Status denied = Authorize(context, {Role::kWorker}); !denied.ok()) return denied;
   if (request->device().kind().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "register: device.kind is empty");
   }
@@ -54,15 +56,20 @@ grpc::Status WorkerServiceImpl::Register(grpc::ServerContext*, const kiln::v1::R
     }
   }
   response->set_worker_id(broker_->RegisterWorker(key, request->hostname(), request->device()));
+  if (std::string identity = CallerIdentity(context); !identity.empty()) {
+    std::lock_guard<std::mutex> lock(owners_mu_);
+    owners_[response->worker_id()] = identity;
+  }
   response->set_target_key(key);
   response->set_heartbeat_interval_ms(static_cast<int>(broker_->options().heartbeat_interval.count()));
   response->set_lease_timeout_ms(static_cast<int>(broker_->options().worker_timeout.count()));
-  metrics_->workers.Set(static_cast<double>(broker_->Workers().size()));
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext*, const kiln::v1::HeartbeatRequest* request,
+grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context, const kiln::v1::HeartbeatRequest* request,
                                           kiln::v1::HeartbeatResponse* response) {
+  if (grpc::Status denied = Authorize(context, {Role::kWorker}); !denied.ok()) return denied;
+  if (grpc::Status denied = CheckOwner(context, request->worker_id()); !denied.ok()) return denied;
   response->set_known(broker_->Heartbeat(request->worker_id()));
   return grpc::Status::OK;
 }
@@ -70,23 +77,52 @@ grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext*, const kiln::v1::
 grpc::Status WorkerServiceImpl::LeaseTasks(grpc::ServerContext* context,
                                            const kiln::v1::LeaseTasksRequest* request,
                                            kiln::v1::LeaseTasksResponse* response) {
+  if (grpc::Status denied = Authorize(context, {Role::kWorker}); !denied.ok()) return denied;
+  if (grpc::Status denied = CheckOwner(context, request->worker_id()); !denied.ok()) return denied;
+  // A worker the server forgot (silent too long, or a restart) registers again.
+  if (!broker_->Heartbeat(request->worker_id())) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("worker ", request->worker_id(), " is not registered (it was silent too long or "
+                                     "the server restarted): register again"));
+  }
   int wait_ms = std::clamp(request->wait_ms(), 0, 30000);
+  bool draining = false;
   for (auto& t : broker_->Lease(request->worker_id(), std::max(1, request->max_tasks()),
-                                std::chrono::milliseconds(wait_ms))) {
+                                std::chrono::milliseconds(wait_ms), &draining)) {
     *response->add_tasks() = std::move(t);
   }
+  response->set_draining(draining);
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerServiceImpl::ReportResults(grpc::ServerContext*,
+std::string WorkerServiceImpl::RegisteredBy(const std::string& worker_id) {
+  std::lock_guard<std::mutex> lock(owners_mu_);
+  auto it = owners_.find(worker_id);
+  return it == owners_.end() ? "" : it->second;
+}
+
+grpc::Status WorkerServiceImpl::ReportResults(grpc::ServerContext* context,
                                               const kiln::v1::ReportResultsRequest* request,
                                               kiln::v1::ReportResultsResponse* response) {
+  if (grpc::Status denied = Authorize(context, {Role::kWorker}); !denied.ok()) return denied;
+  if (grpc::Status denied = CheckOwner(context, request->worker_id()); !denied.ok()) return denied;
   std::vector<kiln::v1::MeasureResult> results(request->results().begin(), request->results().end());
   auto [accepted, rejected] = broker_->Report(request->worker_id(), results);
   response->set_accepted(accepted);
   response->set_rejected(rejected);
-  metrics_->tasks_reported.Increment(accepted);
+  metrics_->ResultsReported(accepted);
   return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::CheckOwner(const grpc::ServerContext* context, const std::string& worker_id) {
+  const std::string identity = CallerIdentity(context);
+  if (identity.empty()) return grpc::Status::OK;
+  std::lock_guard<std::mutex> lock(owners_mu_);
+  auto it = owners_.find(worker_id);
+  if (it == owners_.end() || it->second == identity) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                      absl::StrCat("worker ", worker_id, " was registered by '", it->second, "', not by '", identity,
+                                   "': a worker leases and reports only as itself"));
 }
 
 }  // namespace kiln::server

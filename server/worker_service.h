@@ -1,6 +1,10 @@
 // kiln.v1.WorkerService: the farm's side of register, heartbeat, lease, report.
 #pragma once
 
+#include <map>
+#include <mutex>
+#include <string>
+
 #include "kiln/v1/worker.grpc.pb.h"
 #include "server/metrics.h"
 #include "server/task_broker.h"
@@ -28,10 +32,20 @@ class WorkerServiceImpl final : public kiln::v1::WorkerService::Service {
                              const kiln::v1::ReportResultsRequest* request,
                              kiln::v1::ReportResultsResponse* response) override;
 
+  // The identity that registered the worker ("" without credentials checked).
+  std::string RegisteredBy(const std::string& worker_id);
+
  private:
+  // With credentials checked: PERMISSION_DENIED when `worker_id` was
+  // registered by another identity than the caller's (a worker may heartbeat,
+  // lease and report only as itself).
+  grpc::Status CheckOwner(const grpc::ServerContext* context, const std::string& worker_id);
+
   TaskBroker* broker_;
   ServerMetrics* metrics_;
   tuningdb::TuningDb* db_;
+  std::mutex owners_mu_;
+  std::map<std::string, std::string> owners_;  // worker id -> identity that registered it
 };
 
 // The tuning database's row for the target a worker measures for.

@@ -1,8 +1,13 @@
 // SQLite connection, statement cache, transactions and error mapping.
 #include "tuning_db/sqlite_connection.h"
 
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -155,6 +160,18 @@ absl::Status SqliteConnection::Error(int rc, std::string_view what) const {
   const char* sqlite_message = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
   std::string message = absl::StrCat("tuning db ", path_, ": ", std::string(what), ": ",
                                      sqlite_message, " (sqlite code ", rc, ")");
+  // Why, where SQLite's words do not say: "unable to open database file" on
+  // a read-only filesystem or without permission, "disk I/O error".
+  if ((rc & 0xff) == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_READONLY) {
+    const std::string folder = std::filesystem::path(path_).parent_path().string();
+    if (access(path_.c_str(), W_OK) != 0 && errno != ENOENT) {
+      absl::StrAppend(&message, ": the file is not writable: ", strerror(errno));
+    } else if (access(folder.empty() ? "." : folder.c_str(), W_OK) != 0) {
+      absl::StrAppend(&message, ": its folder is not writable: ", strerror(errno));
+    }
+  } else if ((rc & 0xff) == SQLITE_IOERR && db_ != nullptr && sqlite3_system_errno(db_) != 0) {
+    absl::StrAppend(&message, ": ", strerror(sqlite3_system_errno(db_)));
+  }
   switch (rc & 0xff) {
     case SQLITE_NOTADB:
       return absl::FailedPreconditionError(

@@ -108,6 +108,7 @@ std::string_view JobStateName(JobState state) {
     case JobState::kRunning: return "running";
     case JobState::kDone: return "done";
     case JobState::kFailed: return "failed";
+    case JobState::kCancelled: return "cancelled";
   }
   return "unknown";
 }
@@ -383,6 +384,38 @@ absl::StatusOr<std::vector<TuningDb::ConfigStat>> TuningDb::ConfigStats(const st
     out.push_back(ConfigStat{s.ColumnText(0), static_cast<int>(s.ColumnInt(1)), s.ColumnDouble(2),
                              s.ColumnDouble(3), s.ColumnDouble(4)});
   }
+  return out;
+}
+
+absl::StatusOr<TuningDb::ConfigEvidence> TuningDb::Evidence(const std::string& workload_key,
+                                                           const std::string& target_key, int space_version,
+                                                           const std::string& config) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  // One read transaction: the keys and the count describe the same snapshot.
+  RETURN_IF_ERROR(reader_->Exec("BEGIN"));
+  absl::StatusOr<ConfigEvidence> out = [&]() -> absl::StatusOr<ConfigEvidence> {
+    ConfigEvidence evidence;
+    {
+      ASSIGN_OR_RETURN(SqliteStatement s,
+                       reader_->Prepare("SELECT record_key FROM records WHERE workload_key = ?1 AND "
+                                        "target_key = ?2 AND space_version = ?3 AND error = 0 AND "
+                                        "config = ?4 ORDER BY id"));
+      s.Bind(1, workload_key).Bind(2, target_key).Bind(3, space_version).Bind(4, config);
+      while (true) {
+        ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        evidence.record_keys.push_back(s.ColumnText(0));
+      }
+    }
+    ASSIGN_OR_RETURN(SqliteStatement s,
+                     reader_->Prepare("SELECT COUNT(DISTINCT config) FROM records WHERE workload_key = ?1 AND "
+                                      "target_key = ?2 AND space_version = ?3 AND error = 0"));
+    s.Bind(1, workload_key).Bind(2, target_key).Bind(3, space_version);
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (row) evidence.configs_ranked = static_cast<int>(s.ColumnInt(0));
+    return evidence;
+  }();
+  (void)reader_->Exec("COMMIT");
   return out;
 }
 
@@ -1024,6 +1057,44 @@ absl::StatusOr<std::vector<TuningJob>> TuningDb::ListJobs(std::optional<JobState
   }();
   (void)reader_->Exec("COMMIT");
   return jobs;
+}
+
+}  // namespace kiln::tuningdb
+
+namespace kiln::tuningdb {
+
+// Times the writer connection's transactions from SQLite's statement profile
+// (sqlite3_trace_v2): a statement's end less its run time is its start.
+struct TuningDb::WriteClock {
+  sqlite3* db = nullptr;
+  std::function<void(double)> observer;
+  std::optional<std::chrono::steady_clock::time_point> began;  // of the open BEGIN IMMEDIATE
+  ~WriteClock() { sqlite3_trace_v2(db, 0, nullptr, nullptr); }
+
+  static int OnStatement(unsigned /*type*/, void* context, void* statement, void* nanoseconds) {
+    auto* clock = static_cast<WriteClock*>(context);
+    const std::string_view sql = sqlite3_sql(static_cast<sqlite3_stmt*>(statement));
+    const auto now = std::chrono::steady_clock::now();
+    if (sql == "BEGIN IMMEDIATE") {
+      clock->began = now - std::chrono::nanoseconds(*static_cast<sqlite3_int64*>(nanoseconds));
+    } else if (sql == "COMMIT" && clock->began) {
+      clock->observer(std::chrono::duration<double>(now - *clock->began).count());
+      clock->began.reset();
+    } else if (sql == "ROLLBACK") {
+      clock->began.reset();
+    }
+    return 0;
+  }
+};
+
+void TuningDb::ObserveWriteTransactions(std::function<void(double seconds)> observer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  write_clock_.reset();
+  if (!observer) return;
+  write_clock_ = std::make_shared<WriteClock>();
+  write_clock_->db = conn_->raw();
+  write_clock_->observer = std::move(observer);
+  sqlite3_trace_v2(conn_->raw(), SQLITE_TRACE_PROFILE, &WriteClock::OnStatement, write_clock_.get());
 }
 
 }  // namespace kiln::tuningdb

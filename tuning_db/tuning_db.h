@@ -87,8 +87,9 @@ struct ImportCounts {
 // in one schedule-space version. It lives in the database so that a restarted
 // server resumes it: the candidates still unmeasured are measured, each result
 // recorded as it arrives.
-enum class JobState { kRunning = 0, kDone = 1, kFailed = 2 };
-std::string_view JobStateName(JobState state);  // "running", "done", "failed"
+// kCancelled: an admin ended it (AdminService.CancelJob).
+enum class JobState { kRunning = 0, kDone = 1, kFailed = 2, kCancelled = 3 };
+std::string_view JobStateName(JobState state);  // "running", "done", "failed", "cancelled"
 
 struct JobCandidate {
   std::string config;
@@ -189,6 +190,16 @@ class TuningDb {
   absl::StatusOr<std::vector<ConfigStat>> ConfigStats(const std::string& workload_key, const std::string& target_key,
                                                       int space_version, int k);
 
+  // The evidence behind a config: the RecordKey of each of its valid records
+  // for the triple, oldest first, and how many distinct configs of the triple
+  // have valid records (the field ConfigStats ranked). One read transaction.
+  struct ConfigEvidence {
+    std::vector<std::string> record_keys;
+    int configs_ranked = 0;
+  };
+  absl::StatusOr<ConfigEvidence> Evidence(const std::string& workload_key, const std::string& target_key,
+                                          int space_version, const std::string& config);
+
   // Why TopK is empty, as one line: "no workload <key>", "workload <key> known
   // but never measured", "workload <key> known but measured only for targets:
   // a, b", "... records only for schedule-space versions: 1", "... only failed
@@ -273,7 +284,7 @@ class TuningDb {
   // its first record (FAILED_PRECONDITION); an unknown job or position, or a
   // record for another workload/target/space version, is INVALID_ARGUMENT.
   absl::Status AddJobRecord(int64_t job_id, int position, const Record& record);
-  // Ends a running job (state kDone or kFailed) with a message.
+  // Ends a running job (state kDone, kFailed or kCancelled) with a message.
   absl::Status FinishJob(int64_t job_id, JobState state, const std::string& message);
   absl::StatusOr<std::optional<TuningJob>> GetJob(int64_t job_id);
   // Jobs in `state` (all jobs when nullopt), oldest first, with candidates.
@@ -315,6 +326,18 @@ class TuningDb {
   std::mutex read_mu_;
   std::unique_ptr<SqliteConnection> reader_;  // queries only, guarded by read_mu_
   ArtifactBlobDir blobs_;
+
+ public:
+  // Calls `observer` with the seconds of every write transaction of this
+  // object that commits, from the start of BEGIN IMMEDIATE (its wait for the
+  // write lock included) to the end of COMMIT, on the writing thread while it
+  // holds the write lock: keep it short. Replaces an earlier observer. For the
+  // server's metrics.
+  void ObserveWriteTransactions(std::function<void(double seconds)> observer);
+
+ private:
+  struct WriteClock;
+  std::shared_ptr<WriteClock> write_clock_;  // last: detached before the connections close
 };
 
 }  // namespace kiln::tuningdb

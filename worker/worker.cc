@@ -181,7 +181,9 @@ absl::Status Worker::Run(std::atomic<bool>* stop) {
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, options_.max_backoff_ms);
   args.SetMaxReceiveMessageSize(256 << 20);
-  auto channel = grpc::CreateCustomChannel(options_.server, grpc::InsecureChannelCredentials(), args);
+  auto credentials = client::MakeChannelCredentials(options_.security);
+  if (!credentials.ok()) return credentials.status();
+  auto channel = grpc::CreateCustomChannel(options_.server, *credentials, args);
   stub_ = kiln::v1::WorkerService::NewStub(channel);
   artifacts_ = std::make_unique<client::KilnClient>(channel);
 
@@ -224,6 +226,11 @@ absl::Status Worker::Run(std::atomic<bool>* stop) {
     for (const kiln::v1::MeasureTask& task : resp.tasks()) {
       if (stop->load()) break;
       HandleTask(task, stop);
+    }
+    if (resp.draining() && resp.tasks().empty()) {
+      // An admin drained it (kiln admin drain): everything it held is reported.
+      Log(LogLevel::kInfo, "drained by the server; stopping", {{"worker", worker_id()}});
+      break;
     }
   }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "client/channel_credentials.h"
 #include "absl/status/status.h"
 #include "client/kiln_client.h"
 #include "compiler_core/codegen/target.h"
@@ -49,6 +50,9 @@ class Worker {
     // compiled for it and timed here, standing for the fleet that runs it. The
     // host must run every one of its features. Empty: the host's own target.
     std::string target;
+    // How the server is reached when it serves TLS and checks credentials
+    // (a worker needs the worker role).
+    client::ChannelSecurity security;
   };
   static constexpr int kMaxThreads = 1024;
 
@@ -58,8 +62,9 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   // Describes the device, then registers (retrying until the server answers),
-  // and leases, measures and reports until *stop becomes true. Returns OK on a
-  // clean stop; an error only for what retrying cannot fix: a bad or absent
+  // and leases, measures and reports until *stop becomes true or an admin
+  // drains it (it reports what it holds first). Returns OK on a clean stop;
+  // an error only for what retrying cannot fix: a bad or absent
   // device (INVALID_ARGUMENT, UNAVAILABLE "no CUDA driver: ..."), a device kind
   // it cannot measure yet (UNIMPLEMENTED for cuda), an unusable metrics port.
   absl::Status Run(std::atomic<bool>* stop);

@@ -35,6 +35,12 @@ int main(int argc, char** argv) {
                  "HOST:PORT of the Kiln server; while it cannot be reached the worker retries (a warning per try, "
                  "backing off to 5 s)")
       ->required();
+  app.add_option("--tls-ca", options.security.tls_ca, "the server serves TLS: its certificate's CA (PEM) [env KILN_TLS_CA]");
+  app.add_option("--tls-cert", options.security.tls_cert,
+                 "this worker's certificate for mutual TLS (PEM; the server's auth file names it) [env KILN_TLS_CERT]");
+  app.add_option("--tls-key", options.security.tls_key, "the certificate's private key (PEM) [env KILN_TLS_KEY]");
+  app.add_option("--token-file", options.security.token_file,
+                 "a file holding a bearer token with the worker role (needs --tls-ca) [env KILN_TOKEN_FILE]");
   app.add_option("--device", options.device, "device to measure on: cpu or cuda:N")
       ->capture_default_str();
   app.add_option("--target", options.target,
@@ -68,6 +74,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kiln::kExitOk : kiln::kExitUsage;
   }
+  options.security = kiln::client::WithEnvironment(options.security);
   options.isolate = !no_isolate;
   kiln::SetMinLogLevel(verbose ? kiln::LogLevel::kDebug : *kiln::ParseLogLevel(log_level));
 

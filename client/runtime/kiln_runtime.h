@@ -71,7 +71,8 @@ KILN_API kiln_status_t kiln_package_load(const char* path, kiln_package_t** out_
 /* Loads and verifies a package from memory; the bytes are copied. */
 KILN_API kiln_status_t kiln_package_load_bytes(const void* data, size_t bytes, kiln_package_t** out_package);
 /* The CPU the package was compiled for: its ISA level and microarchitecture,
- * e.g. "x86-64-v4 znver4"; owned by the package. Loading refuses a package
+ * e.g. "x86-64-v4 znver4", or "x86-64-v3" for a package compiled for a level;
+ * owned by the package. Loading refuses a package
  * whose CPU features this host lacks (KILN_FAILED_PRECONDITION). */
 KILN_API const char* kiln_package_target(const kiln_package_t* package);
 /* "sha256:<hex>" of the package file; owned by the package. */

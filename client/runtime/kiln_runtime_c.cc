@@ -51,7 +51,9 @@ kiln_status_t TensorInfo(const kiln::runtime::ManifestTensor& t, kiln_dtype_t* d
 kiln_package_t* NewPackage(std::unique_ptr<kiln::runtime::Package> package) {
   auto* handle = new kiln_package_t{std::shared_ptr<const kiln::runtime::Package>(std::move(package)), ""};
   const kiln::runtime::Manifest& m = handle->package->manifest();
-  handle->target = m.isa_level.empty() ? m.target_cpu : m.isa_level + " " + m.target_cpu;
+  // A level target's CPU is the level itself: say it once.
+  handle->target = m.isa_level.empty() || m.isa_level == m.target_cpu ? m.target_cpu
+                                                                      : m.isa_level + " " + m.target_cpu;
   return handle;
 }
 

@@ -135,7 +135,9 @@ class Linker {
 };
 
 Result<std::string> Linker::StringAt(uint32_t index, uint64_t offset) const {
-  if (index >= sections_.size() || sections_[index].hdr.sh_type != SHT_STRTAB) {
+  // Section 0 is the null section: its header holds no contents (Parse checks
+  // only the others' ranges), whatever type it claims.
+  if (index == 0 || index >= sections_.size() || sections_[index].hdr.sh_type != SHT_STRTAB) {
     return Error(Cat("string table index ", index, " is not a string table"));
   }
   const Elf64_Shdr& h = sections_[index].hdr;
@@ -190,7 +192,7 @@ Status Linker::Parse() {
     }
   }
   if (shstrndx_ >= shnum || sections_[shstrndx_].hdr.sh_type != SHT_STRTAB) shstrndx_ = 0;
-  for (uint64_t i = 0; i < shnum; ++i) {
+  for (uint64_t i = 1; i < shnum; ++i) {
     if (sections_[i].hdr.sh_type != SHT_SYMTAB) continue;
     if (symtab_index_ >= 0) return Error("more than one symbol table");
     symtab_index_ = static_cast<int64_t>(i);
@@ -283,7 +285,7 @@ Status Linker::Layout() {
 }
 
 Status Linker::ScanRelocations() {
-  for (size_t i = 0; i < sections_.size(); ++i) {
+  for (size_t i = 1; i < sections_.size(); ++i) {
     const Elf64_Shdr& h = sections_[i].hdr;
     if (h.sh_type != SHT_RELA && h.sh_type != SHT_REL) continue;
     if (h.sh_info >= sections_.size()) {
@@ -396,7 +398,7 @@ Status Linker::MapAndRelocate(void** base_out, size_t* size_out) {
 
 Status Linker::ApplyRelocations(uint8_t* base) {
   const uint64_t got = reinterpret_cast<uint64_t>(base + got_start_);
-  for (size_t i = 0; i < sections_.size(); ++i) {
+  for (size_t i = 1; i < sections_.size(); ++i) {
     const Elf64_Shdr& h = sections_[i].hdr;
     if (h.sh_type != SHT_RELA || !sections_[h.sh_info].loaded) continue;
     const SectionInfo& target = sections_[h.sh_info];

@@ -190,6 +190,10 @@ Status Package::Verify() {
   auto check_tensor = [&](const ManifestTensor& t, const char* role) -> Status {
     std::string tctx = Cat(role, " '", t.name, "'");
     if (t.name.empty()) return invalid(Cat(role, " with an empty name"));
+    // The C API names tensors by C strings: a NUL inside a name cannot be asked for.
+    if (t.name.find('\0') != std::string::npos) {
+      return invalid(Cat(role, " '", t.name.substr(0, t.name.find('\0')), "...': name contains a NUL byte"));
+    }
     if (t.buffer < 0 || t.buffer >= num_buffers) {
       return invalid(Cat(tctx, ": buffer index ", t.buffer, " out of range (", num_buffers, " buffers)"));
     }

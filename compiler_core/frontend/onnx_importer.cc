@@ -280,7 +280,9 @@ absl::Status CanonicalizeLegacyAttributes(int64_t opset, const std::string& op_t
 // The operand tensor an attribute becomes: ints -> i64[n] (TopK's k -> i64[1]),
 // float -> f32 scalar, floats -> f32[n].
 absl::StatusOr<Tensor> AttrAsOperand(const std::string& op_type, const std::string& name, const AttrValue& v) {
+  // An empty list is an empty tensor (no copy from an empty vector's null data()).
   if (const auto* ints = std::get_if<std::vector<int64_t>>(&v)) {
+    if (ints->empty()) return Tensor(DType::kInt64, {0});
     return Tensor::FromVector(DType::kInt64, {static_cast<int64_t>(ints->size())}, *ints);
   }
   if (const auto* i = std::get_if<int64_t>(&v)) {
@@ -290,6 +292,7 @@ absl::StatusOr<Tensor> AttrAsOperand(const std::string& op_type, const std::stri
     return Tensor::FromVector(DType::kFloat32, {}, std::vector<float>{*f});
   }
   if (const auto* fs = std::get_if<std::vector<float>>(&v)) {
+    if (fs->empty()) return Tensor(DType::kFloat32, {0});
     return Tensor::FromVector(DType::kFloat32, {static_cast<int64_t>(fs->size())}, *fs);
   }
   return absl::InvalidArgumentError(absl::StrCat("attribute '", name, "' of ", op_type, " has an unexpected kind"));

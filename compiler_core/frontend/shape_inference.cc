@@ -29,14 +29,19 @@ absl::StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>&
 
 absl::StatusOr<int64_t> CheckedElementCount(const std::vector<int64_t>& dims) {
   int64_t n = 1;
+  int64_t nonzero = 1;  // the product of the non-zero extents
   for (int64_t d : dims) {
     if (d < 0) {
       return absl::InvalidArgumentError(absl::StrCat("negative extent in shape [", absl::StrJoin(dims, ","), "]"));
     }
-    if (d != 0 && n > kMaxTensorElements / d) {
+    // The non-zero extents are bounded together too (an empty tensor [0, 2^62]
+    // or [0, 2^35, 2^35] has no elements), so that shape functions and kernels
+    // can add and multiply extents, and compute strides, safely.
+    if (d != 0 && nonzero > kMaxTensorElements / d) {
       return absl::InvalidArgumentError(absl::StrCat("shape [", absl::StrJoin(dims, ","),
                                                      "] has more than ", kMaxTensorElements, " elements"));
     }
+    if (d != 0) nonzero *= d;
     n *= d;
   }
   return n;

@@ -40,7 +40,8 @@ absl::StatusOr<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>&
                                                      const std::vector<int64_t>& b);
 
 // Element count of `dims`, or INVALID_ARGUMENT for negative extents, int64
-// overflow or more than kMaxTensorElements elements.
+// overflow, or more than kMaxTensorElements elements; the non-zero extents
+// alone are held to that bound too (a tensor with no elements included).
 absl::StatusOr<int64_t> CheckedElementCount(const std::vector<int64_t>& dims);
 
 }  // namespace kiln

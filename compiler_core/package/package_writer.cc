@@ -81,6 +81,9 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
   if (workloads.size() != partition.groups.size() || configs.size() != partition.groups.size()) {
     return absl::InternalError("package writer: one workload and one schedule per group expected");
   }
+  if (!options.provenance.empty() && options.provenance.size() != partition.groups.size()) {
+    return absl::InternalError("package writer: one provenance per group expected, or none");
+  }
   kiln::v1::PackageManifest m;
   m.set_format_version(package::kFormatVersion);
   m.set_compiler_version(kCompilerVersion);
@@ -180,6 +183,7 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
     for (const Node* n : g.nodes) pg->add_nodes(n->name());
     pg->set_flops(workloads[gi].flops);
     pg->set_bytes(workloads[gi].bytes);
+    if (!options.provenance.empty()) *pg->mutable_provenance() = options.provenance[gi];
     requests.push_back(KernelRequest{workloads[gi].graph.get(), configs[gi], step->symbol()});
   }
   m.set_arena_bytes(arena.peak());

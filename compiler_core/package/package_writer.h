@@ -12,6 +12,7 @@
 #include "compiler_core/fusion/partitioner.h"
 #include "compiler_core/fusion/workload.h"
 #include "compiler_core/ir/graph.h"
+#include "kiln/v1/package.pb.h"
 
 namespace kiln {
 
@@ -19,6 +20,9 @@ struct PackageOptions {
   std::string model_name;
   CpuTarget target;
   int tuned_threads = 1;  // PackageManifest.tuned_threads
+  // PackageGroup.provenance of group i; empty: none recorded (a package built
+  // without a tuning database).
+  std::vector<kiln::v1::ScheduleProvenance> provenance;
 };
 
 struct PackageBytes {

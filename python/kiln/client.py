@@ -54,13 +54,48 @@ def _error(e: grpc.RpcError, what: str) -> KilnError:
     return KilnError(StatusCode.of(code.value[0]), f"{what}: {details}")
 
 
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _channel(address: str, tls_ca: str | None, tls_cert: str | None, tls_key: str | None,
+             token: str | None) -> grpc.Channel:
+    tls_ca = tls_ca or os.environ.get("KILN_TLS_CA")
+    tls_cert = tls_cert or os.environ.get("KILN_TLS_CERT")
+    tls_key = tls_key or os.environ.get("KILN_TLS_KEY")
+    if token is None and os.environ.get("KILN_TOKEN_FILE"):
+        token = _read(os.environ["KILN_TOKEN_FILE"]).decode().strip()
+    if not tls_ca:
+        if token or tls_cert or tls_key:
+            raise KilnError(StatusCode.INVALID_ARGUMENT,
+                            "a token or client certificate needs tls_ca: it must not go over plaintext")
+        return grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+    if bool(tls_cert) != bool(tls_key):
+        raise KilnError(StatusCode.INVALID_ARGUMENT, "tls_cert and tls_key go together")
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=_read(tls_ca),
+        private_key=_read(tls_key) if tls_key else None,
+        certificate_chain=_read(tls_cert) if tls_cert else None)
+    if token:
+        credentials = grpc.composite_channel_credentials(credentials, grpc.access_token_call_credentials(token))
+    return grpc.secure_channel(address, credentials, options=_CHANNEL_OPTIONS)
+
+
 class Client:
     """A connection to one kiln-server. Thread-safe; close() it or use it in a `with` block."""
 
-    def __init__(self, address: str, connect_timeout: float = 10.0) -> None:
-        """Connects to `address` ("HOST:PORT"); raises KilnError(UNAVAILABLE) if that takes over connect_timeout s."""
+    def __init__(self, address: str, connect_timeout: float = 10.0, *, tls_ca: str | None = None,
+                 tls_cert: str | None = None, tls_key: str | None = None, token: str | None = None) -> None:
+        """Connects to `address` ("HOST:PORT"); raises KilnError(UNAVAILABLE) if that takes over connect_timeout s.
+
+        A server that serves TLS needs `tls_ca` (the PEM file of its certificate's CA); one that checks
+        credentials needs a bearer `token` or a client certificate (`tls_cert`, `tls_key`: PEM files), as
+        docs/operations.md ("Certificates and roles") says. Unset, they come from KILN_TLS_CA, KILN_TLS_CERT,
+        KILN_TLS_KEY and KILN_TOKEN_FILE, as for the kiln CLI.
+        """
         self.address = address
-        self._channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+        self._channel = _channel(address, tls_ca, tls_cert, tls_key, token)
         ready = grpc.channel_ready_future(self._channel)
         try:
             ready.result(timeout=connect_timeout)

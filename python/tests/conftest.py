@@ -79,23 +79,26 @@ def package_path(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 class Farm:
     """A kiln-server and one CPU kiln-worker as real processes; `address` is HOST:PORT."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, server_args: list[str] | None = None, worker_args: list[str] | None = None) -> None:
         self.work = work
         self.address = ""
         self.processes: list[tuple[subprocess.Popen, Path]] = []
+        self.server_args = server_args or []  # e.g. TLS and an auth file
+        self.worker_args = worker_args or []
 
     def start(self) -> None:
         work = self.work
         port_file = work / "port"
         self._spawn([tool("KILN_SERVER"), "--listen", "127.0.0.1:0", "--db", str(work / "tuning.db"),
-                     "--port-file", str(port_file)], work / "server.log")
+                     "--port-file", str(port_file), *self.server_args], work / "server.log")
         deadline = time.monotonic() + 30
         while not (port_file.exists() and port_file.read_text().strip()):
             if time.monotonic() > deadline or self.processes[0][0].poll() is not None:
                 raise RuntimeError(f"kiln-server wrote no port:\n{self.logs()}")
             time.sleep(0.05)
         self.address = f"127.0.0.1:{int(port_file.read_text())}"
-        self._spawn([tool("KILN_WORKER"), "--server", self.address, "--device", "cpu"], work / "worker.log")
+        self._spawn([tool("KILN_WORKER"), "--server", self.address, "--device", "cpu", *self.worker_args],
+                    work / "worker.log")
 
     def _spawn(self, argv: list[str], log: Path) -> None:
         with open(log, "wb") as f:

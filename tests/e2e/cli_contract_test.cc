@@ -167,6 +167,56 @@ TEST_F(CliContractTest, JsonHasEveryFieldAndNumbersAsNumbers) {
   EXPECT_FALSE(fs::exists(dir_ / "missing.kpkg"));
 }
 
+// `kiln inspect PKG`: the manifest, and the records behind every group's
+// schedule, the same the compile result named.
+TEST_F(CliContractTest, InspectShowsAPackagesManifestAndTheRecordsBehindIt) {
+  const std::string pkg = (dir_ / "inspect.kpkg").string();
+  auto compile = RunCommandSplit(
+      Kiln("compile " + Model() + " --shape x=3,64 --trials 2 --json -q --server " + address_ + " -o " + pkg),
+      dir_ / "inspect_compile");
+  ASSERT_EQ(compile.exit_code, 0) << compile.err;
+  auto result = e2e::ParseJson(compile.out);
+  ASSERT_TRUE(result.ok()) << result.status() << "\n" << compile.out;
+  const auto& group0 = Field(*result, "groups").list_value().values(0).struct_value();
+  const auto& keys = Field(Field(group0, "provenance").struct_value(), "record_keys").list_value();
+  ASSERT_GT(keys.values_size(), 0) << compile.out;
+
+  auto text = RunCommandSplit(Kiln("inspect " + pkg), dir_ / "inspect_text");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("checksum ok"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(Field(*result, "package_digest").string_value()), std::string::npos) << text.out;
+  for (const Value& key : keys.values()) {
+    EXPECT_NE(text.out.find("    record    " + key.string_value()), std::string::npos) << text.out;
+  }
+
+  auto json = RunCommandSplit(Kiln("inspect --json " + pkg), dir_ / "inspect_json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto parsed = e2e::ParseJson(json.out);
+  ASSERT_TRUE(parsed.ok()) << parsed.status() << "\n" << json.out;
+  EXPECT_EQ(Field(*parsed, "digest").string_value(), Field(*result, "package_digest").string_value());
+  EXPECT_EQ(Field(*parsed, "size").kind_case(), Value::kNumberValue);
+  const auto& manifest = Field(*parsed, "manifest").struct_value();
+  const auto& pgroup0 = Field(manifest, "groups").list_value().values(0).struct_value();
+  const auto& pkeys = Field(Field(pgroup0, "provenance").struct_value(), "record_keys").list_value();
+  ASSERT_EQ(pkeys.values_size(), keys.values_size());
+  for (int i = 0; i < keys.values_size(); ++i) {
+    EXPECT_EQ(pkeys.values(i).string_value(), keys.values(i).string_value());
+  }
+  EXPECT_EQ(Field(Field(pgroup0, "provenance").struct_value(), "source").string_value(), "RECORDS");
+
+  // A flag for models only is a usage error; a corrupt package names the problem.
+  EXPECT_EQ(RunCommandSplit(Kiln("inspect --shape x=1,64 " + pkg), dir_ / "inspect_shape").exit_code, 2);
+  std::string bytes = e2e::ReadWholeFile(pkg);
+  bytes[bytes.size() / 2] ^= 1;
+  {
+    std::ofstream f(dir_ / "corrupt.kpkg", std::ios::binary);
+    f << bytes;
+  }
+  auto corrupt = RunCommandSplit(Kiln("inspect " + (dir_ / "corrupt.kpkg").string()), dir_ / "inspect_corrupt");
+  EXPECT_EQ(corrupt.exit_code, 1);
+  EXPECT_NE(corrupt.err.find("checksum mismatch"), std::string::npos) << corrupt.err;
+}
+
 TEST_F(CliContractTest, BadFlagValuesAreUsageErrors) {
   const std::string out = " -o " + (dir_ / "bad.kpkg").string();
   struct Case {

@@ -55,6 +55,50 @@ TEST(TaskBrokerTest, LeaseGoesToWorkersOfTheTarget) {
   EXPECT_EQ(f.get().worker_id, cpu);
 }
 
+TEST(TaskBrokerTest, ADrainedWorkerLeasesNothingReportsWhatItHoldsAndIsForgotten) {
+  TaskBroker broker(FastOptions());
+  std::string a = broker.RegisterWorker("cpu", "a", {});
+  std::string b = broker.RegisterWorker("cpu", "b", {});
+  auto first = broker.Submit("cpu", Task("x=1"));
+  auto held = broker.Lease(a, 1, milliseconds(50));
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(broker.Drain(a), 1);  // it holds one task
+  EXPECT_EQ(broker.Drain("nobody"), std::nullopt);
+  // New work goes to the other worker; the drained one gets none, and is told.
+  auto second = broker.Submit("cpu", Task("x=2"));
+  bool draining = false;
+  EXPECT_TRUE(broker.Lease(a, 1, milliseconds(50), &draining).empty());
+  EXPECT_TRUE(draining);
+  ASSERT_EQ(broker.Lease(b, 1, milliseconds(50), &draining).size(), 1u);
+  EXPECT_FALSE(draining);
+  // What it held still counts, then it is forgotten at its next lease.
+  EXPECT_EQ(broker.Report(a, {Ok(held[0].task_id(), 1.0)}), std::make_pair(1, 0));
+  EXPECT_DOUBLE_EQ(first.get().result.median_ms(), 1.0);
+  EXPECT_TRUE(broker.Lease(a, 1, milliseconds(50), &draining).empty());
+  EXPECT_TRUE(draining);
+  std::vector<WorkerView> workers = broker.Workers();
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_EQ(workers[0].id, b);
+  EXPECT_TRUE(broker.HasLiveWorker("cpu"));
+  EXPECT_EQ(broker.Drain(b), 1);
+  EXPECT_FALSE(broker.HasLiveWorker("cpu"));  // compiles do not wait for a draining worker
+}
+
+TEST(TaskBrokerTest, ADrainWakesAWorkerWaitingForWork) {
+  TaskBroker broker(FastOptions());
+  std::string a = broker.RegisterWorker("cpu", "a", {});
+  bool draining = false;
+  std::thread drain([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    broker.Drain(a);
+  });
+  // Without the drain it would wait the whole 60 s for work.
+  EXPECT_TRUE(broker.Lease(a, 1, milliseconds(60000), &draining).empty());
+  drain.join();
+  EXPECT_TRUE(draining);
+  EXPECT_TRUE(broker.Workers().empty());
+}
+
 TEST(TaskBrokerTest, ResultsFromANonHolderAreRejected) {
   TaskBroker broker(FastOptions());
   std::string a = broker.RegisterWorker("cpu", "a", {});
@@ -67,6 +111,22 @@ TEST(TaskBrokerTest, ResultsFromANonHolderAreRejected) {
   EXPECT_NE(f.wait_for(milliseconds(10)), std::future_status::ready);
   EXPECT_EQ(broker.Report(a, {Ok(leased[0].task_id(), 2.0)}), std::make_pair(1, 0));
   EXPECT_DOUBLE_EQ(f.get().result.median_ms(), 2.0);
+}
+
+// Two workers of one host (the same name) and a server restart: the one that
+// registers again first must not get the id the other still holds, or the
+// other would beat, lease and report as it, keeping a dead one's leases alive.
+TEST(TaskBrokerTest, ARestartedBrokerNeverReusesAnEarlierWorkerId) {
+  std::string before, after;
+  {
+    TaskBroker first(FastOptions());
+    before = first.RegisterWorker("cpu", "host", {});
+  }
+  TaskBroker restarted(FastOptions());
+  after = restarted.RegisterWorker("cpu", "host", {});
+  EXPECT_NE(after, before);
+  EXPECT_FALSE(restarted.Heartbeat(before));  // the old holder learns to register again
+  EXPECT_TRUE(restarted.Heartbeat(after));
 }
 
 TEST(TaskBrokerTest, SilentWorkerLosesItsLeaseToAnother) {

@@ -89,7 +89,12 @@ OpDef PadOp() {
       if (plan.begin[i] == 0 && plan.end[i] == 0) continue;
       const Dim& d = in[0]->dims[i];
       if (!d.is_static()) return SymbolicError(node, 0, static_cast<int>(i), d, "is padded");
-      int64_t e = d.value + plan.begin[i] + plan.end[i];
+      int64_t e = 0;
+      if (__builtin_add_overflow(d.value, plan.begin[i], &e) || __builtin_add_overflow(e, plan.end[i], &e) ||
+          e > kMaxTensorElements) {
+        return absl::InvalidArgumentError(absl::StrCat("pads (", plan.begin[i], ", ", plan.end[i], ") make axis ", i,
+                                                       " of ", in[0]->ToString(), " too large"));
+      }
       if (e < 0) {
         return absl::InvalidArgumentError(absl::StrCat("pads make axis ", i, " of ", in[0]->ToString(),
                                                        " negative (", e, ")"));
@@ -353,7 +358,12 @@ OpDef TileOp() {
       if (reps[k] < 0) return absl::InvalidArgumentError(absl::StrCat("repeats[", k, "] is negative"));
       if (reps[k] == 1) continue;
       if (!out[k].is_static()) return SymbolicError(node, 0, static_cast<int>(k), out[k], "is tiled");
-      out[k] = Dim::Static(out[k].value * reps[k]);
+      int64_t tiled = 0;
+      if (__builtin_mul_overflow(out[k].value, reps[k], &tiled) || tiled > kMaxTensorElements) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("repeats[", k, "] = ", reps[k], " makes dim ", k, " (", out[k].value, ") too large"));
+      }
+      out[k] = Dim::Static(tiled);
     }
     return std::vector<TensorType>{MakeType(in[0]->dtype, std::move(out))};
   };
@@ -410,7 +420,10 @@ OpDef ReshapeOp() {
       for (size_t i = 0; i < out.size(); ++i) {
         if (static_cast<int>(i) == infer_axis) continue;
         if (!out[i].is_static()) return SymbolicError(node, 0, static_cast<int>(i), out[i], "is copied");
-        known *= out[i].value;
+        if (__builtin_mul_overflow(known, out[i].value, &known) || known > kMaxTensorElements) {
+          return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", in[0]->ToString(), " to [",
+                                                         absl::StrJoin(shape, ","), "]: too many elements"));
+        }
       }
       if (infer_axis >= 0) {
         if (known == 0 || total % known != 0) {
