@@ -1,6 +1,9 @@
 // The compile pipeline as a flat list of stages.
 #include "server/compile_pipeline.h"
 
+#include <malloc.h>
+
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -78,6 +81,23 @@ bool SameKernelsAs(tuningdb::TuningDb& db, const std::string& previous_digest, c
   return a.ok() && b.ok() && SameKernels(a->manifest, b->manifest);
 }
 
+// What a compile answers when the cache answers for `r`'s compile: the same
+// package and choices, all from the database, nothing measured, replaced or warned.
+kiln::v1::CompileResult CacheAnswer(const kiln::v1::CompileResult& r) {
+  kiln::v1::CompileResult cached = r;
+  cached.clear_model_check();
+  cached.clear_warnings();
+  cached.clear_tuning_stop();
+  cached.clear_compile_seconds();
+  cached.set_trials_measured(0);
+  cached.set_tuning_in_background(false);
+  for (kiln::v1::GroupReport& g : *cached.mutable_groups()) {
+    g.set_from_database(true);
+    g.set_trials_measured(0);
+  }
+  return cached;
+}
+
 }  // namespace
 
 namespace {
@@ -120,9 +140,22 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
     on_progress(p);
   };
 
-  // 1. Import (after the options that need no model are checked).
+  // 0. The compile cache: the answer of an earlier compile of the key while
+  // the records behind it are unchanged (after the options are checked).
   const std::string search = request.search().empty() ? kDefaultSearchStrategy : request.search();
   RETURN_IF_ERROR(MakeSearchStrategy(search, nullptr).status());
+  {
+    ASSIGN_OR_RETURN(auto resolved, ResolveTarget(request.target(), request.threads()));
+    ASSIGN_OR_RETURN(std::optional<CompileOutput> cached, FromCache(request, resolved.first));
+    if (cached) {
+      report("cache", absl::StrCat("answered from the compile cache: ", cached->result.package_digest()));
+      cached->result.set_compile_seconds(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      return *std::move(cached);
+    }
+  }
+
+  // 1. Import.
   report("import", "importing the model");
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph,
                    ImportRequestModel(request.onnx_model(), request.has_graph() ? &request.graph() : nullptr,
@@ -162,6 +195,16 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
   const std::vector<Workload>& workloads = model.workloads;
   p.set_groups_total(static_cast<int>(partition.groups.size()));
 
+  // Where the records of the model's workloads stand before tuning: when
+  // nothing is added until the package is stored, its answer is cached.
+  std::vector<std::string> distinct_workloads;
+  for (const Workload& w : workloads) {
+    if (std::find(distinct_workloads.begin(), distinct_workloads.end(), w.key) == distinct_workloads.end()) {
+      distinct_workloads.push_back(w.key);
+    }
+  }
+  ASSIGN_OR_RETURN(std::string records_before, db_->RecordsSeen(distinct_workloads, target_key, kScheduleSpaceVersion));
+
   // 4. Tune: the whole-model budget through the task scheduler, or each
   // distinct workload to trials_per_group.
   int trials = untunable ? 0 : std::max(0, request.trials_per_group());
@@ -178,11 +221,15 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
       return allowed;
     }
   }
+  // The trials per workload the records this compile answers from satisfy
+  // (once it is done; -1: it leaves tuning to the background).
+  int trials_satisfied = budget.enabled() ? 0 : trials;
   // A progressive compile answers from the database now: its tuning is for
   // the background compile the service starts when something is left to do.
   bool tuning_left = false;
   if (request.progressive()) {
     tuning_left = budget.enabled() || LeftToTune(workloads, target_key, target, trials);
+    if (tuning_left) trials_satisfied = -1;
     trials = 0;
     budget = TuningBudget{};
   }
@@ -356,8 +403,6 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
       }
     }
   }
-  RETURN_IF_ERROR(db_->PutCompileEntry(entry));
-
   r.set_package_digest(entry.package_digest);
   r.set_package_size(static_cast<int64_t>(pkg.bytes.size()));
   r.set_trials_measured(trials_measured);
@@ -382,11 +427,43 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
     gr->set_trials_measured(t.trials_measured);
     *gr->mutable_provenance() = popts.provenance[i];
   }
+  // The answer a later compile of the key gets from the cache while no
+  // record of these workloads is added; only when none was added during
+  // this compile (by its tuning or another's), so that none escaped its choices.
+  ASSIGN_OR_RETURN(std::string records_after, db_->RecordsSeen(distinct_workloads, target_key, kScheduleSpaceVersion));
+  if (trials_satisfied >= 0 && records_after == records_before) {
+    entry.result = CacheAnswer(r).SerializeAsString();
+    entry.trials = trials_satisfied;
+    entry.records_seen = records_after;
+  } else {
+    entry.result.clear();
+    entry.records_seen.clear();
+  }
+  RETURN_IF_ERROR(db_->PutCompileEntry(entry));
+  // Code generation frees most of what it allocated, in many threads' malloc
+  // arenas; glibc keeps freed pages mapped, and a server compiling new models
+  // all day grew ~0.5 MiB per compile that way (bench/load_bench.cc). Give
+  // them back: a few milliseconds, once per compile that generated code.
+  malloc_trim(0);
   r.set_compile_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  out.package_bytes = std::move(pkg.bytes);
   LogInfo("compiled", {{"model", request.model_name()}, {"digest", digest},
                        {"groups", absl::StrCat(partition.groups.size())},
                        {"trials", absl::StrCat(trials_measured)}});
+  return out;
+}
+
+absl::StatusOr<std::optional<CompileOutput>> CompilePipeline::FromCache(const kiln::v1::CompileRequest& request,
+                                                                        const std::string& target_key) const {
+  if (request.budget_trials() > 0 || request.budget_seconds() > 0) return std::nullopt;  // always tunes on
+  ASSIGN_OR_RETURN(std::optional<tuningdb::CompileEntry> entry, db_->GetCompileEntry(CompileKeyFor(request, target_key)));
+  if (!entry || entry->result.empty() || std::max(0, request.trials_per_group()) > entry->trials) return std::nullopt;
+  ASSIGN_OR_RETURN(std::string seen,
+                   db_->RecordsSeen(tuningdb::TuningDb::WorkloadsOfRecordsSeen(entry->records_seen), target_key,
+                                    kScheduleSpaceVersion));
+  if (seen != entry->records_seen) return std::nullopt;  // records added since: compile again
+  ASSIGN_OR_RETURN(bool present, db_->HasArtifact(entry->package_digest));
+  CompileOutput out;
+  if (!present || !out.result.ParseFromString(entry->result)) return std::nullopt;
   return out;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,6 @@ namespace kiln::server {
 
 struct CompileOutput {
   kiln::v1::CompileResult result;
-  std::string package_bytes;
 };
 
 // The key under which a compile's package is remembered for lookups: model
@@ -59,6 +59,13 @@ class CompilePipeline {
   absl::StatusOr<kiln::v1::TuningReport> Report(const kiln::v1::ReportRequest& request);
 
  private:
+  // The compile cache's answer for the request (nullopt: compile): the
+  // result an earlier compile of its key stored, when the request asks no
+  // budget and no more trials than that compile's records satisfy, no record
+  // of its workloads was added since, and its package is still stored.
+  absl::StatusOr<std::optional<CompileOutput>> FromCache(const kiln::v1::CompileRequest& request,
+                                                         const std::string& target_key) const;
+
   // Whether some distinct workload has fewer measured schedules than `trials`
   // (or its whole space, when smaller) on the target.
   bool LeftToTune(const std::vector<Workload>& workloads, const std::string& target_key, const CpuTarget& target,

@@ -26,12 +26,15 @@ CpuTarget Make(const std::string& cpu, std::vector<std::string> enabled) {
 }  // namespace
 
 CpuTarget HostFarmTarget() {
-  CpuTarget host = CpuTarget::Host();
-  std::vector<std::string> enabled;
-  for (absl::string_view f : absl::StrSplit(host.features, ',', absl::SkipEmpty())) {
-    if (f[0] == '+') enabled.emplace_back(f.substr(1));
-  }
-  return Make(host.cpu, std::move(enabled));
+  static const CpuTarget farm = [] {  // every compile and lookup resolves it
+    CpuTarget host = CpuTarget::Host();
+    std::vector<std::string> enabled;
+    for (absl::string_view f : absl::StrSplit(host.features, ',', absl::SkipEmpty())) {
+      if (f[0] == '+') enabled.emplace_back(f.substr(1));
+    }
+    return Make(host.cpu, std::move(enabled));
+  }();
+  return farm;
 }
 
 CpuTarget FarmTargetOf(const kiln::v1::DeviceInfo& device) {

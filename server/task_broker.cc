@@ -28,8 +28,8 @@ TaskBroker::~TaskBroker() {
       task.promise.set_value(o);
     }
     tasks_.clear();
+    for (auto& [id, w] : workers_) w.wake->notify_all();
   }
-  work_cv_.notify_all();
   reaper_cv_.notify_all();
   reaper_.join();
 }
@@ -102,7 +102,9 @@ std::vector<kiln::v1::MeasureTask> TaskBroker::Lease(const std::string& worker_i
       }
     }
     if (!out.empty() || Clock::now() >= deadline) break;
-    work_cv_.wait_until(lock, deadline);
+    wit->second.woken = false;
+    std::shared_ptr<std::condition_variable> wake = wit->second.wake;  // the worker may be dropped meanwhile
+    wake->wait_until(lock, deadline);
   }
   auto wit = workers_.find(worker_id);
   if (wit != workers_.end()) {
@@ -164,7 +166,7 @@ std::shared_future<TaskOutcome> TaskBroker::Submit(const std::string& target_key
   by_dedup_key_[dedup] = id;
   queues_[target_key].push_back(id);
   if (metrics_ != nullptr) metrics_->TaskSubmitted();
-  work_cv_.notify_all();
+  WakeOneLocked(tasks_.at(id));
   return future;
 }
 
@@ -176,7 +178,7 @@ std::optional<int> TaskBroker::Drain(const std::string& worker_id) {
     it->second.view.draining = true;
     LogInfo("draining worker", {{"worker", worker_id}, {"leased_tasks", absl::StrCat(it->second.view.leased_tasks)}});
   }
-  work_cv_.notify_all();  // its waiting Lease returns now
+  it->second.wake->notify_all();  // its waiting Lease returns now
   return it->second.view.leased_tasks;
 }
 
@@ -254,7 +256,20 @@ void TaskBroker::RequeueLocked(const std::string& task_id, LeaseLoss reason, con
   }
   t.queued_at = Clock::now();
   queues_[t.target_key].push_front(task_id);
-  work_cv_.notify_all();
+  WakeOneLocked(t);
+}
+
+void TaskBroker::WakeOneLocked(const Task& task) {
+  const int space = task.proto.space_version();
+  for (auto& [id, w] : workers_) {
+    if (w.polling == 0 || w.woken || w.view.draining) continue;
+    const int worker_space = w.view.device.space_version();
+    if (worker_space != 0 && worker_space != space) continue;
+    if (!WorkerServes(w.view.target_key, MeasureThreadsOf(w.view.device), task.target_key)) continue;
+    w.woken = true;
+    w.wake->notify_one();
+    return;
+  }
 }
 
 void TaskBroker::ReaperLoop() {

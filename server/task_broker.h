@@ -12,6 +12,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -118,17 +119,24 @@ class TaskBroker {
     WorkerView view;
     Clock::time_point last_seen;
     int polling = 0;  // Lease calls in progress: a long-polling worker is alive
+    // Its waiting Lease calls wait here; a new task wakes one waiting worker
+    // that can measure it (WakeOneLocked), not every worker of the farm.
+    std::shared_ptr<std::condition_variable> wake = std::make_shared<std::condition_variable>();
+    bool woken = false;  // a wake is on its way: the next task wakes another
   };
 
   void ReaperLoop();
   // Requires mu_. Puts a leased task back in its queue or fails it after max_attempts.
   void RequeueLocked(const std::string& task_id, LeaseLoss reason, const std::string& why);
   void FinishLocked(const std::string& task_id, TaskOutcome outcome);
+  // Requires mu_. Wakes one worker waiting in Lease that serves the queued
+  // task's target and schedule-space version (none waiting: the next Lease
+  // finds the task before it waits).
+  void WakeOneLocked(const Task& task);
 
   Options options_;
   ServerMetrics* metrics_;
   mutable std::mutex mu_;
-  std::condition_variable work_cv_;
   std::condition_variable reaper_cv_;
   bool stopping_ = false;
   int64_t next_worker_ = 1;

@@ -175,6 +175,16 @@ ALTER TABLE tuning_jobs ADD COLUMN strategy TEXT NOT NULL DEFAULT 'random';
 ALTER TABLE tuning_job_candidates ADD COLUMN predicted REAL;
 )sql",
        nullptr},
+      // 4 -> 5: what a compile answered, for the compile cache to answer again
+      // without compiling while the records behind it are unchanged: the
+      // result (an opaque serialized message; empty: none), the trials per
+      // workload its records satisfy, and RecordsSeen() when it was written.
+      {R"sql(
+ALTER TABLE compile_entries ADD COLUMN result BLOB NOT NULL DEFAULT x'';
+ALTER TABLE compile_entries ADD COLUMN trials INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE compile_entries ADD COLUMN records_seen TEXT NOT NULL DEFAULT '';
+)sql",
+       nullptr},
   };
   return kMigrations;
 }

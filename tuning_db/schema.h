@@ -16,7 +16,7 @@ namespace kiln::tuningdb {
 // 2: records.record_key (content hash, UNIQUE: idempotent import), tuning jobs.
 // 3: workloads.graph (the workload itself, for the cost model's features);
 //    tuning_jobs.trials and .strategy (jobs that grow round by round).
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 // Creates or upgrades the schema. Safe when several processes open the same
 // new file at once: the version is re-read under the write lock.

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/digest.h"
 #include "base/status_macros.h"
 #include "tuning_db/record_row.h"
@@ -495,25 +496,67 @@ absl::Status TuningDb::PutCompileEntry(const CompileEntry& e) {
   std::lock_guard<std::mutex> lock(mu_);
   ASSIGN_OR_RETURN(SqliteStatement s,
                    conn_->Prepare("INSERT INTO compile_entries (compile_key, package_digest, "
-                                  "package_size, created_unix_ms) VALUES (?1, ?2, ?3, ?4) "
+                                  "package_size, created_unix_ms, result, trials, records_seen) "
+                                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
                                   "ON CONFLICT (compile_key) DO UPDATE SET "
                                   "package_digest = excluded.package_digest, "
                                   "package_size = excluded.package_size, "
-                                  "created_unix_ms = excluded.created_unix_ms"));
+                                  "created_unix_ms = excluded.created_unix_ms, "
+                                  "result = excluded.result, trials = excluded.trials, "
+                                  "records_seen = excluded.records_seen"));
   s.Bind(1, e.compile_key).Bind(2, e.package_digest).Bind(3, e.package_size);
   s.Bind(4, e.created_unix_ms != 0 ? e.created_unix_ms : NowUnixMs());
+  s.BindBlob(5, e.result).Bind(6, e.trials).Bind(7, e.records_seen);
   return s.Run();
 }
 
 absl::StatusOr<std::optional<CompileEntry>> TuningDb::GetCompileEntry(const std::string& compile_key) {
   std::lock_guard<std::mutex> lock(read_mu_);
   ASSIGN_OR_RETURN(SqliteStatement s,
-                   reader_->Prepare("SELECT compile_key, package_digest, package_size, created_unix_ms "
-                                  "FROM compile_entries WHERE compile_key = ?1"));
+                   reader_->Prepare("SELECT compile_key, package_digest, package_size, created_unix_ms, "
+                                    "result, trials, records_seen FROM compile_entries WHERE compile_key = ?1"));
   s.Bind(1, compile_key);
   ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) return std::nullopt;
-  return CompileEntry{s.ColumnText(0), s.ColumnText(1), s.ColumnInt(2), s.ColumnInt(3)};
+  return CompileEntry{s.ColumnText(0), s.ColumnText(1), s.ColumnInt(2), s.ColumnInt(3),
+                      s.ColumnBlob(4), s.ColumnInt(5), s.ColumnText(6)};
+}
+
+absl::StatusOr<std::string> TuningDb::RecordsSeen(const std::vector<std::string>& workload_keys,
+                                                  const std::string& target_key, int space_version) {
+  // The keys as a JSON array, read back by json_each in their order: one
+  // statement (one snapshot) whose correlated MAX is a short range scan of
+  // records_by_query per workload.
+  std::string keys = "[";
+  for (const std::string& key : workload_keys) {
+    if (key.find_first_of("\"\\\n ") != std::string::npos || key.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("workload key '", key, "' is not a key"));
+    }
+    absl::StrAppend(&keys, keys.size() > 1 ? "," : "", "\"", key, "\"");
+  }
+  keys += "]";
+  std::lock_guard<std::mutex> lock(read_mu_);
+  ASSIGN_OR_RETURN(SqliteStatement s,
+                   reader_->Prepare("SELECT j.value, (SELECT COALESCE(MAX(r.id), 0) FROM records r "
+                                    "WHERE r.workload_key = j.value AND r.target_key = ?2 AND "
+                                    "r.space_version = ?3) FROM json_each(?1) j ORDER BY j.key"));
+  s.Bind(1, keys).Bind(2, target_key).Bind(3, space_version);
+  std::string out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    absl::StrAppend(&out, s.ColumnText(0), " ", s.ColumnInt(1), "\n");
+  }
+  return out;
+}
+
+std::vector<std::string> TuningDb::WorkloadsOfRecordsSeen(std::string_view records_seen) {
+  std::vector<std::string> keys;
+  for (absl::string_view line : absl::StrSplit(absl::string_view(records_seen.data(), records_seen.size()), '\n',
+                                               absl::SkipEmpty())) {
+    keys.emplace_back(line.substr(0, line.find(' ')));
+  }
+  return keys;
 }
 
 absl::StatusOr<std::string> TuningDb::PutArtifact(std::string_view bytes, bool pin) {

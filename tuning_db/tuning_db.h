@@ -120,11 +120,19 @@ struct TuningJob {
 };
 
 // Compile cache: compile_key (hash of model + shapes + target + compiler
-// version) -> the digest of the package an earlier compile produced.
+// version) -> the digest of the package an earlier compile produced, and
+// (optionally) what that compile answered, to answer again without compiling.
 struct CompileEntry {
   std::string compile_key, package_digest;
   int64_t package_size = 0;
   int64_t created_unix_ms = 0;
+  // Opaque to the database (the server's serialized answer); empty: none.
+  std::string result;
+  // The trials per workload the records behind `result` satisfy.
+  int64_t trials = 0;
+  // RecordsSeen() of the compile's workloads when `result` was written: the
+  // answer holds while RecordsSeen() of the same workloads says the same.
+  std::string records_seen;
 };
 
 // Thread-safe, and several processes can share one file. Two SQLite connections
@@ -230,6 +238,15 @@ class TuningDb {
   };
   absl::StatusOr<std::vector<HistoryEntry>> TuningHistory(const std::string& workload_key,
                                                           const std::string& target_key, int space_version);
+
+  // Where the records of each workload (errors included) stand on the target
+  // and space version: "<workload key> <newest record id>" per line, in the
+  // order given, id 0 for none. Records are append-only, so an unchanged
+  // answer means no record was added since. One read; no workload twice.
+  absl::StatusOr<std::string> RecordsSeen(const std::vector<std::string>& workload_keys,
+                                          const std::string& target_key, int space_version);
+  // The workload keys of a RecordsSeen() answer, in its order.
+  static std::vector<std::string> WorkloadsOfRecordsSeen(std::string_view records_seen);
 
   // All records (errors included) for the triple; -1 when the database fails.
   int64_t CountRecords(const std::string& workload_key, const std::string& target_key,

@@ -18,18 +18,23 @@
 namespace kiln {
 
 CpuTarget CpuTarget::Host() {
-  CpuTarget t;
-  t.triple = llvm::sys::getProcessTriple();
-  t.cpu = llvm::sys::getHostCPUName().str();
-  std::vector<std::pair<std::string, bool>> feats;
-  for (const auto& f : llvm::sys::getHostCPUFeatures()) {
-    feats.emplace_back(f.getKey().str(), f.getValue());
-  }
-  std::sort(feats.begin(), feats.end());
-  std::vector<std::string> parts;
-  for (const auto& [name, on] : feats) parts.push_back(absl::StrCat(on ? "+" : "-", name));
-  t.features = absl::StrJoin(parts, ",");
-  return t;
+  // Asked once per process: the features come from CPUID, which a virtual
+  // machine traps (tens of microseconds each), and every RPC resolves a target.
+  static const CpuTarget host = [] {
+    CpuTarget t;
+    t.triple = llvm::sys::getProcessTriple();
+    t.cpu = llvm::sys::getHostCPUName().str();
+    std::vector<std::pair<std::string, bool>> feats;
+    for (const auto& f : llvm::sys::getHostCPUFeatures()) {
+      feats.emplace_back(f.getKey().str(), f.getValue());
+    }
+    std::sort(feats.begin(), feats.end());
+    std::vector<std::string> parts;
+    for (const auto& [name, on] : feats) parts.push_back(absl::StrCat(on ? "+" : "-", name));
+    t.features = absl::StrJoin(parts, ",");
+    return t;
+  }();
+  return host;
 }
 
 absl::StatusOr<CpuTarget> CpuTarget::Named(const std::string& name) {

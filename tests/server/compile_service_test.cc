@@ -107,6 +107,57 @@ TEST_F(CompileServiceTest, CompilesRunsAndRemembers) {
   EXPECT_NE(missing->reason().find("no compile"), std::string::npos);
 }
 
+TEST_F(CompileServiceTest, AnUnchangedCompileIsAnsweredFromTheCacheUntilARecordOfItsWorkloadsArrives) {
+  KilnClient client(farm_->address());
+  kiln::v1::CompileRequest r = testing::MlpRequest(2);
+  r.mutable_shapes(0)->set_dims(0, 5);  // a key of its own in the suite's farm
+  auto compile = [&](int trials, std::vector<std::string>* stages) {
+    r.set_trials_per_group(trials);
+    return client.Compile(r, [&](const kiln::v1::Progress& p) {
+      if (stages->empty() || stages->back() != p.stage()) stages->push_back(p.stage());
+    });
+  };
+  // Tuning adds records while it runs: its answer is not cached...
+  std::vector<std::string> tuned_stages, full_stages, cached_stages;
+  auto tuned = compile(2, &tuned_stages);
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  EXPECT_GT(tuned->trials_measured(), 0);
+  EXPECT_THAT(tuned_stages, ::testing::Not(::testing::Contains("cache")));
+  // ...the next compile, which adds none, compiles and is cached...
+  auto full = compile(2, &full_stages);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_THAT(full_stages, ::testing::Contains("codegen"));
+  // ...and answers every later one with nothing else done.
+  auto cached = compile(2, &cached_stages);
+  ASSERT_TRUE(cached.ok()) << cached.status();
+  EXPECT_EQ(cached_stages, std::vector<std::string>{"cache"});
+  EXPECT_EQ(cached->package_digest(), full->package_digest());
+  EXPECT_EQ(cached->package_size(), full->package_size());
+  EXPECT_EQ(cached->target(), full->target());
+  EXPECT_EQ(cached->trials_measured(), 0);
+  ASSERT_EQ(cached->groups_size(), full->groups_size());
+  for (int i = 0; i < full->groups_size(); ++i) {
+    EXPECT_EQ(cached->groups(i).schedule_config(), full->groups(i).schedule_config());
+    EXPECT_EQ(cached->groups(i).provenance().SerializeAsString(), full->groups(i).provenance().SerializeAsString());
+    EXPECT_TRUE(cached->groups(i).from_database());
+  }
+  EXPECT_TRUE(client.FetchArtifact(cached->package_digest()).ok());
+  // Fewer trials are answered too; more are tuned, which adds records: the
+  // next compile compiles again, and the one after is answered.
+  std::vector<std::string> fewer_stages, deeper_stages, after_stages, again_stages;
+  ASSERT_TRUE(compile(1, &fewer_stages).ok());
+  EXPECT_EQ(fewer_stages, std::vector<std::string>{"cache"});
+  auto deeper = compile(4, &deeper_stages);
+  ASSERT_TRUE(deeper.ok()) << deeper.status();
+  EXPECT_GT(deeper->trials_measured(), 0);
+  ASSERT_TRUE(compile(4, &after_stages).ok());
+  EXPECT_THAT(after_stages, ::testing::Contains("codegen"));
+  auto again = compile(4, &again_stages);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again_stages, std::vector<std::string>{"cache"});
+  EXPECT_EQ(again->package_digest(), deeper->package_digest());
+}
+
 TEST_F(CompileServiceTest, MoreTrialsDeepenTheSearchWithoutMeasuringAnythingTwice) {
   KilnClient client(farm_->address());
   for (const char* search : {"random", "evolutionary"}) {

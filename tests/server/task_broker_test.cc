@@ -4,11 +4,12 @@
 // on several threads go to workers that may use as many.
 #include "server/task_broker.h"
 
-#include "server/farm_target.h"
-
 #include <gtest/gtest.h>
 
+#include <future>
 #include <thread>
+
+#include "server/farm_target.h"
 
 namespace kiln::server {
 namespace {
@@ -250,6 +251,36 @@ TEST(TaskBrokerTest, LeaseLongPollWakesOnSubmit) {
   auto leased = broker.Lease(w, 1, milliseconds(3000));
   submitter.join();
   EXPECT_EQ(leased.size(), 1u);
+}
+
+// A task wakes one waiting worker that can measure it, not all of them: a
+// burst of tasks, one per waiting worker of the target, wakes every one of
+// them (none is lost), while a waiting worker of another target sleeps on.
+TEST(TaskBrokerTest, EachTaskWakesOneWaitingWorkerThatServesIt) {
+  TaskBroker broker(FastOptions());
+  constexpr int kWorkers = 8;
+  std::vector<std::string> ids;
+  for (int i = 0; i < kWorkers; ++i) ids.push_back(broker.RegisterWorker("cpu", "w" + std::to_string(i), {}));
+  const std::string other = broker.RegisterWorker("gpu", "g", {});
+  std::vector<std::future<size_t>> leases;
+  for (const std::string& id : ids) {
+    leases.push_back(
+        std::async(std::launch::async, [&, id] { return broker.Lease(id, 1, milliseconds(60000)).size(); }));
+  }
+  auto other_lease = std::async(std::launch::async, [&] { return broker.Lease(other, 1, milliseconds(60000)).size(); });
+  // Every worker is waiting before the burst (each Lease is polling).
+  while (true) {
+    int polling = 0;
+    for (const auto& q : broker.State().workers) polling += q.silent_seconds == 0 ? 1 : 0;
+    if (polling == kWorkers + 1) break;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  for (int i = 0; i < kWorkers; ++i) broker.Submit("cpu", Task("x=" + std::to_string(i)));
+  // Without a wake each would wait its whole 60 s: the test's timeout says so.
+  for (auto& lease : leases) EXPECT_EQ(lease.get(), 1u);
+  EXPECT_NE(other_lease.wait_for(milliseconds(100)), std::future_status::ready);
+  broker.Drain(other);
+  EXPECT_EQ(other_lease.get(), 0u);
 }
 
 }  // namespace

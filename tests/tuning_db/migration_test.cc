@@ -128,6 +128,31 @@ INSERT INTO tuning_job_candidates VALUES (3, 0, 'tile=4', NULL);
   EXPECT_DOUBLE_EQ(*(*job)->candidates[1].predicted, 0.25);
 }
 
+TEST(MigrationTest, Version4CompileEntriesUpgradeWithNoCachedAnswer) {
+  TempDbDir dir;
+  std::string path = dir.Path();
+  const std::string digest = "sha256:" + std::string(64, 'a');
+  {
+    auto conn = SqliteConnection::Open(path, 1000);
+    ASSERT_TRUE(conn.ok()) << conn.status();
+    ASSERT_TRUE(MigrateSchemaTo(**conn, 4).ok());
+    ASSERT_TRUE((*conn)
+                    ->Exec("INSERT INTO compile_entries (compile_key, package_digest, package_size, "
+                           "created_unix_ms) VALUES ('ck', '" +
+                           digest + "', 9, 5)")
+                    .ok());
+  }
+  auto db = TuningDb::Open(path);
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto entry = (*db)->GetCompileEntry("ck");
+  ASSERT_TRUE(entry.ok() && entry->has_value()) << entry.status();
+  EXPECT_EQ((*entry)->package_digest, digest);
+  EXPECT_EQ((*entry)->package_size, 9);
+  EXPECT_TRUE((*entry)->result.empty());
+  EXPECT_TRUE((*entry)->records_seen.empty());
+  EXPECT_EQ((*entry)->trials, 0);
+}
+
 TEST(MigrationTest, MigratingTwiceAndReopeningIsANoOp) {
   TempDbDir dir;
   std::string path = dir.Path();

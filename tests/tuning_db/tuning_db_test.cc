@@ -262,6 +262,39 @@ TEST(TuningDbTest, CompileEntries) {
   EXPECT_EQ(db->PutCompileEntry({"ck2", d1, -1, 0}).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(TuningDbTest, ACompileEntryKeepsItsAnswerAndRecordsSeenMovesOnlyWithItsWorkloads) {
+  TempDbDir dir;
+  auto db = OpenOrDie(dir.Path());
+  ASSERT_NE(db, nullptr);
+  auto seen = [&] { return db->RecordsSeen({"w2", "w1"}, "cpu/a", 1); };
+  ASSERT_TRUE(seen().ok()) << seen().status();
+  EXPECT_EQ(*seen(), "w2 0\nw1 0\n");  // in the order asked, 0 for none
+  EXPECT_EQ(TuningDb::WorkloadsOfRecordsSeen(*seen()), (std::vector<std::string>{"w2", "w1"}));
+
+  CompileEntry e{"ck", ContentDigest("package"), 7, 0};
+  e.result = std::string("\0answer\xff", 8);
+  e.trials = 12;
+  e.records_seen = *seen();
+  ASSERT_TRUE(db->PutCompileEntry(e).ok());
+  auto got = db->GetCompileEntry("ck");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->result, e.result);
+  EXPECT_EQ((*got)->trials, 12);
+  EXPECT_EQ((*got)->records_seen, e.records_seen);
+
+  // Other workloads, targets and space versions leave it as it was...
+  ASSERT_TRUE(db->AddRecords({MakeRecord("w3", "cpu/a", 1, 1.0), MakeRecord("w1", "cpu/b", 1, 1.0),
+                              MakeRecord("w1", "cpu/a", 2, 1.0)})
+                  .ok());
+  EXPECT_EQ(*seen(), e.records_seen);
+  // ...a record of one of its workloads, even a failed one, moves it.
+  ASSERT_TRUE(db->AddRecords({MakeRecord("w1", "cpu/a", 1, 2.0, RecordError::kTimeout)}).ok());
+  EXPECT_NE(*seen(), e.records_seen);
+  EXPECT_THAT(*seen(), ::testing::StartsWith("w2 0\nw1 "));
+
+  EXPECT_EQ(db->RecordsSeen({"a\"b"}, "cpu/a", 1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(TuningDbTest, RecordsAreAppendOnly) {
   TempDbDir dir;
   std::string path = dir.Path();
