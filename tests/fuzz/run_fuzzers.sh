@@ -17,7 +17,11 @@
 # Environment: KILN_FUZZ_BUILD_DIR (default build-fuzz), KILN_FUZZ_JOBS (ninja
 # -j, default nproc), KILN_FUZZ_NICE (default 10), KILN_FUZZ_ONNX_DATA (default
 # /usr/share/libonnx-testdata/data), KILN_FUZZ_SEED (libFuzzer's -seed; default
-# random). Needs clang-19 and libclang-rt-19-dev.
+# random), KILN_FUZZ_RUNS (stop each target after this many inputs, SECONDS
+# then only a cap). With KILN_FUZZ_SEED and KILN_FUZZ_RUNS set, each target
+# starts from an empty corpus: a pass is then a function of the code and the
+# seeds, so the CI pass (deploy/bootstrap.sh) gives the same verdict on any
+# machine, this one included. Needs clang-19 and libclang-rt-19-dev.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
@@ -101,13 +105,18 @@ for t in "${targets[@]}"; do
   mapfile -t seeds < <(seed_dirs "$t")
   corpus=$BUILD/corpus/$t
   artifacts=$BUILD/artifacts/$t
+  runs=()
+  if [ -n "${KILN_FUZZ_RUNS:-}" ]; then
+    runs=(-runs="$KILN_FUZZ_RUNS")
+    [ -n "${KILN_FUZZ_SEED:-}" ] && rm -rf "$corpus"  # a reproducible pass: nothing from earlier runs
+  fi
   mkdir -p "$corpus" "$artifacts"
-  opts=(-max_total_time="$seconds" -timeout=25 -rss_limit_mb=4096 -max_len="${max_len[$t]}"
+  opts=(-max_total_time="$seconds" "${runs[@]}" -timeout=25 -rss_limit_mb=4096 -max_len="${max_len[$t]}"
         -artifact_prefix="$artifacts/" -print_final_stats=1)
   [ -f "$ROOT/tests/fuzz/$t.dict" ] && opts+=(-dict="$ROOT/tests/fuzz/$t.dict")
   # A fixed seed (CI sets one) makes two runs over the same code mutate alike.
   [ -n "${KILN_FUZZ_SEED:-}" ] && opts+=(-seed="$KILN_FUZZ_SEED")
-  echo "run_fuzzers: $t for $seconds s (corpus $corpus, seeds ${seeds[*]})"
+  echo "run_fuzzers: $t for $seconds s${KILN_FUZZ_RUNS:+ or $KILN_FUZZ_RUNS inputs} (corpus $corpus, seeds ${seeds[*]})"
   set +e
   # Sanitizer reports go to the log too: a finding names its input ("Test unit written to ...").
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
@@ -125,4 +134,4 @@ if [ ${#failed[@]} -gt 0 ]; then
   echo "run_fuzzers: findings in ${failed[*]}" >&2
   exit 1
 fi
-echo "run_fuzzers: ${targets[*]}: no finding in $seconds s each"
+echo "run_fuzzers: ${targets[*]}: no finding in $seconds s${KILN_FUZZ_RUNS:+ or $KILN_FUZZ_RUNS inputs} each"

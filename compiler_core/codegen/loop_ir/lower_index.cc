@@ -34,22 +34,17 @@ int IntOperand(const std::string& op) {
 int64_t Rank(const Value* v) { return static_cast<int64_t>(DimsOf(v).size()); }
 
 // Offset along the axis of one Split piece (the importer makes one node per
-// output; SplitSizes in frontend/ops/index_ops.cc is the reference).
+// output; their sizes are ops::SplitSizes).
 absl::StatusOr<int64_t> SplitOffset(const Node& n, int64_t axis) {
-  const int64_t dim = DimsOf(n.input(0))[axis];
   const int64_t count = n.GetInt(ops::kSplitNumOutputsAttr, 1);
   const int64_t k = n.GetInt(ops::kSplitOutputIndexAttr, 0);
   if (count < 1 || k < 0 || k >= count) return NodeError(n, "bad output index");
-  if (n.input(1) != nullptr) {
-    if (!n.input(1)->is_constant()) return NodeError(n, "split sizes are not a constant");
-    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ops::ConstantIntInput(n, 1));
-    if (static_cast<int64_t>(sizes.size()) != count) return NodeError(n, "split sizes do not match the outputs");
-    int64_t off = 0;
-    for (int64_t i = 0; i < k; ++i) off += sizes[i];
-    return off;
-  }
-  const int64_t chunk = (dim + count - 1) / count;
-  return chunk * k;
+  if (n.input(1) != nullptr && !n.input(1)->is_constant()) return NodeError(n, "split sizes are not a constant");
+  auto sizes = ops::SplitSizes(n, DimsOf(n.input(0))[axis]);
+  if (!sizes.ok()) return NodeError(n, std::string(sizes.status().message()));
+  int64_t off = 0;
+  for (int64_t i = 0; i < k; ++i) off += (*sizes)[i];
+  return off;
 }
 
 // Per-node structural checks (attributes, operand kinds).

@@ -18,6 +18,38 @@
 #include "compiler_core/frontend/ops/index_ops.h"
 
 namespace kiln::ops {
+
+absl::StatusOr<std::vector<int64_t>> SplitSizes(const Node& node, int64_t dim) {
+  const int64_t n = node.GetInt(kSplitNumOutputsAttr, 1);
+  if (node.input(1) != nullptr) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConstantInts(node, 1, "split"));
+    int64_t sum = 0;
+    for (int64_t s : sizes) {
+      if (s < 0) return absl::InvalidArgumentError(absl::StrCat("split has negative size ", s));
+      // Compared before adding: a size past what is left of the extent cannot fit (nor overflow the sum).
+      if (s > dim - sum) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("split [", absl::StrJoin(sizes, ","), "] is longer than extent ", dim));
+      }
+      sum += s;
+    }
+    if (static_cast<int64_t>(sizes.size()) != n || sum != dim) {
+      return absl::InvalidArgumentError(absl::StrCat("split [", absl::StrJoin(sizes, ","), "] does not cut extent ",
+                                                     dim, " into ", n, " pieces"));
+    }
+    return sizes;
+  }
+  if (n < 1) return absl::InvalidArgumentError(absl::StrCat("split into ", n, " pieces"));
+  const int64_t chunk = dim / n + (dim % n != 0 ? 1 : 0);
+  // n > dim + 1 would leave more than one empty piece (and n may be any attribute value).
+  if (n - 1 > dim || chunk * (n - 1) > dim) {
+    return absl::InvalidArgumentError(absl::StrCat("extent ", dim, " cannot be split into ", n, " pieces"));
+  }
+  std::vector<int64_t> sizes(n, chunk);
+  sizes.back() = dim - chunk * (n - 1);
+  return sizes;
+}
+
 namespace {
 
 // ---------------------------------------------------------------- Gather
@@ -259,31 +291,6 @@ OpDef SpaceToDepthOp() {
 }
 
 // ---------------------------------------------------------------- Split
-
-// Sizes of all pieces along the axis of extent `dim`.
-absl::StatusOr<std::vector<int64_t>> SplitSizes(const Node& node, int64_t dim) {
-  const int64_t n = node.GetInt(kSplitNumOutputsAttr, 1);
-  if (node.input(1) != nullptr) {
-    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ConstantInts(node, 1, "split"));
-    int64_t sum = 0;
-    for (int64_t s : sizes) {
-      if (s < 0) return absl::InvalidArgumentError(absl::StrCat("split has negative size ", s));
-      sum += s;
-    }
-    if (static_cast<int64_t>(sizes.size()) != n || sum != dim) {
-      return absl::InvalidArgumentError(absl::StrCat("split [", absl::StrJoin(sizes, ","), "] does not cut extent ",
-                                                     dim, " into ", n, " pieces"));
-    }
-    return sizes;
-  }
-  const int64_t chunk = (dim + n - 1) / n;
-  if (chunk * (n - 1) > dim) {
-    return absl::InvalidArgumentError(absl::StrCat("extent ", dim, " cannot be split into ", n, " pieces"));
-  }
-  std::vector<int64_t> sizes(n, chunk);
-  sizes.back() = dim - chunk * (n - 1);
-  return sizes;
-}
 
 OpDef SplitOp() {
   OpDef def;
