@@ -82,7 +82,7 @@ build() {
 # CI only (CI=true): a short pass of every fuzz target (tests/fuzz/run_fuzzers.sh,
 # docs/testing.md) in its own build folder. It is reproducible: seed 1, a fixed
 # number of inputs (KILN_CI_FUZZ_RUNS per target, 0 skips the pass) and an empty
-# corpus, so `CI=true bash deploy/bootstrap.sh test` here gives CI's verdict.
+# corpus, so the same pass run here reaches the depth CI reaches.
 # KILN_CI_FUZZ_SECONDS only caps a target on a slow machine.
 fuzz() {
   [ "${CI:-}" = true ] || return 0
