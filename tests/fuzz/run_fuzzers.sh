@@ -20,9 +20,9 @@
 # random), KILN_FUZZ_RUNS (stop each target after this many inputs, SECONDS
 # then only a cap). With KILN_FUZZ_SEED and KILN_FUZZ_RUNS set, each target
 # starts from an empty corpus: the pass then reaches the same depth on any
-# machine and follows almost the same inputs (absl's per-process hash seed
-# moves coverage slightly), so the CI pass (deploy/bootstrap.sh) run here gives
-# CI's verdict. Needs clang-19 and libclang-rt-19-dev.
+# machine and tries nearly the same inputs (absl's per-process hash seed and
+# the source path move coverage a little), so the CI pass (deploy/bootstrap.sh)
+# run here is close to CI's. Needs clang-19 and libclang-rt-19-dev.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
