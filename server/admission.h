@@ -116,6 +116,10 @@ class AdmissionControl {
                                               const std::function<bool()>& cancelled);
 
   Usage UsageOf(const std::string& client);
+  // Charges `client` trials measured outside any compile of its: a tuning job
+  // its cancelled compile left running (Tuner::Tune's pay_after_leaving). A
+  // compile's own trials are charged through its Slot.
+  void Charge(const std::string& client, int64_t trials);
   // Compiles running and waiting, server-wide.
   int running() const;
   int queued() const;
@@ -151,7 +155,6 @@ class AdmissionControl {
   static constexpr uint64_t kSweepEvery = 256;  // admissions
 
   void Release(const std::string& client);
-  void Charge(const std::string& client, int64_t trials);
   absl::Status TuningAllowed(const std::string& client);
 
   const Options options_;

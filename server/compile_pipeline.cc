@@ -128,10 +128,11 @@ absl::StatusOr<std::pair<std::string, CpuTarget>> CompilePipeline::ResolveTarget
   return std::make_pair(RecordTargetKey(named->Key(), threads), *named);
 }
 
-absl::StatusOr<CompileOutput> CompilePipeline::Run(
-    const kiln::v1::CompileRequest& request,
-    const std::function<void(const kiln::v1::Progress&)>& on_progress,
-    const std::function<bool()>& cancelled, const std::function<absl::Status()>& tuning_allowed) {
+absl::StatusOr<CompileOutput> CompilePipeline::Run(const kiln::v1::CompileRequest& request,
+                                                   const std::function<void(const kiln::v1::Progress&)>& on_progress,
+                                                   const std::function<bool()>& cancelled,
+                                                   const std::function<absl::Status()>& tuning_allowed,
+                                                   const Tuner::TrialPayer& pay_after_cancel) {
   auto start = std::chrono::steady_clock::now();
   kiln::v1::Progress p;
   auto report = [&](const std::string& stage, const std::string& message) {
@@ -257,7 +258,7 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
                 report("tune", absl::StrCat("budget: turn ", turns, ", ", w.op_summary, ": ", tp.trials_done,
                                             "/", tp.trials_total, " trials"));
               },
-              cancelled);
+              cancelled, pay_after_cancel);
           if (!outcome.ok()) {
             return absl::Status(outcome.status().code(), absl::StrCat("tuning ", w.op_summary, " (workload ",
                                                                       w.key.substr(0, 12), "): ",
@@ -324,7 +325,7 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(
               progress_locked(absl::StrCat("group ", i, " (", w.op_summary, "): ", tp.trials_done, "/",
                                            tp.trials_total, " trials"));
             },
-            cancelled);
+            cancelled, pay_after_cancel);
         std::lock_guard<std::mutex> lock(mu);
         in_flight.erase(i);
         if (!outcome.ok()) {

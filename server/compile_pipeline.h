@@ -49,10 +49,13 @@ class CompilePipeline {
   // tuning: when it refuses, the compile ends with its status unless the
   // tuning database already answers every workload (nothing would be
   // measured, now or in the background); see AdmissionControl.
+  // `pay_after_cancel` (optional) pays for the trials of the tuning jobs this
+  // compile leaves running when `cancelled` ends it (Tuner::Tune).
   absl::StatusOr<CompileOutput> Run(const kiln::v1::CompileRequest& request,
                                     const std::function<void(const kiln::v1::Progress&)>& on_progress,
                                     const std::function<bool()>& cancelled,
-                                    const std::function<absl::Status()>& tuning_allowed = nullptr);
+                                    const std::function<absl::Status()>& tuning_allowed = nullptr,
+                                    const Tuner::TrialPayer& pay_after_cancel = nullptr);
 
   // What the database holds on tuning the request's model (partitioned as a
   // compile would) or job; see server/tuning_report.h.

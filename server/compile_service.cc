@@ -61,7 +61,10 @@ grpc::Status CompileServiceImpl::Compile(grpc::ServerContext* context,
         *e.mutable_progress() = p;
         writer->Write(e);
       },
-      cancelled, [&] { return (*slot)->TuningAllowed(); });
+      cancelled, [&] { return (*slot)->TuningAllowed(); },
+      // The tuning a cancelled compile leaves running is its client's too. The
+      // admission control outlives the tuner's jobs (KilnServer::State).
+      [admission = admission_, client](int64_t trials) { admission->Charge(client, trials); });
   if (!output.ok()) return failed(output.status());
   (*slot)->Measured(output->result.trials_measured());
   // Progressive: the tuning left goes on in the background (or joins the

@@ -35,10 +35,12 @@ struct KilnServer::State {
   std::unique_ptr<tuningdb::TuningDb> db;
   std::unique_ptr<ServerMetrics> metrics;
   std::unique_ptr<TaskBroker> broker;
+  // Outlives the background compiles holding its slots, and the tuner's jobs
+  // charging the clients whose compiles left them (Tuner::Tune).
+  std::unique_ptr<AdmissionControl> admission;
   std::unique_ptr<Tuner> tuner;
   std::unique_ptr<ModelChecker> checker;
   std::unique_ptr<CompilePipeline> pipeline;
-  std::unique_ptr<AdmissionControl> admission;  // outlives the background compiles holding its slots
   std::unique_ptr<ProgressiveCompiles> progressive;  // destroyed before the pipeline and tuner it uses
   std::unique_ptr<CompileServiceImpl> compile_service;
   std::unique_ptr<WorkerServiceImpl> worker_service;

@@ -152,7 +152,7 @@ std::optional<CpuTarget> Tuner::ResolveTarget(const std::string& record_key) con
 absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::string& target_key,
                                         const CpuTarget& target, int trials, const std::string& strategy_name,
                                         const std::function<void(const TuneProgress&)>& on_progress,
-                                        const std::function<bool()>& cancelled) {
+                                        const std::function<bool()>& cancelled, TrialPayer pay_after_leaving) {
   const std::string strategy = strategy_name.empty() ? kDefaultSearchStrategy : strategy_name;
   ASSIGN_OR_RETURN(std::unique_ptr<SearchStrategy> search, MakeSearchStrategy(strategy, &models_));
   tuningdb::WorkloadInfo info;
@@ -301,7 +301,7 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
         active = StartJobLocked(std::move(begun->job));
       }
     }
-    ASSIGN_OR_RETURN(TuneOutcome outcome, WaitForJob(active, on_progress, cancelled));
+    ASSIGN_OR_RETURN(TuneOutcome outcome, WaitForJob(active, on_progress, cancelled, pay_after_leaving));
     trials_measured += outcome.trials_measured;
     if (ours) {
       // Our goal is met, or the strategy found nothing more to propose.
@@ -419,13 +419,19 @@ bool Tuner::MeasureCandidates(const std::shared_ptr<ActiveJob>& active, std::str
       *first_error = absl::StrCat(r.config, ": ", kiln::v1::MeasureError_Name(o.result.error()), " ",
                                   o.result.error_message());
     }
-    std::lock_guard<std::mutex> lock(active->mu);
-    ++active->progress.trials_done;
-    if (o.result.error() == kiln::v1::MEASURE_OK &&
-        (active->progress.best_ms == 0 || o.result.median_ms() < active->progress.best_ms)) {
-      active->progress.best_ms = o.result.median_ms();
+    TrialPayer pay;
+    {
+      std::lock_guard<std::mutex> lock(active->mu);
+      ++active->progress.trials_done;
+      if (o.result.error() == kiln::v1::MEASURE_OK &&
+          (active->progress.best_ms == 0 || o.result.median_ms() < active->progress.best_ms)) {
+        active->progress.best_ms = o.result.median_ms();
+      }
+      // No compile follows the job: the one that left it last pays.
+      if (active->waiters == 0) pay = active->left_by;
+      active->cv.notify_all();
     }
-    active->cv.notify_all();
+    if (pay) pay(1);
   }
   return true;
 }
@@ -573,8 +579,27 @@ void Tuner::RunJob(const std::shared_ptr<ActiveJob>& active) {
 
 absl::StatusOr<TuneOutcome> Tuner::WaitForJob(const std::shared_ptr<ActiveJob>& active,
                                               const std::function<void(const TuneProgress&)>& on_progress,
-                                              const std::function<bool()>& cancelled) {
+                                              const std::function<bool()>& cancelled,
+                                              const TrialPayer& pay_after_leaving) {
   int reported = -1;
+  {
+    std::lock_guard<std::mutex> lock(active->mu);
+    ++active->waiters;
+  }
+  // Leaving: a compile cancelled while the job goes on pays for what it
+  // measures next, unless another compile still follows it.
+  auto leave = [&](bool cancelled_here) {
+    int unreported = 0;
+    {
+      std::lock_guard<std::mutex> lock(active->mu);
+      --active->waiters;
+      if (!cancelled_here || active->waiters > 0 || active->finished || !pay_after_leaving) return;
+      active->left_by = pay_after_leaving;
+      // Measured since the last progress this compile reported (and charged).
+      unreported = active->progress.trials_done - std::max(reported, 0);
+    }
+    if (unreported > 0) pay_after_leaving(unreported);
+  };
   while (true) {
     TuneProgress progress;
     bool finished = false;  // once true, status and outcome no longer change
@@ -591,12 +616,16 @@ absl::StatusOr<TuneOutcome> Tuner::WaitForJob(const std::shared_ptr<ActiveJob>& 
       on_progress(progress);
     }
     if (finished) {
+      leave(false);
       std::lock_guard<std::mutex> lock(active->mu);
       if (!active->status.ok()) return active->status;
       return active->outcome;
     }
     // The job goes on without this compile; its records serve the next one.
-    if (cancelled()) return absl::CancelledError("compile cancelled");
+    if (cancelled()) {
+      leave(true);
+      return absl::CancelledError("compile cancelled");
+    }
   }
 }
 

@@ -75,10 +75,17 @@ class Tuner {
   // `strategy` names the search strategy ("" = kDefaultSearchStrategy).
   // `target_key` is the record target key (RecordTargetKey): its records, and
   // the threads its candidates are measured on.
-  absl::StatusOr<TuneOutcome> Tune(const Workload& workload, const std::string& target_key,
-                                   const CpuTarget& target, int trials, const std::string& strategy,
+  //
+  // A compile that `cancelled` ends leaves its job running (its records serve
+  // the next compile). `pay_after_leaving` (optional) is then charged each
+  // trial the job measures while no compile waits on it: the last compile to
+  // leave pays for what it started (AdmissionControl::Charge), until another
+  // compile joins the job and follows it through its own progress.
+  using TrialPayer = std::function<void(int64_t trials)>;
+  absl::StatusOr<TuneOutcome> Tune(const Workload& workload, const std::string& target_key, const CpuTarget& target,
+                                   int trials, const std::string& strategy,
                                    const std::function<void(const TuneProgress&)>& on_progress,
-                                   const std::function<bool()>& cancelled);
+                                   const std::function<bool()>& cancelled, TrialPayer pay_after_leaving = nullptr);
 
   // Starts, in the background, every job the database lists as running that
   // this tuner does not run yet: their unmeasured candidates go to the broker
@@ -134,6 +141,8 @@ class Tuner {
     TuneOutcome outcome;  // when finished with OK
     TuneProgress progress;  // trials of this job: done, and planned to reach its goal
     absl::Status record_error;  // the database refused a result: the job stops (its thread only)
+    int waiters = 0;            // under mu: compiles in WaitForJob
+    TrialPayer left_by;         // under mu: the last compile to leave unfinished; charged while waiters == 0
   };
 
   // Requires mu_. Registers the job and starts its thread.
@@ -155,7 +164,7 @@ class Tuner {
   bool MeasureCandidates(const std::shared_ptr<ActiveJob>& active, std::string* first_error);
   absl::StatusOr<TuneOutcome> WaitForJob(const std::shared_ptr<ActiveJob>& active,
                                          const std::function<void(const TuneProgress&)>& on_progress,
-                                         const std::function<bool()>& cancelled);
+                                         const std::function<bool()>& cancelled, const TrialPayer& pay_after_leaving);
 
   tuningdb::TuningDb* db_;
   TaskBroker* broker_;

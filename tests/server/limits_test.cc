@@ -20,6 +20,7 @@
 #include "server/embedded_farm.h"
 #include "tests/server/eventually.h"
 #include "tests/server/test_farm.h"
+#include "tuning_db/tuning_db.h"
 
 namespace kiln {
 namespace {
@@ -59,7 +60,9 @@ class LimitedFarm {
     std::filesystem::remove_all(dir_, ec);
   }
   std::string address() const { return farm_->address(); }
+  std::string db_path() const { return (dir_ / "tuning.db").string(); }
   server::AdmissionControl& admission() { return farm_->server().admission(); }
+  server::KilnServer& server() { return farm_->server(); }
 
  private:
   static inline int counter_ = 0;
@@ -223,6 +226,47 @@ TEST(LimitsTest, AClientOverItsTuningBudgetMayStillCompileWhatTheDatabaseAnswers
   other.set_trials_per_group(0);
   auto untuned = client.Compile(other, NoProgress);
   EXPECT_TRUE(untuned.ok()) << untuned.status();
+}
+
+// A cancelled compile leaves its tuning job running (the records serve the
+// next compile); what that job measures afterwards is still its client's.
+TEST(LimitsTest, TrialsAJobMeasuresAfterItsCompileWasCancelledAreChargedToItsClient) {
+  server::ServerOptions limits;
+  limits.admission.tuning_trials_per_client = 100000;  // counted, never reached
+  LimitedFarm farm(limits, /*worker=*/true);
+  auto stub =
+      kiln::v1::CompileService::NewStub(grpc::CreateChannel(farm.address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(5));
+  kiln::v1::CompileRequest request = testing::MlpRequest(24);
+  auto reader = stub->Compile(&context, request);
+  // Cancelled once its first job has measured something: most of it is left.
+  kiln::v1::CompileEvent event;
+  int64_t seen = 0;
+  while (reader->Read(&event)) {
+    if (event.has_progress() && event.progress().trials_measured() >= 1) {
+      seen = event.progress().trials_measured();
+      break;
+    }
+  }
+  ASSERT_GE(seen, 1) << "the compile ended before it measured anything";
+  context.TryCancel();
+  while (reader->Read(&event)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+
+  // The job goes on to its goal; then every trial it measured is charged.
+  Eventually([&] { return farm.server().active_tuning_jobs() == 0; });
+  auto db = tuningdb::TuningDb::Open(farm.db_path());
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto jobs = (*db)->ListJobs(std::nullopt);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  int64_t measured = 0;
+  for (const tuningdb::TuningJob& job : *jobs) {
+    for (const auto& candidate : job.candidates) measured += candidate.measured() ? 1 : 0;
+  }
+  EXPECT_GT(measured, seen) << "the job stopped with the compile";
+  EXPECT_EQ(farm.admission().UsageOf("127.0.0.1").trials_in_window, measured);
 }
 
 }  // namespace
