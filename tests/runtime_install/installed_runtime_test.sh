@@ -20,8 +20,15 @@ for f in "$LIBDIR/libkiln_runtime.so" "$LIBDIR/libkiln_runtime.a" "$WORK/prefix/
 done
 
 # Needs nothing but the C and C++ libraries, and has no RUNPATH into the build.
+# A build with sanitizers (tests/sanitize.sh) needs their runtimes too.
 echo "ldd $LIB:"; ldd "$LIB"
-bad=$(ldd "$LIB" | awk '{print $1}' | grep -vE '^(linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|libstdc\+\+\.so\.6|libgcc_s\.so\.1|/lib64/ld-linux-x86-64\.so\.2)$' || true)
+allowed='linux-vdso\.so\.1|libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|libstdc\+\+\.so\.6|libgcc_s\.so\.1|/lib64/ld-linux-x86-64\.so\.2'
+SAN=""  # the build's -fsanitize=..., which the programs linking it need as well
+if grep -qE '^CMAKE_CXX_FLAGS:STRING=.*-fsanitize=' "$BUILD/CMakeCache.txt"; then
+  allowed="$allowed|libasan\.so\.[0-9]+|libubsan\.so\.[0-9]+"
+  SAN=$(sed -n 's/^CMAKE_CXX_FLAGS:STRING=//p' "$BUILD/CMakeCache.txt" | grep -oE -- '-fsanitize=[a-z,]+' | head -1)
+fi
+bad=$(ldd "$LIB" | awk '{print $1}' | grep -vE "^($allowed)\$" || true)
 [ -z "$bad" ] || fail "libkiln_runtime.so needs $bad"
 if readelf -d "$LIB" | grep -qE 'RUNPATH|RPATH'; then fail "installed library has a RUNPATH"; fi
 readelf -d "$LIB" | grep -q 'SONAME.*libkiln_runtime\.so\.1' || fail "SONAME is not libkiln_runtime.so.1"
@@ -44,7 +51,8 @@ np.load(w + "/ex/x.npy").astype("<f4").tofile(w + "/x.bin")
 PYEOF
 
 # CMake package route: examples/ exactly as a user builds them.
-cmake -S "$SRC/examples" -B "$WORK/build-examples" -G Ninja -DCMAKE_PREFIX_PATH="$WORK/prefix" >/dev/null
+cmake -S "$SRC/examples" -B "$WORK/build-examples" -G Ninja -DCMAKE_PREFIX_PATH="$WORK/prefix" \
+  ${SAN:+-DCMAKE_C_FLAGS=$SAN -DCMAKE_CXX_FLAGS=$SAN -DCMAKE_EXE_LINKER_FLAGS=$SAN} >/dev/null
 cmake --build "$WORK/build-examples" >/dev/null
 echo "C example (shared):"
 "$WORK/build-examples/run_package_c" "$WORK/mlp.kpkg" "$WORK/x.bin" | tee "$WORK/c.txt"
@@ -55,7 +63,7 @@ echo "C++ example:"
 "$WORK/build-examples/run_package_cpp" "$WORK/mlp.kpkg" 2 | tee "$WORK/cpp.txt"
 
 # pkg-config route.
-PKG_CONFIG_PATH="$LIBDIR/pkgconfig" cc -std=c99 -Wall -Werror -o "$WORK/run_pc" "$SRC/examples/run_package.c" \
+PKG_CONFIG_PATH="$LIBDIR/pkgconfig" cc -std=c99 -Wall -Werror $SAN -o "$WORK/run_pc" "$SRC/examples/run_package.c" \
   $(PKG_CONFIG_PATH="$LIBDIR/pkgconfig" pkg-config --cflags --libs kiln_runtime) -Wl,-rpath,"$LIBDIR"
 "$WORK/run_pc" "$WORK/mlp.kpkg" "$WORK/x.bin" > "$WORK/pc.txt"
 diff "$WORK/c.txt" "$WORK/pc.txt" || fail "pkg-config build differs"
