@@ -33,7 +33,9 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> dims)
 
 Tensor Tensor::FromBytes(DType dtype, std::vector<int64_t> dims, std::string_view bytes) {
   Tensor t(dtype, std::move(dims));
-  std::memcpy(t.raw(), bytes.data(), std::min<size_t>(bytes.size(), t.size_bytes()));
+  // memcpy from an empty view's data() (which may be null) is undefined even for 0 bytes.
+  const size_t n = std::min<size_t>(bytes.size(), t.size_bytes());
+  if (n > 0) std::memcpy(t.raw(), bytes.data(), n);
   return t;
 }
 
