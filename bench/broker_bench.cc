@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -396,44 +397,16 @@ bool RunRound(int workers, const Flags& flags, Row* row) {
 int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);  // as kiln-server runs
   Flags flags;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--workers") {
-      flags.workers.clear();
-      for (absl::string_view n : absl::StrSplit(next(), ',', absl::SkipEmpty())) {
-        int workers = 0;
-        if (!absl::SimpleAtoi(n, &workers) || workers < 1) {
-          std::fprintf(stderr, "--workers: '%s' is not a worker count\n", std::string(n).c_str());
-          return 2;
-        }
-        flags.workers.push_back(workers);
-      }
-    } else if (a == "--seconds") {
-      flags.seconds = std::atof(next().c_str());
-    } else if (a == "--warmup") {
-      flags.warmup_seconds = std::atof(next().c_str());
-    } else if (a == "--lease-wait-ms") {
-      flags.lease_wait_ms = std::atoi(next().c_str());
-    } else if (a == "--in-flight") {
-      flags.in_flight = std::atoi(next().c_str());
-    } else {
-      std::fprintf(stderr,
-                   "usage: kiln_bench_broker [--workers 10,100,1000] [--seconds 20] [--warmup 2] "
-                   "[--lease-wait-ms 1000] [--in-flight N]\n");
-      return 2;
-    }
-  }
-  if (flags.workers.empty() || flags.seconds <= 0) {
-    std::fprintf(stderr, "--workers needs a count and --seconds must be positive\n");
-    return 2;
-  }
+  CLI::App app{"kiln_bench_broker: N simulated workers leasing and reporting against one WorkerService"};
+  app.add_option("--workers", flags.workers, "worker counts to run, one after the other (10,100,1000)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--seconds", flags.seconds, "measured seconds per worker count")->check(CLI::Range(0.1, 1e6));
+  app.add_option("--warmup", flags.warmup_seconds, "seconds before measuring")->check(CLI::Range(0.0, 1e6));
+  app.add_option("--lease-wait-ms", flags.lease_wait_ms, "a worker's long-poll")->check(CLI::Range(1, 1000000));
+  app.add_option("--in-flight", flags.in_flight, "tasks kept in flight; 0: max(256, 4 x workers)")
+      ->check(CLI::Range(0, 1000000));
+  CLI11_PARSE(app, argc, argv);
   // Each worker is a TCP connection: two descriptors in this process.
   rlimit files{};
   if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {

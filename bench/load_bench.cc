@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "absl/strings/str_split.h"
 #include "base/digest.h"
 #include "client/channel_credentials.h"
@@ -123,32 +124,28 @@ int main(int argc, char** argv) {
   // farm would spread over hosts.
   std::string server_cpus, worker_cpus, client_cpus, search;
   int worker_nice = 0;
-  const std::map<std::string, std::string*> text_flags = {{"--server-cpus", &server_cpus},
-                                                          {"--worker-cpus", &worker_cpus},
-                                                          {"--client-cpus", &client_cpus},
-                                                          {"--search", &search}};
-  const std::map<std::string, int*> int_flags = {{"--worker-nice", &worker_nice},
-                                                 {"--clients", &clients},
-                                                 {"--seconds", &seconds},
-                                                 {"--keys", &keys},
-                                                 {"--trials", &trials}};
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (auto it = int_flags.find(flag); it != int_flags.end()) {
-      *it->second = std::atoi(value.c_str());
-    } else if (auto text = text_flags.find(flag); text != text_flags.end()) {
-      *text->second = value;
-    } else if (flag == "--think-ms") {
-      think_ms = std::atof(value.c_str());
-    } else if (flag == "--dir") {
-      dir = value;
-    } else if (flag != "--mix" || std::sscanf(value.c_str(), "%d:%d:%d", &mix[0], &mix[1], &mix[2]) != 3) {
-      std::fprintf(stderr, "unknown flag or bad value: %s %s\n", flag.c_str(), value.c_str());
-      return 2;
-    }
-  }
-  if (clients < 1 || seconds < 1 || keys < 1 || trials < 1 || mix[0] + mix[1] + mix[2] <= 0) {
-    std::fprintf(stderr, "--clients, --seconds, --keys, --trials must be >= 1 and the mix not all 0\n");
+  std::string mix_text = "600:399:1";
+  std::string dir_text = dir.string();
+  CLI::App app{
+      "kiln_bench_load: N TLS clients mixing lookups, cache-hit and miss compiles against one "
+      "kiln-server and two kiln-workers"};
+  app.add_option("--clients", clients, "concurrent clients, a token each")->check(CLI::Range(1, 1000000));
+  app.add_option("--seconds", seconds, "measured seconds")->check(CLI::Range(1, 1000000));
+  app.add_option("--think-ms", think_ms, "a client's pause between calls")->check(CLI::Range(0.0, 1e6));
+  app.add_option("--mix", mix_text, "lookup:hit:miss weights");
+  app.add_option("--keys", keys, "distinct compile keys the hits and lookups use")->check(CLI::Range(1, 1000000));
+  app.add_option("--trials", trials, "trials per group of a miss compile")->check(CLI::Range(1, 1000000));
+  app.add_option("--search", search, "search strategy of the misses (server default when empty)");
+  app.add_option("--server-cpus", server_cpus, "taskset CPU list of the server");
+  app.add_option("--worker-cpus", worker_cpus, "taskset CPU list of the workers");
+  app.add_option("--client-cpus", client_cpus, "taskset CPU list of this process's clients");
+  app.add_option("--worker-nice", worker_nice, "nice level of the workers");
+  app.add_option("--dir", dir_text, "scratch folder (certificates, database, logs)");
+  CLI11_PARSE(app, argc, argv);
+  dir = dir_text;
+  if (std::sscanf(mix_text.c_str(), "%d:%d:%d", &mix[0], &mix[1], &mix[2]) != 3 || mix[0] < 0 || mix[1] < 0 ||
+      mix[2] < 0 || mix[0] + mix[1] + mix[2] <= 0) {
+    std::fprintf(stderr, "--mix: '%s' is not L:H:M weights, not all 0\n", mix_text.c_str());
     return 2;
   }
   fs::remove_all(dir);
