@@ -136,6 +136,9 @@ struct InspectOptions {
   std::string dot;  // write Graphviz here when set
   std::vector<std::string> dump_after;  // pass names, or "all": graph dumps on stderr
   bool pass_timing = false;             // per-pass timing on stderr
+  int group = -1;                       // >= 0: print this group's workload, schedule and loop IR instead
+  std::string schedule;                 // with group: this schedule instead of the default
+  bool llvm_ir = false;                 // with group: also the kernel's optimized LLVM IR
 };
 
 int RunCompile(const CompileOptions& options);

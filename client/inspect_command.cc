@@ -13,15 +13,18 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/ascii.h"
 #include "base/exit_codes.h"
 #include "client/commands.h"
 #include "client/json_output.h"
 #include "client/onnx_model_file.h"
 #include "client/tuning_report_view.h"
+#include "compiler_core/codegen/jit.h"
+#include "compiler_core/codegen/kernel_emitter.h"
+#include "compiler_core/codegen/loop_ir/printer.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/driver/compile_driver.h"
 #include "compiler_core/package/manifest_reader.h"
@@ -190,6 +193,41 @@ std::string Text(const PreparedModel& in) {
   return s;
 }
 
+// --group N: the group's workload graph, the schedule (the default, or
+// --schedule) and the loop IR it lowers to; --llvm-ir adds the kernel's
+// optimized LLVM IR for this machine.
+absl::StatusOr<std::string> GroupText(const PreparedModel& in, const InspectOptions& o) {
+  const int n = static_cast<int>(in.partition.groups.size());
+  if (o.group >= n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--group ", o.group, ": the model has ", n, " groups (0 to ", n - 1, ")"));
+  }
+  const FusionGroup& g = in.partition.groups[o.group];
+  const Graph& wg = *in.workloads[o.group].graph;
+  const CpuTarget target = CpuTarget::Host();
+  ScheduleConfig config = DefaultSchedule(wg, target);
+  if (!o.schedule.empty()) {
+    auto parsed = ScheduleConfig::Parse(o.schedule);
+    if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("--schedule: ", parsed.status().message()));
+    config = *parsed;
+  }
+  auto lowered = LowerWorkload(wg, config, target);
+  if (!lowered.ok()) {
+    return absl::Status(lowered.status().code(), absl::StrCat("group ", o.group, " at schedule '", config.ToString(),
+                                                              "': ", lowered.status().message()));
+  }
+  std::string s = absl::StrCat("group ", g.index, " ", g.kind, ", workload ", in.workloads[o.group].key, "\n");
+  absl::StrAppend(&s, "\nworkload graph:\n", wg.ToText());
+  absl::StrAppend(&s, "\nschedule: ", config.ToString(), o.schedule.empty() ? " (default)" : "", " of ",
+                  EnumerateSchedules(wg, target).size(), "\n\nloop IR:\n", loop_ir::Print(*lowered));
+  if (o.llvm_ir) {
+    auto kernel = JitCompile(wg, config, target);
+    if (!kernel.ok()) return kernel.status();
+    absl::StrAppend(&s, "\noptimized LLVM IR (", target.cpu, "):\n", (*kernel)->llvm_ir());
+  }
+  return s;
+}
+
 std::string TensorText(const kiln::v1::PackageTensor& t) {
   return absl::StrCat(t.name(), " ", absl::AsciiStrToLower(kiln::v1::DataType_Name(t.dtype())), "[",
                       absl::StrJoin(t.dims(), ","), "]");
@@ -252,9 +290,11 @@ bool StartsLikePackage(const std::string& path) {
 }
 
 int InspectPackage(const InspectOptions& o, const std::string& bytes) {
-  if (!o.shapes.empty() || !o.dot.empty() || !o.dump_after.empty() || o.pass_timing) {
-    std::fprintf(stderr, "kiln inspect: %s is a package: --shape, --dot, --dump-after and --pass-timing apply to ONNX "
-                 "models only\n", o.model.c_str());
+  if (!o.shapes.empty() || !o.dot.empty() || !o.dump_after.empty() || o.pass_timing || o.group >= 0) {
+    std::fprintf(stderr,
+                 "kiln inspect: %s is a package: --shape, --dot, --dump-after, --pass-timing and --group "
+                 "apply to ONNX models only\n",
+                 o.model.c_str());
     return kExitUsage;
   }
   auto info = ReadPackageInfo(bytes);
@@ -287,6 +327,12 @@ int RunInspect(const InspectOptions& o) {
   if (!in.ok()) return ReportError("inspect", in.status());
   if (!o.dot.empty()) {
     if (absl::Status s = WriteFileAtomic(o.dot, Dot(*in)); !s.ok()) return ReportError("inspect", s);
+  }
+  if (o.group >= 0) {
+    auto text = GroupText(*in, o);
+    if (!text.ok()) return ReportError("inspect", text.status());
+    std::fwrite(text->data(), 1, text->size(), stdout);
+    return 0;
   }
   std::string out = o.json ? Json(*in) : Text(*in);
   std::fwrite(out.data(), 1, out.size(), stdout);

@@ -222,6 +222,14 @@ int main(int argc, char** argv) {
   in->add_option("--dot", inspect.dot, "write Graphviz (groups as clusters) to this file");
   in->add_option("--dump-after", inspect.dump_after, "dump the graph IR after this pass (or 'all') to stderr");
   in->add_flag("--pass-timing", inspect.pass_timing, "print each pass's time to stderr");
+  CLI::Option* group_opt = in->add_option("--group", inspect.group,
+                                          "print group N's workload graph, schedule and loop IR (the kernel's code)")
+                               ->check(CLI::NonNegativeNumber);
+  in->add_option("--schedule", inspect.schedule,
+                 "with --group: lower at this schedule (k=v,...) instead of the default")
+      ->needs(group_opt);
+  in->add_flag("--llvm-ir", inspect.llvm_ir, "with --group: also print the kernel's optimized LLVM IR")
+      ->needs(group_opt);
   RejectRepeatedNames(in, &inspect.shapes, nullptr);
 
   LookupOptions lookup;

@@ -74,15 +74,30 @@ Value* ExpNonPositive(llvm::IRBuilderBase& b, Value* x) { return ExpClamped(b, x
 
 Value* Sigmoid(llvm::IRBuilderBase& b, Value* x) {
   Type* t = x->getType();
+  Type* it = IntLike(b, t);
+  auto ic = [&](int64_t v) { return llvm::ConstantInt::get(it, v); };
+  // e = exp(-|x|) for |x| <= 87.3365 (2^-126): the 2^n scale is one
+  // exponent field, n in [-126, 0]. Beyond, e stays 2^-126 (a sigmoid of
+  // 1.2e-38 for x below -87.3, exactly 1 above +87.3).
   Value* ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-  Value* e = ExpNonPositive(b, b.CreateFNeg(ax));
+  Value* hi = F32(b, t, 87.33654475);
+  ax = b.CreateSelect(b.CreateFCmpOGT(ax, hi), hi, ax);
+  const double kMagic = 12582912.0;
+  Value* v = MulAdd(b, ax, F32(b, t, -1.44269504088896341), F32(b, t, kMagic));
+  Value* fx = b.CreateFSub(v, F32(b, t, kMagic));
+  Value* n = b.CreateSub(b.CreateBitCast(v, it), ic(0x4b400000));
+  Value* r = MulAdd(b, fx, F32(b, t, -0.693359375), b.CreateFNeg(ax));
+  r = MulAdd(b, fx, F32(b, t, 2.12194440e-4), r);
+  Value* p = F32(b, t, 1.9875691500E-4);
+  for (double c : {1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1, 1.0, 1.0}) {
+    p = MulAdd(b, p, r, F32(b, t, c));
+  }
+  Value* e = b.CreateFMul(p, b.CreateBitCast(b.CreateShl(b.CreateAdd(n, ic(127)), ic(23)), t));
   Value* d = b.CreateFAdd(F32(b, t, 1.0), e);
-  // 1 / (1 + e) for x >= 0, e / (1 + e) below: one division either way.
+  // 1 / (1 + e) for x >= 0, e / (1 + e) below (and for NaN, which e carries).
   Value* num = b.CreateSelect(b.CreateFCmpOGE(x, F32(b, t, 0.0)), F32(b, t, 1.0), e);
-  Value* s = b.CreateFDiv(num, d);
-  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, s);
+  return b.CreateFDiv(num, d);
 }
-
 
 // exp on the whole line: +inf above 88.72 (the clamp at 89 still overflows
 // to +inf in the scaling), 0 far below, NaN kept.

@@ -27,7 +27,10 @@ llvm::Value* Log(llvm::IRBuilderBase& b, llvm::Value* x);
 llvm::Value* Tanh(llvm::IRBuilderBase& b, llvm::Value* x);
 // erf as x * P(x^2) / Q(x^2) on [-4, 4], +-1 beyond; ~4e-7 absolute.
 llvm::Value* Erf(llvm::IRBuilderBase& b, llvm::Value* x);
-// 1 / (1 + exp(-x)) without overflow; NaN kept.
+// 1 / (1 + exp(-x)) without overflow, ~1e-7 relative down to 1.2e-38 (x
+// above -87.3); below, 2^-126 rather than the denormal (ONNX Runtime clamps
+// at -18: 1.5e-8). One exponent-field scaling and one division, ~20 vector
+// instructions. NaN kept.
 llvm::Value* Sigmoid(llvm::IRBuilderBase& b, llvm::Value* x);
 
 }  // namespace kiln::vector_math

@@ -217,6 +217,36 @@ TEST_F(CliContractTest, InspectShowsAPackagesManifestAndTheRecordsBehindIt) {
   EXPECT_NE(corrupt.err.find("checksum mismatch"), std::string::npos) << corrupt.err;
 }
 
+// `kiln inspect MODEL --group N`: the group's workload, its schedule and the
+// loop IR it lowers to (--schedule another point, --llvm-ir the optimized
+// LLVM IR); a group or schedule that does not exist is named.
+TEST_F(CliContractTest, InspectGroupPrintsItsLoopIr) {
+  const std::string model = Model() + " --shape x=3,64";
+  auto text = RunCommandSplit(Kiln("inspect " + model + " --group 0"), dir_ / "inspect_group");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  for (const char* part : {"group 0 ", "workload graph:", "(default) of ", "loop IR:", "kernel "}) {
+    EXPECT_NE(text.out.find(part), std::string::npos) << part << "\n" << text.out;
+  }
+  const size_t at = text.out.find("schedule: ");
+  ASSERT_NE(at, std::string::npos) << text.out;
+  const std::string schedule = text.out.substr(at + 10, text.out.find(' ', at + 10) - at - 10);
+  auto same = RunCommandSplit(Kiln("inspect " + model + " --group 0 --llvm-ir --schedule " + schedule),
+                              dir_ / "inspect_group_llvm");
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_EQ(same.out.find("(default)"), std::string::npos) << same.out;
+  EXPECT_NE(same.out.find("optimized LLVM IR"), std::string::npos) << same.out;
+  EXPECT_NE(same.out.find("define "), std::string::npos) << same.out;
+
+  auto none = RunCommandSplit(Kiln("inspect " + model + " --group 999"), dir_ / "inspect_group_none");
+  EXPECT_EQ(none.exit_code, 4) << none.err;
+  EXPECT_NE(none.err.find("--group 999: the model has "), std::string::npos) << none.err;
+  auto bad =
+      RunCommandSplit(Kiln("inspect " + model + " --group 0 --schedule nosuchknob=3"), dir_ / "inspect_group_bad");
+  EXPECT_EQ(bad.exit_code, 4) << bad.err;
+  EXPECT_NE(bad.err.find("group 0 at schedule"), std::string::npos) << bad.err;
+  EXPECT_EQ(RunCommandSplit(Kiln("inspect " + model + " --schedule vw=1"), dir_ / "inspect_sched_alone").exit_code, 2);
+}
+
 TEST_F(CliContractTest, BadFlagValuesAreUsageErrors) {
   const std::string out = " -o " + (dir_ / "bad.kpkg").string();
   struct Case {

@@ -217,8 +217,25 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
   int64_t rvw = last_reduced ? vw : 1;
   StageBuilder rsb(rvw);
   absl::Status err = absl::OkStatus();
+  // Trailing reduced axes of an x read straight from memory (a workload
+  // input) are one contiguous run: they reduce as a single flat axis, one
+  // vectorised sweep of count elements rather than a lane-masked vector per
+  // row (a 14x14 map: 13 whole vectors, not 14 masked ones). Index f of the
+  // flat axis is (0, ..., 0, f) over the reduced axes: the same row-major
+  // offset into x and into dst. LayerNormalization's scale and bias index
+  // the reduced axes one by one, so it keeps them.
+  const size_t nred = red.size();
+  bool trailing = nred >= 2 && op != "LayerNormalization" && x->producer() == nullptr && !x->is_constant();
+  for (size_t i = 0; trailing && i < nred; ++i) trailing = mask[mask.size() - 1 - i];
+  if (trailing) red = {count};
+  auto unflat = [&](const std::vector<Expr>& ridx) {
+    if (!trailing) return ridx;
+    std::vector<Expr> r(nred, IntImm(0));
+    r.back() = ridx[0];
+    return r;
+  };
   auto xat = [&](const std::vector<Expr>& kidx, const std::vector<Expr>& ridx) {
-    return ge.At(x, Merge(mask, kidx, ridx));
+    return ge.At(x, Merge(mask, kidx, unflat(ridx)));
   };
   Stmt nest = ForEachIndex(kept, sp + "k", [&](const std::vector<Expr>& kidx) -> Stmt {
     auto build = [&]() -> absl::StatusOr<Stmt> {
@@ -242,7 +259,7 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
         if (sm) {
           // exp(x - max) goes to dst in this pass; the output pass only scales it.
           tee = [&](const std::vector<Expr>& r, Expr v) -> std::pair<Stmt, Expr> {
-            std::vector<Expr> at = Merge(mask, kidx, r);
+            std::vector<Expr> at = Merge(mask, kidx, unflat(r));
             return {Store(dst, at, v), Load(dst, at)};
           };
         }
@@ -269,7 +286,7 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
           Expr y;
           Expr f = Var(fv, ScalarType::kF32);
           if (op == "Softmax") {
-            y = Mul(Load(dst, Merge(mask, kidx, r)), f);
+            y = Mul(Load(dst, Merge(mask, kidx, unflat(r))), f);
           } else if (op == "LogSoftmax") {
             y = Sub(*v, f);
           } else {
@@ -296,7 +313,7 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
               y = i == 1 ? Mul(y, *pv) : Add(y, *pv);
             }
           }
-          return Store(dst, Merge(mask, kidx, r), y);
+          return Store(dst, Merge(mask, kidx, unflat(r)), y);
         });
         RETURN_IF_ERROR(err);
         ASSIGN_OR_RETURN(w, ScheduleNest(w, red, op_prefix, rvw > 1 && red.back() > 1 ? rvw : 1, 1));

@@ -8,9 +8,12 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <tuple>
 
 #include "compiler_core/codegen/jit.h"
+#include "compiler_core/codegen/kernel_emitter.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
+#include "compiler_core/codegen/loop_ir/printer.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/frontend/interpreter.h"
 #include "gtest/gtest.h"
@@ -139,6 +142,48 @@ TEST(ReductionLoweringTest, InstanceNormalization) {
     b.g->AddOutput(b.Op("InstanceNormalization", {x, sc, bi}, d, {{"epsilon", 0.01f}}));
     EXPECT_GE(CheckAllPoints(*b.g), 1);
   }
+}
+
+// Trailing reduced axes of a workload input reduce as one flat run (a 14x14
+// map: one sweep of 196, not 14 masked rows of 14); axes that are not
+// trailing, a computed input and LayerNormalization keep their loops. Every
+// schedule point matches the interpreter either way.
+TEST(ReductionLoweringTest, TrailingAxesOfAnInputReduceAsOneRun) {
+  auto lowered = [](const Graph& g) {
+    auto f = LowerWorkload(g, DefaultSchedule(g, CpuTarget::Host()), CpuTarget::Host());
+    EXPECT_TRUE(f.ok()) << f.status();
+    return f.ok() ? loop_ir::Print(*f) : std::string();
+  };
+  {
+    Builder b;
+    b.g->AddOutput(b.Op("GlobalAveragePool", {b.In({1, 5, 14, 14})}, {1, 5, 1, 1}));
+    CheckAllPoints(*b.g);
+    std::string text = lowered(*b.g);
+    EXPECT_NE(text.find("< 196"), std::string::npos) << text;
+    EXPECT_EQ(text.find("< 14)"), std::string::npos) << text;
+  }
+  {
+    Builder b;  // the same pool of a computed value: per row
+    b.g->AddOutput(b.Op("GlobalMaxPool", {b.Op("Relu", {b.In({1, 5, 14, 14})}, {1, 5, 14, 14})}, {1, 5, 1, 1}));
+    CheckAllPoints(*b.g);
+    EXPECT_NE(lowered(*b.g).find("< 14)"), std::string::npos) << lowered(*b.g);
+  }
+  for (const auto& [dims, axes, out] :
+       std::vector<std::tuple<std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>>>{
+           {{3, 4, 5}, {1, 2}, {3, 1, 1}},
+           {{3, 4, 5}, {0, 2}, {1, 4, 1}},
+           {{2, 3, 7, 9, 2}, {2, 3, 4}, {2, 3, 1, 1, 1}}}) {
+    for (const char* op : {"ReduceMean", "ReduceMax", "ReduceL2"}) {
+      SCOPED_TRACE(op);
+      Builder b;
+      b.g->AddOutput(b.Op(op, {b.In(dims)}, out, {{"axes", axes}}));
+      CheckAllPoints(*b.g);
+    }
+  }
+  Builder b;
+  Value* x = b.In({6, 3, 11});
+  b.g->AddOutput(b.Op("LayerNormalization", {x, b.In({3, 11}), b.In({3, 11})}, {6, 3, 11}, {{"axis", int64_t{1}}}));
+  CheckAllPoints(*b.g);
 }
 
 // Softmax rows with -inf (masked), very negative (denormal or zero exp), one
