@@ -27,7 +27,9 @@ namespace kiln {
 // blocks (nc) for matmuls of up to 64 rows; the pointwise conv variant splits
 // its output-channel blocks across tasks (ks). 2007: the row-streaming GEMV
 // (gv); the pointwise conv variant's pixel tail ends at the last pixel.
-inline constexpr int kScheduleSpaceVersion = 2007;
+// 2008: resizes of H and W whose rows do not shrink run separably (tasks
+// split planes, not elements).
+inline constexpr int kScheduleSpaceVersion = 2008;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

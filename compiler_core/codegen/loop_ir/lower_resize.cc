@@ -23,6 +23,8 @@ namespace {
 constexpr int64_t kMaxTableEntries = 16384;
 // Input reads per output element (product of the taps of the resized axes).
 constexpr int64_t kMaxTapProduct = 64;
+// Floats of the separable variant's row buffer (per task, on the stack).
+constexpr int64_t kMaxRowBufferFloats = 64 * 1024;
 
 Expr I(int64_t v) { return IntImm(v); }
 
@@ -183,6 +185,124 @@ Stmt WrapInsideParallel(const Stmt& nest, const std::function<Stmt(Stmt)>& wrap)
   return wrap(nest);
 }
 
+// Whether the separable variant applies: the last two axes (H, W) are the
+// only resized ones, every output position is inside the input (no
+// extrapolation), rows are not shrunk (each input row is resized along W at
+// most once per output row that reads it) and one plane's W-resized rows fit
+// the row buffer.
+bool Separable(const ResizeForm& f) {
+  const int64_t rank = static_cast<int64_t>(f.in_dims.size());
+  if (f.tables.size() != 2 || rank < 2 || f.tables[0].axis != rank - 2 || f.tables[1].axis != rank - 1) return false;
+  if (f.tables[0].has_outside || f.tables[1].has_outside) return false;
+  const int64_t in_h = f.in_dims[rank - 2], out_h = f.out_dims[rank - 2], out_w = f.out_dims[rank - 1];
+  return in_h <= out_h && in_h * out_w <= kMaxRowBufferFloats;
+}
+
+// The separable variant: a task takes whole planes (an index of the axes
+// before H and W). Per plane it resizes every input row along W once into a
+// row buffer (the W taps are gathers, in_h * out_w of them), then writes each
+// output row as the weighted sum of its H taps' buffered rows: contiguous
+// loads, multiply-adds and stores, no gathers. Instead of the taps' product
+// per output element (4 gathers for bilinear), an upsampling by s in H
+// gathers 2/s per element.
+absl::StatusOr<Stmt> LowerSeparable(const Graph& g, const ResizeForm& f, GraphExpr& ge, const AnchorOutputs& outs,
+                                    const std::vector<Buffer>& itab, const std::vector<Buffer>& wtab,
+                                    const std::vector<Stmt>& fills, int64_t vw, int64_t tasks) {
+  const int64_t rank = static_cast<int64_t>(f.in_dims.size());
+  const int64_t in_h = f.in_dims[rank - 2], out_h = f.out_dims[rank - 2], out_w = f.out_dims[rank - 1];
+  const std::vector<int64_t> outer(f.out_dims.begin(), f.out_dims.end() - 2);
+  const int64_t planes = NumElements(outer);
+  const int64_t per = (planes + std::min(tasks, planes) - 1) / std::min(tasks, planes);
+  const int64_t ntasks = (planes + per - 1) / per;
+  const AxisTable &th = f.tables[0], &tw = f.tables[1];
+  Buffer hb = MakeBuffer("hrows", {in_h * out_w}, BufferRole::kTemp);
+
+  // The plane's index over the outer axes, from its flat number.
+  Expr plane = Add(Mul(Var("task"), I(per)), Var("pl"));
+  std::vector<Expr> oidx(outer.size());
+  {
+    int64_t stride = 1;
+    for (size_t d = outer.size(); d-- > 0;) {
+      oidx[d] = outer[d] == 1 ? I(0) : Mod(Div(plane, I(stride)), I(outer[d]));
+      stride *= outer[d];
+    }
+  }
+  auto tap = [&](const AxisTable& t, size_t a, int64_t k, Expr o, std::vector<std::pair<std::string, Expr>>* lets,
+                 Expr* weight) {
+    Expr at = Add(I(k * t.out), o);
+    std::string iv = absl::StrCat("ri", t.axis, "_", k);
+    lets->push_back({iv, Load(itab[a], at)});
+    *weight = nullptr;
+    if (t.weighted) {
+      std::string wv = absl::StrCat("rw", t.axis, "_", k);
+      lets->push_back({wv, Load(wtab[a], at)});
+      *weight = Var(wv, ScalarType::kF32);
+    }
+    return Var(iv);
+  };
+  auto wrap = [](Stmt body, const std::vector<std::pair<std::string, Expr>>& lets) {
+    for (size_t i = lets.size(); i-- > 0;) body = LetStmt(lets[i].first, lets[i].second, body);
+    return body;
+  };
+  absl::Status err = absl::OkStatus();
+  // Pass 1: hrows[r, o3] = sum_j x[plane, r, ri3_j[o3]] * rw3_j[o3].
+  Stmt rows = ForEachIndex({in_h, out_w}, "h", [&](const std::vector<Expr>& i) -> Stmt {
+    std::vector<std::pair<std::string, Expr>> lets;
+    Expr sum;
+    for (int64_t k = 0; k < tw.taps; ++k) {
+      Expr w;
+      Expr src = tap(tw, 1, k, i[1], &lets, &w);
+      std::vector<Expr> xi = oidx;
+      xi.push_back(i[0]);
+      xi.push_back(src);
+      absl::StatusOr<Expr> xv = ge.At(f.x, xi);
+      if (!xv.ok()) {
+        err = xv.status();
+        return Block({});
+      }
+      Expr term = w ? Mul(*xv, w) : *xv;
+      sum = sum ? Add(sum, term) : term;
+    }
+    return wrap(Store(hb, Add(Mul(i[0], I(out_w)), i[1]), sum), lets);
+  });
+  RETURN_IF_ERROR(err);
+  ASSIGN_OR_RETURN(rows, ScheduleNest(rows, {in_h, out_w}, "h", vw, 1));
+  // Pass 2: out[plane, o2, o3] = sum_k hrows[ri2_k[o2], o3] * rw2_k[o2].
+  const Value* resized = f.resize->output(0);
+  Stmt blend = ForEachIndex({out_h, out_w}, "o", [&](const std::vector<Expr>& i) -> Stmt {
+    std::vector<std::pair<std::string, Expr>> lets;
+    Expr sum;
+    for (int64_t k = 0; k < th.taps; ++k) {
+      Expr w;
+      Expr src = tap(th, 0, k, i[0], &lets, &w);
+      Expr term = Load(hb, Add(Mul(src, I(out_w)), i[1]));
+      if (w) term = Mul(term, w);
+      sum = sum ? Add(sum, term) : term;
+    }
+    std::vector<Expr> idx = oidx;
+    idx.push_back(i[0]);
+    idx.push_back(i[1]);
+    absl::StatusOr<Stmt> st = StoreThroughEpilogue(g, ge, resized, outs, sum, idx, FlatIndex(f.out_dims, idx));
+    if (!st.ok()) {
+      err = st.status();
+      return Block({});
+    }
+    return wrap(*st, lets);
+  });
+  RETURN_IF_ERROR(err);
+  ASSIGN_OR_RETURN(blend, ScheduleNest(blend, {out_h, out_w}, "o", vw, 1));
+  Stmt one = Block({rows, blend});
+  if (planes % ntasks != 0) one = IfThen(Lt(plane, I(planes)), one);
+  std::vector<Stmt> seq = fills;
+  seq.push_back(Allocate(hb, For("pl", I(per), one)));
+  Stmt s = Block(seq);
+  for (size_t a = f.tables.size(); a-- > 0;) {
+    if (wtab[a]) s = Allocate(wtab[a], s);
+    s = Allocate(itab[a], s);
+  }
+  return For("task", I(ntasks), s, ntasks > 1 ? ForKind::kParallel : ForKind::kSerial);
+}
+
 absl::StatusOr<LoopFunc> LowerResize(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
   ASSIGN_OR_RETURN(ResizeForm f, AnalyzeResize(g));
   RETURN_IF_ERROR(ValidateKnobs(g, config, target, {"vw", "tasks"}));
@@ -206,6 +326,10 @@ absl::StatusOr<LoopFunc> LowerResize(const Graph& g, const ScheduleConfig& confi
     }
   }
 
+  if (Separable(f)) {
+    ASSIGN_OR_RETURN(Stmt planes, LowerSeparable(g, f, ge, outs, itab, wtab, fills, vw, tasks));
+    return LoopFunc{"resize", ge.args(), planes};
+  }
   absl::Status err = absl::OkStatus();
   const std::string prefix = "o";
   Stmt nest = ForEachIndex(f.out_dims, prefix, [&](const std::vector<Expr>& idx) -> Stmt {

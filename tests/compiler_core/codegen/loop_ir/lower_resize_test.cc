@@ -154,6 +154,34 @@ TEST(ResizeLoweringTest, UpsampleAndEpilogues) {
   CheckResize(add);
 }
 
+// Where rows do not shrink, H and W resize separably: each input row once
+// along W into the row buffer, then each output row blends buffered rows.
+// Shrinking rows, extrapolation or a resized axis before H keep the direct
+// form. Both against the interpreter at every schedule point.
+TEST(ResizeLoweringTest, SeparableWhereRowsDoNotShrink) {
+  auto text = [](const ResizeSpec& s) {
+    std::unique_ptr<Graph> g = ResizeGraph(s);
+    auto f = loop_ir::ResizeLowering().lower(*g, DefaultSchedule(*g, CpuTarget::Host()), CpuTarget::Host());
+    EXPECT_TRUE(f.ok()) << f.status();
+    return f.ok() ? loop_ir::Print(*f) : std::string();
+  };
+  ResizeSpec deeplab{{1, 3, 16, 16}, Mode("linear", "half_pixel"), {}, {1, 3, 64, 64}};
+  deeplab.epilogue = "Relu";
+  ResizeSpec planes{{2, 5, 7, 9}, Mode("linear", "align_corners"), {}, {2, 5, 14, 31}};
+  ResizeSpec cubic{{1, 2, 5, 6}, Mode("cubic", "half_pixel"), {1, 1, 1.5f, 2.5f}};
+  ResizeSpec nearest{{3, 4, 6}, Mode("nearest", "asymmetric", "floor"), {1, 2, 3}};
+  for (const ResizeSpec& s : {deeplab, planes, cubic, nearest}) {
+    CheckResize(s);
+    EXPECT_NE(text(s).find("allocate hrows"), std::string::npos) << text(s);
+  }
+  ResizeSpec shrink{{1, 3, 13, 11}, Mode("linear", "half_pixel"), {}, {1, 3, 5, 22}};
+  ResizeSpec channels{{1, 3, 4, 5}, Mode("linear", "half_pixel"), {1, 2, 2, 2}};
+  for (const ResizeSpec& s : {shrink, channels}) {
+    CheckResize(s);
+    EXPECT_EQ(text(s).find("hrows"), std::string::npos) << text(s);
+  }
+}
+
 TEST(ResizeLoweringTest, PrintVerifySpaceAndValidation) {
   std::unique_ptr<Graph> g = ResizeGraph({{1, 2, 5, 7}, Mode("linear", "half_pixel"), {1, 1, 2, 2}});
   CpuTarget target = CpuTarget::Host();
