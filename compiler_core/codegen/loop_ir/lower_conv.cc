@@ -149,6 +149,18 @@ bool PointwiseTailMasked(int64_t pixels, int64_t vw, int64_t ur) {
   return left != 0 && pixels < PointwiseLeftWidth(left);
 }
 
+// Pointwise variant: the pixels left after the whole vw-wide vectors are
+// computed as dot products over the input channels when there are at most
+// this many of them and the group's channels fill whole vectors: one lane
+// per pixel would otherwise cost a multiply-add per channel and output
+// channel (a 7x7 map's 49th pixel: a third of the map's work).
+constexpr int64_t kMaxDotPixels = 4;
+
+int64_t PointwiseDotPixels(int64_t pixels, int64_t vw, int64_t ur, int64_t cg) {
+  const int64_t left = pixels % (vw * ur) % vw;
+  return left > 0 && left <= kMaxDotPixels && vw > 1 && cg % vw == 0 && cg >= 2 * vw ? left : 0;
+}
+
 // One input and one output channel per group, 2-D.
 bool IsDepthwise(const ConvForm& f) { return f.cg == 1 && f.kg == 1 && !f.geo.one_d && !f.geo.three_d; }
 
@@ -489,6 +501,59 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
     Stmt store = lanes(st, store_from > 0 ? Ge(p, I(store_from)) : in_map);
     return Allocate(acc, Block({init, mac, store}));
   };
+  // The last `dots` pixels as dot products (PointwiseDotPixels): their input
+  // columns are packed once per task (xcol[l * cg + cl], contiguous over the
+  // channels); per block of kb output channels, kb * dots vector accumulators
+  // run down the weight rows and the packed columns, and are summed across
+  // their lanes in halving steps before the epilogue stores one pixel each.
+  const int64_t dots = PointwiseDotPixels(np, vw, ur, f.cg);
+  Buffer xcol = dots > 0 ? MakeBuffer("xcol", {dots * f.cg}, BufferRole::kTemp) : nullptr;
+  auto dot_block = [&]() -> absl::StatusOr<Stmt> {
+    Buffer acc = MakeBuffer("acc_dot", {kb * dots * vw}, BufferRole::kTemp);
+    Expr kk = Var("kk_"), l = Var("l_"), v = Var("v_"), co = Var("co_");
+    Expr k = Add(Add(Mul(grp, I(f.kg)), Mul(kbo, I(kb))), kk);
+    Expr slot = Add(Mul(kk, I(dots)), l);
+    Expr ai = Add(Mul(slot, I(vw)), v);
+    auto lanes = [&](Stmt body) {
+      return For("v_", I(vw),
+                 For("kk_", I(kb), For("l_", I(dots), std::move(body), ForKind::kUnrolled), ForKind::kUnrolled),
+                 ForKind::kVectorized);
+    };
+    Stmt init = lanes(Store(acc, ai, FloatImm(0)));
+    Expr cl = Add(Mul(co, I(vw)), v);
+    Stmt mac = For(
+        "co_", I(f.cg / vw),
+        lanes(Store(acc, ai,
+                    MulAdd(Load(w, Add(Mul(k, I(f.cg)), cl)), Load(xcol, Add(Mul(l, I(f.cg)), cl)), Load(acc, ai)))));
+    std::vector<Stmt> sum;
+    for (int64_t half = vw / 2; half >= 1; half /= 2) {
+      Expr h = Var("h_");
+      Expr at = Add(Mul(slot, I(vw)), h);
+      Stmt step = Store(acc, at, Add(Load(acc, at), Load(acc, Add(at, I(half)))));
+      sum.push_back(For("kk_", I(kb),
+                        For("l_", I(dots), For("h_", I(half), step, half > 1 ? ForKind::kVectorized : ForKind::kSerial),
+                            ForKind::kUnrolled),
+                        ForKind::kUnrolled));
+    }
+    Expr p = Add(I(np - dots), l);
+    Expr value = Load(acc, Mul(slot, I(vw)));
+    if (bias) value = Add(value, Load(bias, k));
+    Expr oi = Add(Mul(Add(Mul(n, I(f.k)), k), I(np)), p);
+    std::vector<Expr> idx;
+    if (s.one_d) {
+      idx = {n, k, p};
+    } else if (flat_ok) {
+      idx = {n, k, I(0), p};
+    } else {
+      idx = {n, k, Div(p, I(s.ow)), Mod(p, I(s.ow))};
+    }
+    ASSIGN_OR_RETURN(Stmt st, StoreThroughEpilogue(g, ge, f.conv->output(0), outs, value, idx, oi));
+    Stmt store = For("kk_", I(kb), For("l_", I(dots), st, ForKind::kUnrolled), ForKind::kUnrolled);
+    std::vector<Stmt> all = {init, mac};
+    all.insert(all.end(), sum.begin(), sum.end());
+    all.push_back(store);
+    return Allocate(acc, Block(all));
+  };
   std::vector<Stmt> per_kb;
   if (nbf > 0) {
     Expr bi = Add(Mul(pc, I(rows)), Var("ob_"));
@@ -507,7 +572,10 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
         ASSIGN_OR_RETURN(Stmt t, block("acc_tail", I(nbf * bw), whole, vw, false, 0));
         tail.push_back(t);
       }
-      if (left > 0) {
+      if (dots > 0) {
+        ASSIGN_OR_RETURN(Stmt t, dot_block());
+        tail.push_back(t);
+      } else if (left > 0) {
         ASSIGN_OR_RETURN(Stmt t, block("acc_left", I(np - lw), 1, lw, false, lw > left ? np - left : 0));
         tail.push_back(t);
       }
@@ -524,6 +592,14 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
     Stmt one = LetStmt("kbo_", kbo_at, Block(per_kb));
     if (nkb % per_split != 0) one = IfThen(Lt(kbo_at, I(nkb)), one);
     body = LetStmt("kp_", Mod(Var("t_"), I(splits)), For("kbi_", I(per_split), one));
+  }
+  if (dots > 0) {
+    // xcol: the last `dots` pixels of the group's input channels, once per task.
+    Expr l = Var("l_"), cl = Var("cl_");
+    Expr xi = Add(Mul(Add(Mul(n, I(s.c)), Add(Mul(grp, I(f.cg)), cl)), I(np)), Add(I(np - dots), l));
+    Stmt pack = For("l_", I(dots), For("cl_", I(f.cg), Store(xcol, Add(Mul(l, I(f.cg)), cl), Load(x, xi))));
+    if (chunks > 1) pack = IfThen(Eq(pc, I(chunks - 1)), pack);
+    body = Allocate(xcol, Block({pack, body}));
   }
   Expr t = splits == 1 ? Var("t_") : Div(Var("t_"), I(splits));  // (image, group, pixel chunk)
   body = LetStmt("pc_", Mod(t, I(chunks)), body);

@@ -1,6 +1,9 @@
 // Conv workloads on loop IR (compiler_core/codegen/loop_ir/lower_conv.h): every shape
 // family, JIT-compiled at several schedule points, against the reference
 // interpreter at rtol 1e-4 / atol 1e-5.
+#include "compiler_core/codegen/loop_ir/lower_conv.h"
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -15,7 +18,6 @@
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/loop_ir/loop_ir.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
-#include "compiler_core/codegen/loop_ir/lower_conv.h"
 #include "compiler_core/codegen/loop_ir/printer.h"
 #include "compiler_core/codegen/loop_ir/verifier.h"
 #include "compiler_core/codegen/schedule_space.h"
@@ -355,6 +357,44 @@ TEST(ConvLoweringTest, PointwiseVariantTailNeedsNoLaneMask) {
       CheckConv(*g, {c});
     }
   }
+}
+
+// Up to 4 pixels left after the whole vectors, over at least two vectors of
+// input channels, are dot products: the columns packed once per task, the
+// weight rows read as vectors, the lanes summed (a 7x7 map's 49th pixel no
+// longer costs a third of the map). Every pointwise point matches the
+// interpreter: epilogues with flat and row/column indices, groups, 1-D, a
+// map split into pixel chunks (the pack in the last chunk only), no bias.
+TEST(ConvLoweringTest, PointwiseVariantLastPixelsAsDotProducts) {
+  CpuTarget target = CpuTarget::Host();
+  if (target.FloatLanes() < 16) GTEST_SKIP() << "host vectors hold fewer than 16 floats";
+  auto has_dot = [&](const Graph& g) {
+    auto f = loop_ir::FindLowering(g)->lower(g, DefaultSchedule(g, target), target);
+    EXPECT_TRUE(f.ok()) << f.status();
+    return f.ok() && loop_ir::Print(*f).find("acc_dot") != std::string::npos;
+  };
+  for (const Ints& r : {Ints{1, 24, 7, 7}, Ints{1, 1, 1, 7}}) {
+    Builder b;
+    Value* x = b.Input({1, 32, 7, 7});
+    Value* y = b.Op("Conv", {x, b.Input({24, 32, 1, 1}), b.Input({24})}, {});
+    auto g = b.Finish({b.Op("Relu", {b.Op("Add", {y, b.Input(r)})})});
+    EXPECT_TRUE(has_dot(*g)) << g->ToText();
+    CheckConv(*g, PointwisePoints(*g, target));
+  }
+  auto grouped = Conv2d({1, 64, 7, 7}, 16, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, /*bias=*/false);
+  EXPECT_TRUE(has_dot(*grouped));
+  CheckConv(*grouped, PointwisePoints(*grouped, target));
+  auto chunks = Conv2d({1, 32, 17, 17}, 8, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);  // 289 = 18 * 16 + 1
+  std::vector<ScheduleConfig> pw = PointwisePoints(*chunks, target);
+  ASSERT_TRUE(std::any_of(pw.begin(), pw.end(), [](const ScheduleConfig& c) { return c.Get("rows", 1) < 18; }));
+  CheckConv(*chunks, pw);
+  Builder b;
+  Value* y = b.Op("Conv", {b.Input({1, 48, 51}), b.Input({8, 48, 1})}, {});
+  auto one_d = b.Finish({b.Op("Sigmoid", {y})});
+  EXPECT_TRUE(has_dot(*one_d));
+  CheckConv(*one_d, PointwisePoints(*one_d, target));
+  // 16 channels fill one vector only: the left pixel keeps its lane block.
+  EXPECT_FALSE(has_dot(*Conv2d({1, 16, 7, 7}, 8, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1)));
 }
 
 // The direct variant's default register block wastes few lanes past a
