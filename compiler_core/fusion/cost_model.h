@@ -40,6 +40,11 @@ struct FusionCostOptions {
   // Fuse a small elementwise producer (e.g. squeeze-and-excitation gating)
   // into a compute anchor as a prologue.
   bool anchor_elementwise_prologue = true;
+  // A depthwise conv joins the pointwise conv that expands its input when
+  // the expanded tensor has at least this many bytes (a conv pair kernel
+  // keeps it on the stack); below, it stays in cache between two kernels
+  // anyway. 0 fuses every such pair.
+  double min_conv_pair_bytes = 1 << 20;
 };
 
 // Elements of a static value; 0 when unknown or dynamic.

@@ -205,10 +205,59 @@ class Partitioner {
     return id;
   }
 
+  // A 2-D Conv with a 1x1 kernel, unit strides and no padding.
+  static bool IsPointwiseConv(const Node& n) {
+    if (n.op_type() != "Conv" || !n.domain().empty() || n.num_inputs() < 2 || n.input(1) == nullptr) return false;
+    const TensorType& w = n.input(1)->type();
+    if (!w.known || !w.IsStatic() || w.rank() != 4 || w.dims[2].value != 1 || w.dims[3].value != 1) return false;
+    for (int64_t v : n.GetInts("strides", {})) {
+      if (v != 1) return false;
+    }
+    for (int64_t v : n.GetInts("pads", {})) {
+      if (v != 0) return false;
+    }
+    return n.GetInt("group", 1) == 1;
+  }
+
+  // A 2-D Conv with one input and one output channel per group.
+  static bool IsDepthwiseConv(const Node& n) {
+    if (n.op_type() != "Conv" || !n.domain().empty() || n.num_inputs() < 2 || n.input(1) == nullptr) return false;
+    const TensorType& w = n.input(1)->type();
+    return w.known && w.IsStatic() && w.rank() == 4 && w.dims[1].value == 1 && n.GetInt("group", 1) > 1 &&
+           n.GetInt("group", 1) == w.dims[0].value;
+  }
+
+  // Conv-pair fusion: a depthwise conv joins the group of the pointwise conv
+  // that expands its input (through that group's elementwise epilogue) when
+  // the expanded tensor is at least cost.min_conv_pair_bytes: it then never
+  // goes to memory (an inverted residual block's expansion).
+  bool TryJoinConvPair(int ni) {
+    const Node& n = *nodes_[ni];
+    if (!IsDepthwiseConv(n) || BytesOf(n.input(0)) < options_.cost.min_conv_pair_bytes) return false;
+    int p = ProducerOf(n.input(0));
+    if (p < 0) return false;
+    int g = groups_of_[p].front();
+    Group& group = groups_[g];
+    if (group.anchor < 0 || group.sealed || !IsPointwiseConv(*nodes_[group.anchor])) return false;
+    for (int i = 1; i < n.num_inputs(); ++i) {
+      int q = ProducerOf(n.input(i));
+      if (q >= 0 && groups_of_[q].front() != g && Reaches(g, groups_of_[q].front())) return false;
+    }
+    std::vector<int> grown = group.nodes;
+    grown.push_back(ni);
+    if (!Acceptable(grown)) return false;
+    group.nodes = std::move(grown);
+    group.anchor = ni;
+    group.iter = MaxOutputElements(n);
+    groups_of_[ni] = {g};
+    return true;
+  }
+
   // Phase A: node `ni` joins the producer group that moves the most bytes
   // into it and accepts it, or starts a group.
   void PlaceNode(int ni) {
     OpClass c = class_[ni];
+    if (options_.fuse && c == OpClass::kAnchor && TryJoinConvPair(ni)) return;
     if (!options_.fuse || c == OpClass::kOpaque || c == OpClass::kAnchor) {
       NewGroup(ni);
       return;

@@ -2,6 +2,7 @@
 #include "compiler_core/codegen/loop_ir/lower.h"
 
 #include "compiler_core/codegen/loop_ir/lower_conv.h"
+#include "compiler_core/codegen/loop_ir/lower_conv_pair.h"
 #include "compiler_core/codegen/loop_ir/lower_data_movement.h"
 #include "compiler_core/codegen/loop_ir/lower_elementwise.h"
 #include "compiler_core/codegen/loop_ir/lower_index.h"
@@ -17,9 +18,9 @@ namespace kiln::loop_ir {
 
 const std::vector<WorkloadLowering>& AllLowerings() {
   static const std::vector<WorkloadLowering>* all = new std::vector<WorkloadLowering>{
-      ElementwiseLowering(), MatMulLowering(), ReductionLowering(), DataMovementLowering(), ConvLowering(),
-      ConvTransposeLowering(), PoolLowering(), ResizeLowering(), TopKLowering(), IndexLowering(),
-      RecurrenceLowering(), WinogradInputLowering(), WinogradOutputLowering()};
+      ElementwiseLowering(), MatMulLowering(),        ReductionLowering(),     DataMovementLowering(),  ConvLowering(),
+      ConvPairLowering(),    ConvTransposeLowering(), PoolLowering(),          ResizeLowering(),        TopKLowering(),
+      IndexLowering(),       RecurrenceLowering(),    WinogradInputLowering(), WinogradOutputLowering()};
   return *all;
 }
 

@@ -152,6 +152,40 @@ TEST(FusionRulesTest, ConvTakesBiasActivationResidualAndClipAsEpilogue) {
   EXPECT_EQ(p.groups[0].nodes.size(), 5u);
 }
 
+// An inverted residual block: the 1x1 expansion, its activation, the
+// depthwise conv and its activation are one conv_pair group when the
+// expanded tensor is at least min_conv_pair_bytes (then it never goes to
+// memory); below, or when the expansion is also read elsewhere, two conv
+// groups.
+TEST(FusionRulesTest, ExpansionAndDepthwiseConvFuseWhenTheExpansionIsLarge) {
+  auto block = [](int64_t hw, bool expansion_also_read) {
+    Builder b;
+    Value* x = b.Input("x", {1, 4, hw, hw});
+    Value* e = b.Op("Conv", "expand", {x, b.Const("w1", {16, 4, 1, 1}), b.Const("b1", {16})});
+    Value* r = b.Op("Relu", "relu1", {e});
+    Value* d = b.Op(
+        "Conv", "dw", {r, b.Const("w2", {16, 1, 3, 3}), b.Const("b2", {16})},
+        {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 2}}, {"group", int64_t{16}}});
+    Value* y = b.Op("HardSwish", "act2", {d});
+    std::vector<Value*> outs = {y};
+    if (expansion_also_read) outs.push_back(b.Op("Sigmoid", "side", {r}));
+    return b.Finish(outs);
+  };
+  FusionOptions small = CodegenOptions();
+  small.cost.min_conv_pair_bytes = 16 * 32 * 32 * 4;  // the 32x32 block's expansion, exactly
+  std::unique_ptr<Graph> g = block(32, false);        // outlives the partition's node pointers
+  Partition fused = PartitionAndCheck(*g, small);
+  ASSERT_EQ(Kinds(fused), (std::vector<std::string>{"conv_pair"})) << fused.ToText();
+  EXPECT_EQ(fused.groups[0].nodes.size(), 4u);
+  EXPECT_EQ(fused.groups[0].anchor->name(), "dw");
+  Partition below = PartitionAndCheck(*block(30, false), small);
+  EXPECT_EQ(Kinds(below), (std::vector<std::string>{"conv", "conv"})) << below.ToText();
+  Partition shared = PartitionAndCheck(*block(32, true), small);
+  for (const FusionGroup& g : shared.groups) EXPECT_NE(g.kind, "conv_pair") << shared.ToText();
+  // The default threshold (1 MiB) takes a 64-channel 112x112 expansion.
+  EXPECT_GE(16.0 * 4 * 112 * 112 * 4, FusionOptions().cost.min_conv_pair_bytes);
+}
+
 TEST(FusionRulesTest, TransposeIsIndexArithmeticOfItsMatMulAndRecomputedOnFanOut) {
   Builder b;
   Value* x = b.Input("x", {8, 16});

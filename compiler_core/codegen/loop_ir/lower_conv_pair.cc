@@ -1,0 +1,359 @@
+// The fused expansion + depthwise conv (see lower_conv_pair.h).
+#include "compiler_core/codegen/loop_ir/lower_conv_pair.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "compiler_core/codegen/loop_ir/graph_expr.h"
+#include "compiler_core/codegen/loop_ir/lower_common.h"
+#include "compiler_core/codegen/loop_ir/lower_conv.h"
+
+namespace kiln::loop_ir {
+namespace {
+
+// Floats of a task's stack buffers: the block's expanded planes, the
+// depthwise phase planes and its result plane.
+constexpr int64_t kMaxStackFloats = 128 * 1024;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+Expr I(int64_t v) { return IntImm(v); }
+Expr MulAdd(Expr a, Expr b, Expr c) { return Call("fma", {std::move(a), std::move(b), std::move(c)}); }
+
+int InputIndex(const Graph& g, const Value* v) {
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    if (g.inputs()[i] == v) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+struct PairForm {
+  const Node* pw = nullptr;                     // the 1x1 expansion
+  const Node* dw = nullptr;                     // the depthwise conv
+  int64_t n = 1, cin = 1, c = 1, h = 1, w = 1;  // x is [n, cin, h, w]; the expanded value [n, c, h, w]
+  WindowGeometry geo;                           // the depthwise conv's
+  int x_arg = -1, w1_arg = -1, b1_arg = -1, w2_arg = -1, b2_arg = -1;
+  bool mid_flat = true;  // the mid chain's operands allow the flat (n, c, 0, p) index
+};
+
+// The stride-phase planes of the depthwise stage (the plane variant's
+// geometry, lower_conv.h): phases planes of pr rows by pq columns, np
+// positions computed (a multiple of vw * ur), ps floats per phase plane.
+struct Planes {
+  int64_t phases = 1, pr = 1, pq = 1, np = 1, ps = 1;
+};
+
+Planes PlanesOf(const WindowGeometry& s, int64_t vw, int64_t ur) {
+  const int64_t amax = ((s.kh - 1) * s.dh) / s.sh, bmax = ((s.kw - 1) * s.dw) / s.sw;
+  Planes d;
+  d.phases = s.sh * s.sw;
+  d.pr = s.oh + amax;
+  d.pq = s.ow + bmax;
+  d.np = CeilDiv(s.oh * d.pq, vw * ur) * vw * ur;
+  d.ps = CeilDiv(std::max(d.np + amax * d.pq + bmax, d.pr * d.pq), vw) * vw;
+  return d;
+}
+
+int64_t StackFloats(const PairForm& f, int64_t vw, int64_t ur, int64_t kb) {
+  const Planes d = PlanesOf(f.geo, vw, ur);
+  return kb * f.h * f.w + d.phases * d.ps + d.np;
+}
+
+bool IsConv(const Node& n) { return n.op_type() == "Conv" && n.domain().empty(); }
+
+absl::StatusOr<PairForm> Analyze(const Graph& g) {
+  RETURN_IF_ERROR(CheckWorkloadBasics(g));
+  PairForm f;
+  std::vector<const Node*> convs;
+  for (const auto& n : g.nodes()) {
+    if (IsConv(*n)) {
+      convs.push_back(n.get());
+      continue;
+    }
+    if (!IsInlinableElementwise(n->op_type())) return NodeError(*n, "not an elementwise operator");
+    RETURN_IF_ERROR(GraphExpr::CheckNode(*n));
+  }
+  if (convs.size() != 2) return absl::UnimplementedError(absl::StrCat("workload ", g.name(), " is not a conv pair"));
+  f.pw = convs[0];
+  f.dw = convs[1];
+  for (const Node* c : convs) {
+    if (c->num_outputs() != 1 || c->input(0) == nullptr || c->input(1) == nullptr) {
+      return NodeError(*c, "unexpected operands");
+    }
+  }
+  // The expansion: 1x1, unit strides, no pads, one group, 2-D.
+  const Node& pw = *f.pw;
+  const std::vector<int64_t> xd = DimsOf(pw.input(0)), w1 = DimsOf(pw.input(1)), ed = DimsOf(pw.output(0));
+  if (xd.size() != 4 || w1.size() != 4 || ed.size() != 4) return NodeError(pw, "not a 2-D conv");
+  ASSIGN_OR_RETURN(WindowGeometry pg, ResolveWindow(pw, {w1[2], w1[3]}));
+  if (pg.kh != 1 || pg.kw != 1 || pg.sh != 1 || pg.sw != 1 || pg.pad_top != 0 || pg.pad_left != 0 || pg.oh != pg.h ||
+      pg.ow != pg.w || pw.GetInt("group", 1) != 1) {
+    return NodeError(pw, "not a pointwise expansion");
+  }
+  f.n = xd[0];
+  f.cin = xd[1];
+  f.c = w1[0];
+  f.h = xd[2];
+  f.w = xd[3];
+  // The depthwise conv reads the expansion through elementwise nodes only.
+  std::set<const Value*> mid = {pw.output(0)};
+  for (const auto& n : g.nodes()) {
+    if (n.get() == f.pw || n.get() == f.dw) continue;
+    bool from_pw = false;
+    for (const Value* v : n->inputs()) from_pw = from_pw || mid.count(v) > 0;
+    if (from_pw && DimsOf(n->output(0)) == ed) mid.insert(n->output(0));
+  }
+  const Node& dw = *f.dw;
+  if (mid.count(dw.input(0)) == 0) return NodeError(dw, "does not read the expansion");
+  const std::vector<int64_t> w2 = DimsOf(dw.input(1));
+  if (w2.size() != 4 || w2[0] != f.c || w2[1] != 1 || dw.GetInt("group", 1) != f.c) {
+    return NodeError(dw, "not a depthwise conv over the expansion");
+  }
+  ASSIGN_OR_RETURN(f.geo, ResolveWindow(dw, {w2[2], w2[3]}));
+  // Operands: workload inputs; biases [C].
+  f.x_arg = InputIndex(g, pw.input(0));
+  f.w1_arg = InputIndex(g, pw.input(1));
+  f.w2_arg = InputIndex(g, dw.input(1));
+  if (f.x_arg < 0 || f.w1_arg < 0 || f.w2_arg < 0) return NodeError(pw, "an operand is computed inside the workload");
+  for (const Node* c : convs) {
+    if (c->input(2) == nullptr) continue;
+    if (InputIndex(g, c->input(2)) < 0 || DimsOf(c->input(2)) != std::vector<int64_t>{f.c}) {
+      return NodeError(*c, "bias is not an input [C]");
+    }
+  }
+  if (pw.input(2) != nullptr) f.b1_arg = InputIndex(g, pw.input(2));
+  if (dw.input(2) != nullptr) f.b2_arg = InputIndex(g, dw.input(2));
+  // Every other node: between the convs (the expansion's shape), or after the
+  // depthwise conv (its shape); only the latter are outputs.
+  const std::vector<int64_t> od = DimsOf(dw.output(0));
+  std::set<const Value*> after = {dw.output(0)};
+  for (const auto& n : g.nodes()) {
+    if (n.get() == f.pw || n.get() == f.dw) continue;
+    const Value* out = n->output(0);
+    if (mid.count(out) > 0) {
+      // Its operands broadcast against (H, W) as a whole or not at all.
+      for (const Value* v : n->inputs()) {
+        std::vector<int64_t> d = DimsOf(v);
+        const int64_t vh = d.size() >= 2 ? d[d.size() - 2] : 1, vw = d.empty() ? 1 : d.back();
+        if (!(vh == 1 && vw == 1) && !(vh == f.h && vw == f.w)) f.mid_flat = false;
+      }
+      continue;
+    }
+    bool down = false;
+    for (const Value* v : n->inputs()) down = down || after.count(v) > 0;
+    if (!down || DimsOf(out) != od) return NodeError(*n, "neither between the convs nor in the epilogue");
+    after.insert(out);
+  }
+  for (const Value* v : g.outputs()) {
+    if (after.count(v) == 0)
+      return NodeError(dw, absl::StrCat("output ", v->name(), " is not after the depthwise conv"));
+  }
+  if (StackFloats(f, 1, 1, 1) > kMaxStackFloats) return NodeError(pw, "one expanded plane exceeds the stack budget");
+  return f;
+}
+
+struct Knobs {
+  int64_t vw = 1, kb = 1, pu = 1, ur = 1;
+};
+
+Knobs KnobsOf(const ScheduleConfig& c) { return {c.Get("vw", 1), c.Get("kb", 1), c.Get("pu", 1), c.Get("ur", 1)}; }
+
+absl::Status CheckKnobs(const PairForm& f, const Knobs& k, const CpuTarget& target) {
+  const bool ok = k.vw >= 1 && k.vw <= target.FloatLanes() && (k.vw & (k.vw - 1)) == 0 && k.kb >= 1 &&
+                  f.c % k.kb == 0 && k.kb <= 16 && k.pu >= 1 && k.pu <= 4 && k.ur >= 1 && k.ur <= 8 &&
+                  StackFloats(f, k.vw, k.ur, k.kb) <= kMaxStackFloats;
+  if (!ok) return absl::InvalidArgumentError(absl::StrCat("conv pair ", f.pw->name(), ": knobs out of range"));
+  return absl::OkStatus();
+}
+
+std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
+  absl::StatusOr<PairForm> f = Analyze(g);
+  if (!f.ok()) return {};
+  std::vector<int64_t> vws = VectorWidths(target, f->h * f->w);
+  if (vws.size() > 2) vws.erase(vws.begin(), vws.end() - 2);
+  std::vector<ScheduleConfig> out;
+  for (int64_t vw : vws) {
+    for (int64_t kb : {2, 4, 8}) {
+      for (int64_t pu : {2, 4}) {
+        for (int64_t ur : {2, 4}) {
+          Knobs k{vw, kb, pu, ur};
+          if (!CheckKnobs(*f, k, target).ok()) continue;
+          ScheduleConfig c;
+          c.Set("vw", vw);
+          c.Set("kb", kb);
+          c.Set("pu", pu);
+          c.Set("ur", ur);
+          out.push_back(c);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// The widest vectors; 16 pointwise accumulators (kb * pu) and 4 depthwise
+// vectors per register block, as the separate variants' defaults.
+ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
+  return BestBy(Enumerate(g, target), [](const ScheduleConfig& c) {
+    return std::make_tuple(c.Get("vw", 1), -std::abs(c.Get("kb", 1) * c.Get("pu", 1) - 16), c.Get("kb", 1),
+                           c.Get("ur", 1));
+  });
+}
+
+absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
+  ASSIGN_OR_RETURN(PairForm f, Analyze(g));
+  for (const auto& [key, v] : c.knobs) {
+    if (key != "vw" && key != "kb" && key != "pu" && key != "ur") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("schedule ", c.ToString(), ": knob ", key, " does not apply to conv pair ", f.pw->name()));
+    }
+  }
+  return CheckKnobs(f, KnobsOf(c), target);
+}
+
+absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
+  ASSIGN_OR_RETURN(PairForm f, Analyze(g));
+  const Knobs kn = KnobsOf(config);
+  RETURN_IF_ERROR(CheckKnobs(f, kn, target));
+  const WindowGeometry& s = f.geo;
+  const int64_t vw = kn.vw, kb = kn.kb, pu = kn.pu, ur = kn.ur;
+  const int64_t hw = f.h * f.w, pbw = vw * pu, bw = vw * ur;
+  const Planes d = PlanesOf(s, vw, ur);
+  const int64_t blocks = f.c / kb, tasks = f.n * blocks;
+
+  GraphExpr ge(g);
+  const std::vector<Buffer>& args = ge.args();
+  const Buffer x = args[f.x_arg], w1 = args[f.w1_arg], w2 = args[f.w2_arg];
+  const Buffer b1 = f.b1_arg >= 0 ? args[f.b1_arg] : nullptr, b2 = f.b2_arg >= 0 ? args[f.b2_arg] : nullptr;
+  const Value* expanded = f.pw->output(0);
+  const Value* dw_in = f.dw->input(0);
+  const Value* dw_out = f.dw->output(0);
+  const AnchorOutputs outs = PlanAnchorOutputs(g, dw_out);
+
+  Buffer ep = MakeBuffer("ep", {kb * hw}, BufferRole::kTemp);  // the block's planes, after the mid chain
+  Buffer xp = MakeBuffer("xp", {d.phases * d.ps}, BufferRole::kTemp);
+  Buffer yp = MakeBuffer("yp", {d.np}, BufferRole::kTemp);
+  Expr n = Var("n_"), c0 = Mul(Var("cb_"), I(kb));
+
+  // ---- the expansion of channels c0 .. c0 + kb over every pixel: register
+  // blocks of kb channels by pu vectors; the last block (pixels past whole
+  // blocks) is lane-masked.
+  auto expand = [&](const std::string& name, Expr p0, int64_t nu, bool guard) -> absl::StatusOr<Stmt> {
+    Buffer acc = MakeBuffer(name, {kb * nu * vw}, BufferRole::kTemp);
+    Expr kk = Var("kk_"), u = Var("u_"), v = Var("v_"), ci = Var("ci_");
+    Expr ch = Add(c0, kk);
+    Expr ai = Add(Mul(Add(Mul(kk, I(nu)), u), I(vw)), v);
+    Expr p = Add(Add(p0, Mul(u, I(vw))), v);
+    auto lanes = [&](Stmt body, bool masked) {
+      if (masked) body = IfThen(Lt(p, I(hw)), std::move(body));
+      return For("v_", I(vw),
+                 For("kk_", I(kb), For("u_", I(nu), std::move(body), ForKind::kUnrolled), ForKind::kUnrolled),
+                 ForKind::kVectorized);
+    };
+    Stmt init = lanes(Store(acc, ai, b1 ? Load(b1, ch) : FloatImm(0)), false);
+    Expr xi = Add(Mul(Add(Mul(n, I(f.cin)), ci), I(hw)), p);
+    Stmt mac =
+        For("ci_", I(f.cin),
+            lanes(Store(acc, ai, MulAdd(Load(x, xi), Load(w1, Add(Mul(ch, I(f.cin)), ci)), Load(acc, ai))), guard));
+    // The mid chain at (n, ch, p), reading the expansion as the accumulator.
+    ge.BindValue(expanded, Load(acc, ai));
+    std::vector<Expr> idx =
+        f.mid_flat ? std::vector<Expr>{n, ch, I(0), p} : std::vector<Expr>{n, ch, Div(p, I(f.w)), Mod(p, I(f.w))};
+    ASSIGN_OR_RETURN(Expr mid, ge.At(dw_in, idx));
+    Stmt store = lanes(Store(ep, Add(Mul(kk, I(hw)), p), mid), guard);
+    return Allocate(acc, Block({init, mac, store}));
+  };
+  std::vector<Stmt> expansion;
+  if (hw / pbw > 0) {
+    ASSIGN_OR_RETURN(Stmt full, expand("acc_e", Mul(Var("pb_"), I(pbw)), pu, false));
+    expansion.push_back(For("pb_", I(hw / pbw), full));
+  }
+  if (hw % pbw != 0) {
+    ASSIGN_OR_RETURN(Stmt tail, expand("acc_et", I(hw / pbw * pbw), CeilDiv(hw % pbw, vw), true));
+    expansion.push_back(tail);
+  }
+
+  // ---- per channel of the block: its plane into the phase planes (padded
+  // row r*sh + phr is row r*sh + phr - pt; column q*sw + phq likewise).
+  Expr cl = Var("c_"), ch = Add(c0, cl);
+  std::vector<Stmt> copies;
+  for (int64_t phr = 0; phr < s.sh; ++phr) {
+    for (int64_t phq = 0; phq < s.sw; ++phq) {
+      const int64_t qlo = std::max<int64_t>(0, CeilDiv(s.pad_left - phq, s.sw));
+      const int64_t qhi = std::min(d.pq, CeilDiv(s.w + s.pad_left - phq, s.sw));
+      if (qhi <= qlo) continue;
+      const int64_t nq = qhi - qlo;
+      Expr r = Var("cr_"), q = Add(I(qlo), Add(Mul(Var("cq_"), I(vw)), Var("cv_")));
+      Expr ih = Sub(Add(Mul(r, I(s.sh)), I(phr)), I(s.pad_top));
+      Expr iw = Sub(Add(Mul(q, I(s.sw)), I(phq)), I(s.pad_left));
+      Expr pi = Add(Add(I((phr * s.sw + phq) * d.ps), Mul(r, I(d.pq))), q);
+      Stmt copy = Store(xp, pi, Load(ep, Add(Add(Mul(cl, I(hw)), Mul(ih, I(f.w))), iw)));
+      if (nq % vw != 0) copy = IfThen(Lt(q, I(qhi)), copy);
+      copy = For("cq_", I(CeilDiv(nq, vw)), For("cv_", I(vw), copy, ForKind::kVectorized));
+      copies.push_back(For("cr_", I(d.pr), IfThen(And(Ge(ih, I(0)), Lt(ih, I(s.h))), copy)));
+    }
+  }
+  // ---- the taps over the phase planes, into the result plane.
+  Buffer acc = MakeBuffer("acc", {bw}, BufferRole::kTemp);
+  Stmt taps_all;
+  {
+    Expr u = Var("u_"), v = Var("v_"), kh = Var("kh_"), kw = Var("kw_");
+    Expr ai = Add(Mul(u, I(vw)), v);
+    Expr pos = Add(Mul(Var("pb_"), I(bw)), ai);
+    auto lanes = [&](Stmt body) {
+      return For("v_", I(vw), For("u_", I(ur), std::move(body), ForKind::kUnrolled), ForKind::kVectorized);
+    };
+    Stmt init = lanes(Store(acc, ai, b2 ? Load(b2, ch) : FloatImm(0)));
+    Expr th = Mul(kh, I(s.dh)), tw = Mul(kw, I(s.dw));
+    Expr phase = Add(Mul(Mod(th, I(s.sh)), I(s.sw)), Mod(tw, I(s.sw)));
+    Expr off = Add(Add(Mul(phase, I(d.ps)), Mul(Div(th, I(s.sh)), I(d.pq))), Div(tw, I(s.sw)));
+    Expr wi = Add(Mul(Add(Mul(ch, I(s.kh)), kh), I(s.kw)), kw);
+    Stmt upd = Store(acc, ai, MulAdd(Load(xp, Add(off, pos)), Load(w2, wi), Load(acc, ai)));
+    const ForKind tk = s.kh * s.kw <= 49 ? ForKind::kUnrolled : ForKind::kSerial;
+    Stmt taps = For("kh_", I(s.kh), For("kw_", I(s.kw), lanes(upd), tk), tk);
+    Stmt out = lanes(Store(yp, pos, Load(acc, ai)));
+    taps_all = For("pb_", I(d.np / bw), Allocate(acc, Block({init, taps, out})));
+  }
+  // ---- output rows from the result plane, through the epilogue.
+  Stmt store;
+  {
+    Expr oh = Var("so_"), ow = Add(Mul(Var("sq_"), I(vw)), Var("sv_"));
+    std::vector<Expr> out_idx = {n, ch, oh, ow};
+    Expr oi = FlatIndex(DimsOf(dw_out), out_idx);
+    ASSIGN_OR_RETURN(Stmt body,
+                     StoreThroughEpilogue(g, ge, dw_out, outs, Load(yp, Add(Mul(oh, I(d.pq)), ow)), out_idx, oi));
+    if (s.ow % vw != 0) body = IfThen(Lt(ow, I(s.ow)), body);
+    store = For("so_", I(s.oh), For("sq_", I(CeilDiv(s.ow, vw)), For("sv_", I(vw), body, ForKind::kVectorized)));
+  }
+  std::vector<Stmt> per_channel = copies;
+  per_channel.push_back(taps_all);
+  per_channel.push_back(store);
+
+  // Zero the phase planes once per task: the interiors are rewritten for
+  // every channel, the padding never.
+  Stmt zero =
+      For("zi_", I(d.phases * d.ps / vw),
+          For("zv_", I(vw), Store(xp, Add(Mul(Var("zi_"), I(vw)), Var("zv_")), FloatImm(0)), ForKind::kVectorized));
+  std::vector<Stmt> body_seq = {zero};
+  body_seq.insert(body_seq.end(), expansion.begin(), expansion.end());
+  body_seq.push_back(For("c_", I(kb), Block(per_channel)));
+  Stmt body = Allocate(ep, Allocate(xp, Allocate(yp, Block(body_seq))));
+  body = LetStmt("n_", Div(Var("t_"), I(blocks)), LetStmt("cb_", Mod(Var("t_"), I(blocks)), body));
+  return LoopFunc{"conv_pair", args, For("t_", I(tasks), body, ForKind::kParallel)};
+}
+
+}  // namespace
+
+WorkloadLowering ConvPairLowering() {
+  WorkloadLowering l;
+  l.kind = "conv_pair";
+  l.match = [](const Graph& g) { return Analyze(g).status(); };
+  l.enumerate = Enumerate;
+  l.default_schedule = Default;
+  l.validate = Validate;
+  l.lower = Lower;
+  return l;
+}
+
+}  // namespace kiln::loop_ir
