@@ -414,6 +414,24 @@ TEST(ConvLoweringTest, DirectDefaultWastesFewLanes) {
   }
 }
 
+// The depthwise default computes few positions past the map: a 7x7 map with
+// a 5x5 window needs 77 (7 rows of 11 padded columns); 16 lanes by 4 would
+// compute 128, the default computes 80, in vectors no wider than a row.
+TEST(ConvLoweringTest, DepthwiseDefaultComputesFewPositions) {
+  CpuTarget target = CpuTarget::Host();
+  if (target.FloatLanes() < 16) GTEST_SKIP() << "host vectors hold fewer than 16 floats";
+  auto g = Conv2d({1, 32, 7, 7}, 32, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 32);
+  ScheduleConfig d = DefaultSchedule(*g, target);
+  EXPECT_EQ(d.Get("dw", 0), 1) << d.ToString();
+  EXPECT_LE(d.Get("vw", 1), 8) << d.ToString();
+  auto f = loop_ir::FindLowering(*g)->lower(*g, d, target);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_NE(loop_ir::Print(*f).find("allocate yp: f32[80]"), std::string::npos) << loop_ir::Print(*f);
+  CheckConv(*g, {d});
+  auto wide = Conv2d({1, 16, 28, 28}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16);
+  EXPECT_EQ(DefaultSchedule(*wide, target).Get("vw", 1), 16);
+}
+
 // A small map has fewer pixel blocks than tasks wanted: the space splits the
 // output-channel blocks (ks), uneven splits included, and the default takes
 // the fewest splits that make 4 tasks.
