@@ -107,12 +107,18 @@ class Simplifier {
     return true;
   }
 
-  // Gemm(A, B, transB=1) with a constant 2-D B -> Gemm(A, B^T, transB=0).
+  // Gemm(A, B, transB=1) with a constant 2-D B -> Gemm(A, B^T, transB=0),
+  // except for one row of A (a classifier head at batch 1): the dot-form
+  // GEMV streams B's rows as they are (lower_matmul.h, gv=2).
   absl::StatusOr<bool> VisitGemm(Node* n) {
     Value* b = n->input(1);
     if (n->GetInt("transB", 0) == 0 || b == nullptr || !b->is_constant() || b->constant().dims().size() != 2) {
       return false;
     }
+    const TensorType& a = n->input(0)->type();
+    const bool one_row =
+        a.known && a.IsStatic() && a.rank() == 2 && a.dims[n->GetInt("transA", 0) != 0 ? 1 : 0].value == 1;
+    if (one_row) return false;
     const Tensor& t = b->constant();
     const int64_t rows = t.dims()[0], cols = t.dims()[1], size = DTypeSize(t.dtype());
     if (size <= 0) return false;

@@ -2,14 +2,15 @@
 // epilogue lowered to packed, register-blocked loop nests (see lower_conv.h
 // for the knobs and task shapes).
 #include "compiler_core/codegen/loop_ir/lower_conv.h"
-#include "compiler_core/codegen/loop_ir/substitute.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "compiler_core/codegen/loop_ir/depthwise_planes.h"
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"
+#include "compiler_core/codegen/loop_ir/substitute.h"
 
 namespace kiln::loop_ir {
 namespace {
@@ -164,35 +165,8 @@ int64_t PointwiseDotPixels(int64_t pixels, int64_t vw, int64_t ur, int64_t cg) {
 // One input and one output channel per group, 2-D.
 bool IsDepthwise(const ConvForm& f) { return f.cg == 1 && f.kg == 1 && !f.geo.one_d && !f.geo.three_d; }
 
-// Depthwise plane variant: one channel's zero-padded input plane split into
-// sh*sw stride phases of pr rows by pq columns (padded row R = r*sh + phase
-// row, column likewise), so that tap (kh, kw) of output pixel (oh, ow) reads
-// phase plane ((kh*dh) % sh, (kw*dw) % sw) at flattened position
-// (oh*pq + ow) + ((kh*dh) / sh)*pq + (kw*dw) / sw: a constant offset from the
-// pixel's own position. np positions are computed (the pq - OW columns past
-// each row's end are junk, never stored), a multiple of vw*ur; ps floats per
-// phase plane cover the farthest tap of the last position.
-struct PlaneDims {
-  int64_t phases = 1, pr = 1, pq = 1, np = 1, ps = 1;
-};
-
-PlaneDims PlaneDimsOf(const ConvForm& f, const Knobs& k) {
-  const WindowGeometry& s = f.geo;
-  const int64_t amax = ((s.kh - 1) * s.dh) / s.sh, bmax = ((s.kw - 1) * s.dw) / s.sw;
-  PlaneDims d;
-  d.phases = s.sh * s.sw;
-  d.pr = s.oh + amax;
-  d.pq = s.ow + bmax;
-  d.np = CeilDiv(s.oh * d.pq, k.vw * k.ur) * k.vw * k.ur;
-  d.ps = CeilDiv(std::max(d.np + amax * d.pq + bmax, d.pr * d.pq), k.vw) * k.vw;
-  return d;
-}
-
-// Floats of the plane variant's stack buffers (phase planes and results).
-int64_t PlaneFloats(const ConvForm& f, const Knobs& k) {
-  PlaneDims d = PlaneDimsOf(f, k);
-  return d.phases * d.ps + d.np;
-}
+// The depthwise plane variant's geometry (depthwise_planes.h).
+PlaneDims PlaneDimsOf(const ConvForm& f, const Knobs& k) { return loop_ir::PlaneDimsOf(f.geo, k.vw, k.ur); }
 
 // Pack geometry: rin input rows, per stride phase wq columns (a multiple of
 // vw covering every register block, padded width owr).
@@ -221,8 +195,8 @@ int64_t ChunkChannels(const ConvForm& f, const Knobs& k) {
 absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& target) {
   if (k.dw != 0) {
     bool ok = k.dw == 1 && k.pw == 0 && IsDepthwise(f) && k.vw >= 1 && k.vw <= target.FloatLanes() &&
-              (k.vw & (k.vw - 1)) == 0 && k.ur >= 1 && k.ur <= 8 && k.kb == 1 && k.rows >= 1 &&
-              f.group % k.rows == 0 && PlaneFloats(f, k) <= kMaxPackFloats;
+              (k.vw & (k.vw - 1)) == 0 && k.ur >= 1 && k.ur <= 8 && k.kb == 1 && k.rows >= 1 && f.group % k.rows == 0 &&
+              PlaneFloats(f.geo, k.vw, k.ur) <= kMaxPackFloats;
     if (!ok) return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": depthwise knobs out of range"));
     return absl::OkStatus();
   }
@@ -486,6 +460,12 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   const AnchorOutputs& outs = bufs.outs;
 
   Expr n = Var("n_"), grp = Var("g_"), pc = Var("pc_"), kbo = Var("kbo_");
+  // The epilogue's index of output channel k, flattened pixel p.
+  auto out_index = [&](Expr k, Expr p) -> std::vector<Expr> {
+    if (s.one_d) return {n, k, p};
+    if (flat_ok) return {n, k, I(0), p};
+    return {n, k, Div(p, I(s.ow)), Mod(p, I(s.ow))};
+  };
   // One register block: pixels p0 + u*lw + v (u < nu, v < lw) of channels
   // kbo*kb + kk. guard: lanes at or past np are off throughout;
   // store_from > 0: only pixels from store_from on are stored.
@@ -508,14 +488,7 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
     Expr wi = Add(Mul(k, I(f.cg)), cl);
     Stmt mac = For("cl_", I(f.cg), lanes(Store(acc, ai, MulAdd(Load(x, xi), Load(w, wi), Load(acc, ai))), in_map));
     Expr oi = Add(Mul(Add(Mul(n, I(f.k)), k), I(np)), p);
-    std::vector<Expr> idx;
-    if (s.one_d) {
-      idx = {n, k, p};
-    } else if (flat_ok) {
-      idx = {n, k, I(0), p};
-    } else {
-      idx = {n, k, Div(p, I(s.ow)), Mod(p, I(s.ow))};
-    }
+    const std::vector<Expr> idx = out_index(k, p);
     ASSIGN_OR_RETURN(Stmt st, StoreThroughEpilogue(g, ge, f.conv->output(0), outs, Load(acc, ai), idx, oi));
     Stmt store = lanes(st, store_from > 0 ? Ge(p, I(store_from)) : in_map);
     return Allocate(acc, Block({init, mac, store}));
@@ -558,14 +531,7 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
     Expr value = Load(acc, Mul(slot, I(vw)));
     if (bias) value = Add(value, Load(bias, k));
     Expr oi = Add(Mul(Add(Mul(n, I(f.k)), k), I(np)), p);
-    std::vector<Expr> idx;
-    if (s.one_d) {
-      idx = {n, k, p};
-    } else if (flat_ok) {
-      idx = {n, k, I(0), p};
-    } else {
-      idx = {n, k, Div(p, I(s.ow)), Mod(p, I(s.ow))};
-    }
+    const std::vector<Expr> idx = out_index(k, p);
     ASSIGN_OR_RETURN(Stmt st, StoreThroughEpilogue(g, ge, f.conv->output(0), outs, value, idx, oi));
     Stmt store = For("kk_", I(kb), For("l_", I(dots), st, ForKind::kUnrolled), ForKind::kUnrolled);
     std::vector<Stmt> all = {init, mac};
@@ -626,7 +592,7 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   return LoopFunc{"conv", args, For("t_", I(tasks), body, ForKind::kParallel)};
 }
 
-// Depthwise plane variant (see PlaneDims): a task is (image, `rows`
+// Depthwise plane variant (depthwise_planes.h): a task is (image, `rows`
 // channels). It zeroes its phase planes once; per channel it copies the input
 // plane's rows into their interiors (the padding stays zero), accumulates
 // every register block of vw*ur flattened positions over the taps at
@@ -634,86 +600,17 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
 // row from it through the epilogue.
 absl::StatusOr<LoopFunc> LowerDepthwise(const Graph& g, const ConvForm& f, const Knobs& kn) {
   const WindowGeometry& s = f.geo;
-  const PlaneDims d = PlaneDimsOf(f, kn);
-  const int64_t vw = kn.vw, ur = kn.ur, cb = kn.rows, bw = vw * ur;
-  const int64_t tasks = s.n * (f.group / cb);
-
+  const int64_t cb = kn.rows, tasks = s.n * (f.group / cb);
   GraphExpr ge(g);
   const std::vector<Buffer>& args = ge.args();
   const ConvBuffers bufs = BindConvBuffers(g, f, ge);
-  const Buffer &x = bufs.x, &w = bufs.w, &bias = bufs.bias;
-  const AnchorOutputs& outs = bufs.outs;
-  const Value* conv_out = f.conv->output(0);
-
-  Buffer xp = MakeBuffer("xp", {d.phases * d.ps}, BufferRole::kTemp);
-  Buffer yp = MakeBuffer("yp", {d.np}, BufferRole::kTemp);
   Expr n = Var("n_"), ch = Add(Mul(Var("bufs"), I(cb)), Var("c_"));
   Expr plane = Add(Mul(n, I(s.c)), ch);
-
-  // Zero the phase planes (once per task: the interiors are rewritten for
-  // every channel, the padding never).
-  Stmt zero = For("zi_", I(d.phases * d.ps / vw),
-                  For("zv_", I(vw), Store(xp, Add(Mul(Var("zi_"), I(vw)), Var("zv_")), FloatImm(0)), ForKind::kVectorized));
-
-  // Copy one channel's input rows into every phase plane: padded row
-  // r*sh + phr is input row ih = r*sh + phr - pt; padded column q*sw + phq is
-  // input column q*sw + phq - pl, inside for q in [qlo, qhi).
-  std::vector<Stmt> copies;
-  for (int64_t phr = 0; phr < s.sh; ++phr) {
-    for (int64_t phq = 0; phq < s.sw; ++phq) {
-      const int64_t qlo = std::max<int64_t>(0, CeilDiv(s.pad_left - phq, s.sw));
-      const int64_t qhi = std::min(d.pq, CeilDiv(s.w + s.pad_left - phq, s.sw));
-      if (qhi <= qlo) continue;
-      const int64_t nq = qhi - qlo;
-      Expr r = Var("cr_"), q = Add(I(qlo), Add(Mul(Var("cq_"), I(vw)), Var("cv_")));
-      Expr ih = Sub(Add(Mul(r, I(s.sh)), I(phr)), I(s.pad_top));
-      Expr iw = Sub(Add(Mul(q, I(s.sw)), I(phq)), I(s.pad_left));
-      Expr pi = Add(Add(I((phr * s.sw + phq) * d.ps), Mul(r, I(d.pq))), q);
-      Stmt copy = Store(xp, pi, Load(x, Add(Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)), iw)));
-      if (nq % vw != 0) copy = IfThen(Lt(q, I(qhi)), copy);
-      copy = For("cq_", I(CeilDiv(nq, vw)), For("cv_", I(vw), copy, ForKind::kVectorized));
-      copies.push_back(For("cr_", I(d.pr), IfThen(And(Ge(ih, I(0)), Lt(ih, I(s.h))), copy)));
-    }
-  }
-
-  // Register blocks of bw flattened positions: acc[u*vw + v] for position
-  // pb*bw + u*vw + v, over every tap.
-  Buffer acc = MakeBuffer("acc", {bw}, BufferRole::kTemp);
-  Stmt compute;
-  {
-    Expr u = Var("u_"), v = Var("v_"), kh = Var("kh_"), kw = Var("kw_");
-    Expr ai = Add(Mul(u, I(vw)), v);
-    Expr pos = Add(Mul(Var("pb_"), I(bw)), ai);
-    auto lanes = [&](Stmt body) { return For("v_", I(vw), For("u_", I(ur), std::move(body), ForKind::kUnrolled), ForKind::kVectorized); };
-    Stmt init = lanes(Store(acc, ai, bias ? Load(bias, ch) : FloatImm(0)));
-    Expr th = Mul(kh, I(s.dh)), tw = Mul(kw, I(s.dw));
-    Expr phase = Add(Mul(Mod(th, I(s.sh)), I(s.sw)), Mod(tw, I(s.sw)));
-    Expr off = Add(Add(Mul(phase, I(d.ps)), Mul(Div(th, I(s.sh)), I(d.pq))), Div(tw, I(s.sw)));
-    Expr wi = Add(Mul(Add(Mul(ch, I(s.kh)), kh), I(s.kw)), kw);
-    Stmt upd = Store(acc, ai, MulAdd(Load(xp, Add(off, pos)), Load(w, wi), Load(acc, ai)));
-    const ForKind tk = s.kh * s.kw <= 49 ? ForKind::kUnrolled : ForKind::kSerial;
-    Stmt taps = For("kh_", I(s.kh), For("kw_", I(s.kw), lanes(upd), tk), tk);
-    Stmt out = lanes(Store(yp, pos, Load(acc, ai)));
-    compute = For("pb_", I(d.np / bw), Allocate(acc, Block({init, taps, out})));
-  }
-
-  // Output rows from the result plane, through the epilogue.
-  Stmt store;
-  {
-    Expr oh = Var("so_"), ow = Add(Mul(Var("sq_"), I(vw)), Var("sv_"));
-    std::vector<Expr> out_idx = {n, ch, oh, ow};
-    Expr oi = FlatIndex(DimsOf(conv_out), out_idx);
-    ASSIGN_OR_RETURN(Stmt body, StoreThroughEpilogue(g, ge, conv_out, outs, Load(yp, Add(Mul(oh, I(d.pq)), ow)),
-                                                     out_idx, oi));
-    if (s.ow % vw != 0) body = IfThen(Lt(ow, I(s.ow)), body);
-    store = For("so_", I(s.oh), For("sq_", I(CeilDiv(s.ow, vw)), For("sv_", I(vw), body, ForKind::kVectorized)));
-  }
-
-  std::vector<Stmt> per_channel = copies;
-  per_channel.push_back(compute);
-  per_channel.push_back(store);
-  Stmt body = Block({zero, For("c_", I(cb), Block(per_channel))});
-  body = Allocate(xp, Allocate(yp, body));
+  auto read = [&](Expr ih, Expr iw) { return Load(bufs.x, Add(Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)), iw)); };
+  ASSIGN_OR_RETURN(DepthwisePlanes dp, LowerDepthwisePlanes(g, ge, f.conv->output(0), bufs.outs, s, bufs.w, bufs.bias,
+                                                            n, ch, kn.vw, kn.ur, read));
+  Stmt body = Block({dp.zero, For("c_", I(cb), dp.channel)});
+  body = Allocate(dp.xp, Allocate(dp.yp, body));
   body = LetStmt("n_", Div(Var("t_"), I(f.group / cb)), LetStmt("bufs", Mod(Var("t_"), I(f.group / cb)), body));
   return LoopFunc{"conv", args, For("t_", I(tasks), body, ForKind::kParallel)};
 }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "compiler_core/codegen/loop_ir/depthwise_planes.h"
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"
 #include "compiler_core/codegen/loop_ir/lower_conv.h"
@@ -37,27 +38,8 @@ struct PairForm {
   bool mid_flat = true;  // the mid chain's operands allow the flat (n, c, 0, p) index
 };
 
-// The stride-phase planes of the depthwise stage (the plane variant's
-// geometry, lower_conv.h): phases planes of pr rows by pq columns, np
-// positions computed (a multiple of vw * ur), ps floats per phase plane.
-struct Planes {
-  int64_t phases = 1, pr = 1, pq = 1, np = 1, ps = 1;
-};
-
-Planes PlanesOf(const WindowGeometry& s, int64_t vw, int64_t ur) {
-  const int64_t amax = ((s.kh - 1) * s.dh) / s.sh, bmax = ((s.kw - 1) * s.dw) / s.sw;
-  Planes d;
-  d.phases = s.sh * s.sw;
-  d.pr = s.oh + amax;
-  d.pq = s.ow + bmax;
-  d.np = CeilDiv(s.oh * d.pq, vw * ur) * vw * ur;
-  d.ps = CeilDiv(std::max(d.np + amax * d.pq + bmax, d.pr * d.pq), vw) * vw;
-  return d;
-}
-
 int64_t StackFloats(const PairForm& f, int64_t vw, int64_t ur, int64_t kb) {
-  const Planes d = PlanesOf(f.geo, vw, ur);
-  return kb * f.h * f.w + d.phases * d.ps + d.np;
+  return kb * f.h * f.w + PlaneFloats(f.geo, vw, ur);
 }
 
 bool IsConv(const Node& n) { return n.op_type() == "Conv" && n.domain().empty(); }
@@ -216,10 +198,8 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   ASSIGN_OR_RETURN(PairForm f, Analyze(g));
   const Knobs kn = KnobsOf(config);
   RETURN_IF_ERROR(CheckKnobs(f, kn, target));
-  const WindowGeometry& s = f.geo;
   const int64_t vw = kn.vw, kb = kn.kb, pu = kn.pu, ur = kn.ur;
-  const int64_t hw = f.h * f.w, pbw = vw * pu, bw = vw * ur;
-  const Planes d = PlanesOf(s, vw, ur);
+  const int64_t hw = f.h * f.w, pbw = vw * pu;
   const int64_t blocks = f.c / kb, tasks = f.n * blocks;
 
   GraphExpr ge(g);
@@ -232,8 +212,6 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   const AnchorOutputs outs = PlanAnchorOutputs(g, dw_out);
 
   Buffer ep = MakeBuffer("ep", {kb * hw}, BufferRole::kTemp);  // the block's planes, after the mid chain
-  Buffer xp = MakeBuffer("xp", {d.phases * d.ps}, BufferRole::kTemp);
-  Buffer yp = MakeBuffer("yp", {d.np}, BufferRole::kTemp);
   Expr n = Var("n_"), c0 = Mul(Var("cb_"), I(kb));
 
   // ---- the expansion of channels c0 .. c0 + kb over every pixel: register
@@ -274,71 +252,15 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     expansion.push_back(tail);
   }
 
-  // ---- per channel of the block: its plane into the phase planes (padded
-  // row r*sh + phr is row r*sh + phr - pt; column q*sw + phq likewise).
-  Expr cl = Var("c_"), ch = Add(c0, cl);
-  std::vector<Stmt> copies;
-  for (int64_t phr = 0; phr < s.sh; ++phr) {
-    for (int64_t phq = 0; phq < s.sw; ++phq) {
-      const int64_t qlo = std::max<int64_t>(0, CeilDiv(s.pad_left - phq, s.sw));
-      const int64_t qhi = std::min(d.pq, CeilDiv(s.w + s.pad_left - phq, s.sw));
-      if (qhi <= qlo) continue;
-      const int64_t nq = qhi - qlo;
-      Expr r = Var("cr_"), q = Add(I(qlo), Add(Mul(Var("cq_"), I(vw)), Var("cv_")));
-      Expr ih = Sub(Add(Mul(r, I(s.sh)), I(phr)), I(s.pad_top));
-      Expr iw = Sub(Add(Mul(q, I(s.sw)), I(phq)), I(s.pad_left));
-      Expr pi = Add(Add(I((phr * s.sw + phq) * d.ps), Mul(r, I(d.pq))), q);
-      Stmt copy = Store(xp, pi, Load(ep, Add(Add(Mul(cl, I(hw)), Mul(ih, I(f.w))), iw)));
-      if (nq % vw != 0) copy = IfThen(Lt(q, I(qhi)), copy);
-      copy = For("cq_", I(CeilDiv(nq, vw)), For("cv_", I(vw), copy, ForKind::kVectorized));
-      copies.push_back(For("cr_", I(d.pr), IfThen(And(Ge(ih, I(0)), Lt(ih, I(s.h))), copy)));
-    }
-  }
-  // ---- the taps over the phase planes, into the result plane.
-  Buffer acc = MakeBuffer("acc", {bw}, BufferRole::kTemp);
-  Stmt taps_all;
-  {
-    Expr u = Var("u_"), v = Var("v_"), kh = Var("kh_"), kw = Var("kw_");
-    Expr ai = Add(Mul(u, I(vw)), v);
-    Expr pos = Add(Mul(Var("pb_"), I(bw)), ai);
-    auto lanes = [&](Stmt body) {
-      return For("v_", I(vw), For("u_", I(ur), std::move(body), ForKind::kUnrolled), ForKind::kVectorized);
-    };
-    Stmt init = lanes(Store(acc, ai, b2 ? Load(b2, ch) : FloatImm(0)));
-    Expr th = Mul(kh, I(s.dh)), tw = Mul(kw, I(s.dw));
-    Expr phase = Add(Mul(Mod(th, I(s.sh)), I(s.sw)), Mod(tw, I(s.sw)));
-    Expr off = Add(Add(Mul(phase, I(d.ps)), Mul(Div(th, I(s.sh)), I(d.pq))), Div(tw, I(s.sw)));
-    Expr wi = Add(Mul(Add(Mul(ch, I(s.kh)), kh), I(s.kw)), kw);
-    Stmt upd = Store(acc, ai, MulAdd(Load(xp, Add(off, pos)), Load(w2, wi), Load(acc, ai)));
-    const ForKind tk = s.kh * s.kw <= 49 ? ForKind::kUnrolled : ForKind::kSerial;
-    Stmt taps = For("kh_", I(s.kh), For("kw_", I(s.kw), lanes(upd), tk), tk);
-    Stmt out = lanes(Store(yp, pos, Load(acc, ai)));
-    taps_all = For("pb_", I(d.np / bw), Allocate(acc, Block({init, taps, out})));
-  }
-  // ---- output rows from the result plane, through the epilogue.
-  Stmt store;
-  {
-    Expr oh = Var("so_"), ow = Add(Mul(Var("sq_"), I(vw)), Var("sv_"));
-    std::vector<Expr> out_idx = {n, ch, oh, ow};
-    Expr oi = FlatIndex(DimsOf(dw_out), out_idx);
-    ASSIGN_OR_RETURN(Stmt body,
-                     StoreThroughEpilogue(g, ge, dw_out, outs, Load(yp, Add(Mul(oh, I(d.pq)), ow)), out_idx, oi));
-    if (s.ow % vw != 0) body = IfThen(Lt(ow, I(s.ow)), body);
-    store = For("so_", I(s.oh), For("sq_", I(CeilDiv(s.ow, vw)), For("sv_", I(vw), body, ForKind::kVectorized)));
-  }
-  std::vector<Stmt> per_channel = copies;
-  per_channel.push_back(taps_all);
-  per_channel.push_back(store);
-
-  // Zero the phase planes once per task: the interiors are rewritten for
-  // every channel, the padding never.
-  Stmt zero =
-      For("zi_", I(d.phases * d.ps / vw),
-          For("zv_", I(vw), Store(xp, Add(Mul(Var("zi_"), I(vw)), Var("zv_")), FloatImm(0)), ForKind::kVectorized));
-  std::vector<Stmt> body_seq = {zero};
+  // ---- per channel of the block: the depthwise plane stage over its plane.
+  Expr cl = Var("c_");
+  auto read = [&](Expr ih, Expr iw) { return Load(ep, Add(Add(Mul(cl, I(hw)), Mul(ih, I(f.w))), iw)); };
+  ASSIGN_OR_RETURN(DepthwisePlanes dp,
+                   LowerDepthwisePlanes(g, ge, dw_out, outs, f.geo, w2, b2, n, Add(c0, cl), vw, ur, read));
+  std::vector<Stmt> body_seq = {dp.zero};
   body_seq.insert(body_seq.end(), expansion.begin(), expansion.end());
-  body_seq.push_back(For("c_", I(kb), Block(per_channel)));
-  Stmt body = Allocate(ep, Allocate(xp, Allocate(yp, Block(body_seq))));
+  body_seq.push_back(For("c_", I(kb), dp.channel));
+  Stmt body = Allocate(ep, Allocate(dp.xp, Allocate(dp.yp, Block(body_seq))));
   body = LetStmt("n_", Div(Var("t_"), I(blocks)), LetStmt("cb_", Mod(Var("t_"), I(blocks)), body));
   return LoopFunc{"conv_pair", args, For("t_", I(tasks), body, ForKind::kParallel)};
 }

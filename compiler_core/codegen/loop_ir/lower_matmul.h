@@ -16,6 +16,11 @@
 //         columns contiguous; mr = nr = 1, no kc): B is read row   B beyond kGemvStreamBytes
 //         after row, ku rows at a time, into a task's column
 //         accumulators held in a stack buffer (L1)
+//         2: the dot-form GEMV (one row of A, B's K contiguous:     2 for one row and
+//         Gemm transB=1; mr = nr = 1, no kc): output column j is   B^T beyond kGemvStreamBytes
+//         A's row dotted with B's row j, ku rows at a time in
+//         lane accumulators summed across their lanes; a task's
+//         columns are contiguous rows of B, streamed whole
 //
 // The loop nest (TileMatMul cuts the work up):
 //
@@ -101,7 +106,8 @@ struct MatMulTiling {
   int64_t rows_per_task = 0;  // a multiple of mr
   int64_t cols_per_task = 0;  // a multiple of nb
   int64_t kc = 0;             // 0: no K blocking
-  bool gemv = false;          // the row-streaming GEMV variant
+  bool gemv = false;          // the row-streaming GEMV variant (gv=1)
+  bool gemv_dot = false;      // the dot-form GEMV variant (gv=2)
   int64_t row_blocks = 0, col_blocks = 1, num_tasks = 0;
   int64_t pack_floats = 0;    // kc * min(cols_per_task, N rounded up to nb)
 };

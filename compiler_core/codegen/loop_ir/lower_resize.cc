@@ -185,6 +185,41 @@ Stmt WrapInsideParallel(const Stmt& nest, const std::function<Stmt(Stmt)>& wrap)
   return wrap(nest);
 }
 
+// The tap tables of the resized axes as stack buffers (index and weight
+// per slot and output index), filled by straight-line stores.
+struct TapTables {
+  std::vector<Buffer> itab, wtab;  // wtab[a] null for an unweighted (nearest) axis
+  std::vector<Stmt> fills;
+  // `inner` after the fills, inside the tables' allocations.
+  Stmt Around(Stmt inner) const {
+    if (fills.empty()) return inner;
+    std::vector<Stmt> seq = fills;
+    seq.push_back(std::move(inner));
+    Stmt s = Block(seq);
+    for (size_t a = itab.size(); a-- > 0;) {
+      if (wtab[a]) s = Allocate(wtab[a], s);
+      s = Allocate(itab[a], s);
+    }
+    return s;
+  }
+};
+
+TapTables MakeTapTables(const ResizeForm& f) {
+  TapTables t;
+  t.itab.resize(f.tables.size());
+  t.wtab.resize(f.tables.size());
+  for (size_t a = 0; a < f.tables.size(); ++a) {
+    const AxisTable& at = f.tables[a];
+    t.itab[a] = MakeBuffer(absl::StrCat("ridx", at.axis), {at.taps * at.out}, BufferRole::kTemp, -1, ScalarType::kI64);
+    for (size_t e = 0; e < at.index.size(); ++e) t.fills.push_back(Store(t.itab[a], I(e), I(at.index[e])));
+    if (at.weighted) {
+      t.wtab[a] = MakeBuffer(absl::StrCat("rw", at.axis), {at.taps * at.out}, BufferRole::kTemp);
+      for (size_t e = 0; e < at.weight.size(); ++e) t.fills.push_back(Store(t.wtab[a], I(e), FloatImm(at.weight[e])));
+    }
+  }
+  return t;
+}
+
 // Whether the separable variant applies: the last two axes (H, W) are the
 // only resized ones, every output position is inside the input (no
 // extrapolation), rows are not shrunk (each input row is resized along W at
@@ -206,8 +241,7 @@ bool Separable(const ResizeForm& f) {
 // per output element (4 gathers for bilinear), an upsampling by s in H
 // gathers 2/s per element.
 absl::StatusOr<Stmt> LowerSeparable(const Graph& g, const ResizeForm& f, GraphExpr& ge, const AnchorOutputs& outs,
-                                    const std::vector<Buffer>& itab, const std::vector<Buffer>& wtab,
-                                    const std::vector<Stmt>& fills, int64_t vw, int64_t tasks) {
+                                    const TapTables& tables, int64_t vw, int64_t tasks) {
   const int64_t rank = static_cast<int64_t>(f.in_dims.size());
   const int64_t in_h = f.in_dims[rank - 2], out_h = f.out_dims[rank - 2], out_w = f.out_dims[rank - 1];
   const std::vector<int64_t> outer(f.out_dims.begin(), f.out_dims.end() - 2);
@@ -231,11 +265,11 @@ absl::StatusOr<Stmt> LowerSeparable(const Graph& g, const ResizeForm& f, GraphEx
                  Expr* weight) {
     Expr at = Add(I(k * t.out), o);
     std::string iv = absl::StrCat("ri", t.axis, "_", k);
-    lets->push_back({iv, Load(itab[a], at)});
+    lets->push_back({iv, Load(tables.itab[a], at)});
     *weight = nullptr;
     if (t.weighted) {
       std::string wv = absl::StrCat("rw", t.axis, "_", k);
-      lets->push_back({wv, Load(wtab[a], at)});
+      lets->push_back({wv, Load(tables.wtab[a], at)});
       *weight = Var(wv, ScalarType::kF32);
     }
     return Var(iv);
@@ -293,13 +327,7 @@ absl::StatusOr<Stmt> LowerSeparable(const Graph& g, const ResizeForm& f, GraphEx
   ASSIGN_OR_RETURN(blend, ScheduleNest(blend, {out_h, out_w}, "o", vw, 1));
   Stmt one = Block({rows, blend});
   if (planes % ntasks != 0) one = IfThen(Lt(plane, I(planes)), one);
-  std::vector<Stmt> seq = fills;
-  seq.push_back(Allocate(hb, For("pl", I(per), one)));
-  Stmt s = Block(seq);
-  for (size_t a = f.tables.size(); a-- > 0;) {
-    if (wtab[a]) s = Allocate(wtab[a], s);
-    s = Allocate(itab[a], s);
-  }
+  Stmt s = tables.Around(Allocate(hb, For("pl", I(per), one)));
   return For("task", I(ntasks), s, ntasks > 1 ? ForKind::kParallel : ForKind::kSerial);
 }
 
@@ -313,21 +341,10 @@ absl::StatusOr<LoopFunc> LowerResize(const Graph& g, const ScheduleConfig& confi
   Buffer raw = ge.output_buffer(outs.raw);
   if (NumElements(f.out_dims) == 0) return LoopFunc{"resize", ge.args(), Block({})};
 
-  // Table buffers and their fills.
-  std::vector<Buffer> itab(f.tables.size()), wtab(f.tables.size());
-  std::vector<Stmt> fills;
-  for (size_t a = 0; a < f.tables.size(); ++a) {
-    const AxisTable& t = f.tables[a];
-    itab[a] = MakeBuffer(absl::StrCat("ridx", t.axis), {t.taps * t.out}, BufferRole::kTemp, -1, ScalarType::kI64);
-    for (size_t e = 0; e < t.index.size(); ++e) fills.push_back(Store(itab[a], I(e), I(t.index[e])));
-    if (t.weighted) {
-      wtab[a] = MakeBuffer(absl::StrCat("rw", t.axis), {t.taps * t.out}, BufferRole::kTemp);
-      for (size_t e = 0; e < t.weight.size(); ++e) fills.push_back(Store(wtab[a], I(e), FloatImm(t.weight[e])));
-    }
-  }
-
+  const TapTables tables = MakeTapTables(f);
+  const std::vector<Buffer>&itab = tables.itab, &wtab = tables.wtab;
   if (Separable(f)) {
-    ASSIGN_OR_RETURN(Stmt planes, LowerSeparable(g, f, ge, outs, itab, wtab, fills, vw, tasks));
+    ASSIGN_OR_RETURN(Stmt planes, LowerSeparable(g, f, ge, outs, tables, vw, tasks));
     return LoopFunc{"resize", ge.args(), planes};
   }
   absl::Status err = absl::OkStatus();
@@ -392,17 +409,7 @@ absl::StatusOr<LoopFunc> LowerResize(const Graph& g, const ScheduleConfig& confi
   });
   RETURN_IF_ERROR(err);
   ASSIGN_OR_RETURN(nest, ScheduleNest(nest, f.out_dims, prefix, vw, tasks));
-  Stmt body = WrapInsideParallel(nest, [&](Stmt inner) {
-    if (fills.empty()) return inner;
-    std::vector<Stmt> seq = fills;
-    seq.push_back(inner);
-    Stmt s = Block(seq);
-    for (size_t a = f.tables.size(); a-- > 0;) {
-      if (wtab[a]) s = Allocate(wtab[a], s);
-      s = Allocate(itab[a], s);
-    }
-    return s;
-  });
+  Stmt body = WrapInsideParallel(nest, [&](Stmt inner) { return tables.Around(std::move(inner)); });
   return LoopFunc{"resize", ge.args(), body};
 }
 

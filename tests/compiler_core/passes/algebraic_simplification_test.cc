@@ -116,6 +116,20 @@ TEST(AlgebraicSimplificationTest, GemmReadsAConstantBTransposedOnce) {
   testing::ExpectSameOutputs(*original, *g, 0);
 }
 
+// One row of A (a classifier head at batch 1) keeps W[N,K] as it is: the
+// dot-form GEMV streams its rows (lower_matmul.h, gv=2).
+TEST(AlgebraicSimplificationTest, GemmOfOneRowKeepsItsTransposedB) {
+  GraphBuilder b;
+  Value* x = b.Input("x", {1, 3});
+  Value* w = b.Const("w", {2, 3}, {1, 2, 3, 4, 5, 6});
+  b.Output(b.Op("Gemm", {x, w}, {{"transB", int64_t{1}}}, "y"));
+  auto g = b.Finish();
+  const std::string before = g->ToText();
+  PassPipeline p = SimplifyThenClean();
+  testing::RunPasses(*g, p);
+  EXPECT_EQ(g->ToText(), before);
+}
+
 // DeepLab's ASPP: a 3x3 conv at dilation 6 (pads 6) over a 5x5 map reads
 // only padding at every tap but the centre: it becomes a 1x1 conv without
 // pads. At dilation 2 every tap is live somewhere and the conv stays; on a

@@ -197,6 +197,42 @@ TEST(MatMulBlocking, RowStreamingGemv) {
   EXPECT_EQ(DefaultSchedule(*g, target).Get("gv", 0), 0);
 }
 
+// The dot-form GEMV (gv=2) over B's rows (Gemm transB=1): column blocks
+// with a tail inside the last one and ku not dividing them, K with a tail
+// vector and K below one vector, a bias + ReLU epilogue; refused where it
+// does not apply; the default for a classifier head.
+TEST(MatMulBlocking, DotFormGemv) {
+  CpuTarget target = CpuTarget::Host();
+  const std::vector<std::string> configs = {"gv=2,mr=1,nr=1,ku=4", "gv=2,mr=1,nr=1,ku=8,nc=256",
+                                            "gv=2,mr=1,nr=1,ku=3,nc=300", "gv=2,mr=1,nr=1,ku=2,nc=512"};
+  for (int64_t k : {67, 5, 64}) {
+    const int64_t n = 1000;
+    std::vector<std::vector<float>> in = {RandomData(k, 31), RandomData(n * k, 32), RandomData(n, 33)};
+    auto g = MakeWorkload("Gemm", {{1, k}, {n, k}}, {1, n}, {{"transB", int64_t{1}}});
+    Check(*g, {in[0], in[1]}, Reference(in[0], in[1], nullptr, 1, 1, n, k, false, true), k, configs);
+    auto fused = std::make_unique<Graph>();
+    auto* a = *fused->AddInput("a", TensorType::Static(DType::kFloat32, {1, k}));
+    auto* b = *fused->AddInput("b", TensorType::Static(DType::kFloat32, {n, k}));
+    auto* bias = *fused->AddInput("bias", TensorType::Static(DType::kFloat32, {n}));
+    auto* t0 = *fused->AddValue("t0", TensorType::Static(DType::kFloat32, {1, n}));
+    auto* y = *fused->AddValue("y", TensorType::Static(DType::kFloat32, {1, n}));
+    ASSERT_TRUE(fused->AddNode("Gemm", "fc", {a, b, bias}, {t0}, {{"transB", int64_t{1}}}).ok());
+    ASSERT_TRUE(fused->AddNode("Relu", "relu", {t0}, {y}).ok());
+    fused->AddOutput(y);
+    Check(*fused, in, Reference(in[0], in[1], &in[2], 1, 1, n, k, false, true), k, configs);
+  }
+  auto plain = MakeWorkload("MatMul", {{1, 67}, {67, 1000}}, {1, 1000});
+  auto rows = MakeWorkload("Gemm", {{2, 67}, {1000, 67}}, {2, 1000}, {{"transB", int64_t{1}}});
+  for (const Graph* bad : {plain.get(), rows.get()}) {
+    EXPECT_FALSE(ValidateSchedule(*bad, Config("gv=2,mr=1,nr=1,ku=4"), target).ok());
+  }
+  auto head = MakeWorkload("Gemm", {{1, 1280}, {1000, 1280}}, {1, 1000}, {{"transB", int64_t{1}}});
+  EXPECT_EQ(DefaultSchedule(*head, target).Get("gv", 0), 2);
+  for (const ScheduleConfig& c : EnumerateSchedules(*head, target)) {
+    EXPECT_TRUE(ValidateSchedule(*head, c, target).ok()) << c.ToString();
+  }
+}
+
 TEST(MatMulBlocking, SpaceOnLargeShapesAndBufferBound) {
   CpuTarget target = CpuTarget::Host();
   auto big = MakeWorkload("MatMul", {{512, 768}, {768, 3072}}, {512, 3072});
