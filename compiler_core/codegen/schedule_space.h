@@ -29,7 +29,7 @@ namespace kiln {
 // (gv); the pointwise conv variant's pixel tail ends at the last pixel.
 // 2008: resizes of H and W whose rows do not shrink run separably (tasks
 // split planes, not elements); the pointwise conv variant computes up to 4
-// left pixels as dot products; conv_pair workloads.
+// left pixels as dot products; conv_pair workloads; the dot-form GEMV (gv=2).
 inline constexpr int kScheduleSpaceVersion = 2008;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
