@@ -515,8 +515,15 @@ ScheduleConfig DefaultMatMul(const MatMulSpec& s, const CpuTarget& target) {
   ScheduleConfig reg = Closest(MatMulRegisterBlocks(s, target), want);
   ScheduleConfig blocked = reg;
   if (WantsPacking(s)) {
-    blocked = PackedVariant(s, reg, std::min<int64_t>(256, Useful({128, 256}, 1, s.k).back()),
-                            s.m > 128 ? 128 : 0, target);
+    // Every row block packs B's panels again: up to 256 rows take one row
+    // block when the column blocks alone make 4 tasks or more (a GRU's input
+    // projection, 100 x 1312 by 1312 x 1536: 30-row tasks packed B four
+    // times, 5.5 ms; one row block 4.1); else 128-row blocks past 128 rows.
+    const int64_t kc = std::min<int64_t>(256, Useful({128, 256}, 1, s.k).back());
+    const std::vector<int64_t> mcs = Useful({128, 256}, 1, s.m);
+    blocked = PackedVariant(s, reg, kc, s.m > 128 ? 128 : 0, target);
+    ScheduleConfig one_block = PackedVariant(s, reg, kc, mcs.back(), target);
+    if (s.m > 32 && s.m <= mcs.back() && TileMatMul(s, one_block, target).col_blocks >= 4) blocked = one_block;
   } else if (s.m <= kFewRows && s.n > 256) {
     blocked.Set("nc", 256);
   }
