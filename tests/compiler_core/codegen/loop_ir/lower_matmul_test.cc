@@ -79,7 +79,7 @@ TEST(MatMulLoweringTest, MatchesOnlyMatMulAnchors) {
 
 TEST(MatMulLoweringTest, PrintsTiledPackedRegisterBlockedNest) {
   Builder gb;
-  Value* x = gb.Input({37, 300});
+  Value* x = gb.Input({67, 300});
   Value* w = gb.Input({300, 900});
   Value* bias = gb.Input({900});
   auto g = gb.Finish({gb.Op("Relu", {gb.Op("Add", {gb.Op("MatMul", {x, w}), bias})})});
@@ -242,9 +242,9 @@ TEST(MatMulLoweringTest, EpiloguesBiasReluResidualAndTwoOutputs) {
 }
 
 TEST(MatMulLoweringTest, PackedKBlocksWithTails) {
-  // B larger than 1 MiB and more than 8 rows: the space has packed (kc) points.
+  // B larger than 1 MiB and more than 64 rows: the space has packed (kc) points.
   Builder gb;
-  Value* x = gb.Input({37, 300});
+  Value* x = gb.Input({67, 300});
   Value* w = gb.Input({300, 901});
   Value* bias = gb.Input({901});
   auto g = gb.Finish({gb.Op("Relu", {gb.Op("Add", {gb.Op("MatMul", {x, w}), bias})})});
