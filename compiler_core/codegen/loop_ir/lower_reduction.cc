@@ -81,9 +81,9 @@ Expr Apply(const Combine& c, Expr a, Expr b) {
   return Add(a, b);
 }
 
-// Optional extra store of each reduced value (index, value) -> (store, the
-// stored value read back), e.g. softmax's exp written to its output.
-using Tee = std::function<std::pair<Stmt, Expr>(const std::vector<Expr>&, Expr)>;
+// Optional extra store of each reduced value (index, value) -> the store,
+// e.g. softmax's exp written to its output.
+using Tee = std::function<Stmt(const std::vector<Expr>&, Expr)>;
 
 class StageBuilder {
  public:
@@ -112,9 +112,11 @@ class StageBuilder {
       }
       Expr li = w > 1 ? Var(lane) : IntImm(0);
       if (tee) {
-        // Writes the value out too and accumulates what was written.
-        auto [st, reread] = tee(idx, *v);
-        return Block({st, Store(acc, li, Apply(c, Load(acc, li), reread))});
+        // Writes the value out too and accumulates it, bound once (reading
+        // back the lane-masked store would wait for it: no store forwarding).
+        const std::string tv = name + "_t";
+        Expr t = Var(tv, ScalarType::kF32);
+        return LetStmt(tv, *v, Block({tee(idx, t), Store(acc, li, Apply(c, Load(acc, li), t))}));
       }
       return Store(acc, li, Apply(c, Load(acc, li), *v));
     });
@@ -258,10 +260,7 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
         Tee tee = nullptr;
         if (sm) {
           // exp(x - max) goes to dst in this pass; the output pass only scales it.
-          tee = [&](const std::vector<Expr>& r, Expr v) -> std::pair<Stmt, Expr> {
-            std::vector<Expr> at = Merge(mask, kidx, unflat(r));
-            return {Store(dst, at, v), Load(dst, at)};
-          };
+          tee = [&](const std::vector<Expr>& r, Expr v) { return Store(dst, Merge(mask, kidx, unflat(r)), v); };
         }
         ASSIGN_OR_RETURN(Stmt s2, rsb.Reduce(sp + "b", Combine{ExprKind::kAdd, 0}, red, second, nullptr, &a2, tee));
         // Loop-invariant factor of the output pass, bound once per row.
