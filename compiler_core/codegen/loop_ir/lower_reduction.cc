@@ -103,6 +103,11 @@ class StageBuilder {
     *acc_out = acc;
     std::string p = name + "_r";
     std::string lane = name + "_lane";
+    // u vectors per step that do not divide the row: whole steps, then the
+    // rest in vectors of its own (lane-masked only in its last one) rather
+    // than a last step of u masked vectors (a row of 196: 13 vectors, not
+    // 16). The accumulator lane is then the element's index mod w*u.
+    const bool peel = u > 1 && last % (w * u) != 0;
     absl::Status err = absl::OkStatus();
     Stmt loops = ForEachIndex(rdims, p, [&](const std::vector<Expr>& idx) -> Stmt {
       absl::StatusOr<Expr> v = value(idx);
@@ -110,7 +115,7 @@ class StageBuilder {
         err = v.status();
         return Block({});
       }
-      Expr li = w > 1 ? Var(lane) : IntImm(0);
+      Expr li = w == 1 ? IntImm(0) : peel ? Mod(idx.back(), IntImm(w * u)) : Var(lane);
       if (tee) {
         // Writes the value out too and accumulates it, bound once (reading
         // back the lane-masked store would wait for it: no store forwarding).
@@ -124,9 +129,15 @@ class StageBuilder {
     std::vector<Stmt> out;
     if (w > 1) {
       std::string r = absl::StrCat(p, rdims.size() - 1);
-      ASSIGN_OR_RETURN(loops, Split(loops, r, w * u, r + "o", r + "i"));
-      loops = Substitute(loops, lane, Var(r + "i"));
       std::string vec = r + "i";
+      if (peel) {
+        ASSIGN_OR_RETURN(loops, Split(loops, r, w * u, r + "o", r + "i", TailStrategy::kPeel));
+        ASSIGN_OR_RETURN(loops, Split(loops, r + "i_tail", w, r + "to", r + "tv"));
+        ASSIGN_OR_RETURN(loops, Vectorize(loops, r + "tv"));
+      } else {
+        ASSIGN_OR_RETURN(loops, Split(loops, r, w * u, r + "o", r + "i"));
+        loops = Substitute(loops, lane, Var(r + "i"));
+      }
       if (u > 1) {
         ASSIGN_OR_RETURN(loops, Split(loops, r + "i", w, r + "u", r + "v"));
         ASSIGN_OR_RETURN(loops, Unroll(loops, r + "u"));
