@@ -367,16 +367,16 @@ constexpr int64_t kMaxGemvColumns = 8192;
 // column is a dot product of A's row with one contiguous row of B.
 bool GemvDotApplies(const MatMulSpec& s) { return s.m == 1 && s.b_stride_k == 1 && s.n > 1; }
 
-// Dot-form GEMV points: ku columns per block (ku rows of B streamed
-// together), all columns or nc per task; mr = nr = 1.
-std::vector<ScheduleConfig> GemvDotPoints(const MatMulSpec& s) {
+// GEMV points of variant gv (mr = nr = 1): each ku with all columns (nc 0)
+// or nc per task, nc below N.
+std::vector<ScheduleConfig> GemvGrid(int64_t gv, const std::vector<int64_t>& ncs, const std::vector<int64_t>& kus,
+                                     int64_t n) {
   std::vector<ScheduleConfig> out;
-  if (!GemvDotApplies(s) || s.k * s.n * 4 <= 32 * 1024) return out;
-  for (int64_t nc : {int64_t{0}, int64_t{256}, int64_t{512}}) {
-    if (nc >= s.n) continue;
-    for (int64_t ku : {2, 4, 8}) {
+  for (int64_t nc : ncs) {
+    if (nc >= n) continue;
+    for (int64_t ku : kus) {
       ScheduleConfig c;
-      c.Set("gv", 2);
+      c.Set("gv", gv);
       c.Set("mr", 1);
       c.Set("nr", 1);
       c.Set("ku", ku);
@@ -387,25 +387,21 @@ std::vector<ScheduleConfig> GemvDotPoints(const MatMulSpec& s) {
   return out;
 }
 
+// Dot-form GEMV points: ku columns per block (ku rows of B streamed
+// together), all columns or nc per task.
+std::vector<ScheduleConfig> GemvDotPoints(const MatMulSpec& s) {
+  if (!GemvDotApplies(s) || s.k * s.n * 4 <= 32 * 1024) return {};
+  return GemvGrid(2, {0, 256, 512}, {2, 4, 8}, s.n);
+}
+
 // GEMV points: ku rows of B per pass, all columns (up to kMaxGemvColumns) or
-// nc per task; mr = nr = 1. Only for a B beyond an L1 (smaller, the register
-// tiles hold it anyway).
+// nc per task. Only for a B beyond an L1 (smaller, the register tiles hold
+// it anyway).
 std::vector<ScheduleConfig> GemvPoints(const MatMulSpec& s) {
-  std::vector<ScheduleConfig> out;
-  if (!GemvApplies(s) || s.k * s.n * 4 <= 32 * 1024) return out;
-  for (int64_t nc : {int64_t{0}, int64_t{256}, int64_t{512}, int64_t{1024}}) {
-    if (nc >= s.n || (nc == 0 && s.n > kMaxGemvColumns)) continue;
-    for (int64_t ku : Useful({1, 2, 4, 8}, 1, s.k)) {
-      ScheduleConfig c;
-      c.Set("gv", 1);
-      c.Set("mr", 1);
-      c.Set("nr", 1);
-      c.Set("ku", ku);
-      if (nc > 0) c.Set("nc", nc);
-      out.push_back(c);
-    }
-  }
-  return out;
+  if (!GemvApplies(s) || s.k * s.n * 4 <= 32 * 1024) return {};
+  std::vector<int64_t> ncs = {256, 512, 1024};
+  if (s.n <= kMaxGemvColumns) ncs.insert(ncs.begin(), 0);
+  return GemvGrid(1, ncs, Useful({1, 2, 4, 8}, 1, s.k), s.n);
 }
 
 // B larger than an L2 and more rows than kFewRows: worth packing. Fewer
