@@ -11,8 +11,9 @@ Usage (run it with a Python that has numpy, onnx and onnxruntime, e.g. /work/cor
 CORPUS_DIR is a corpus made by tests/models/corpus/make_corpus.py (NAME.onnx, NAME.json and
 NAME.inputs/*.npy); every runtime gets the same .npy inputs. For each model:
   1. ONNX Runtime runs once (1 thread) and keeps its outputs as the reference.
-  2. Compile: `kiln compile --trials 0` (kiln: default schedules) and `kiln compile --trials N`
-     (kiln-tuned: every fusion group tuned with N measured candidates by the embedded farm), each
+  2. Compile: `kiln compile --trials 0` (kiln: default schedules) and, for each thread count T,
+     `kiln compile --trials N --threads T` (kiln-tuned: every fusion group tuned with N measured
+     candidates on T threads by the embedded farm; timed at T threads), each
      with its own tuning database in the work dir (the tuned one is new for every invocation unless
      --tuned-db PATH names one to reuse); TVM builds the model once in a child process and exports
      it as a shared library.
@@ -39,7 +40,8 @@ Memory and build table (MB = 2^20 bytes):
   arena MB     Kiln's activation arena (untuned package, from kiln run --json)
   pkg MB       size of the .kpkg file, untuned and tuned
   compile s    wall time of `kiln compile --trials 0`
-  tuning s     wall time of `kiln compile --trials N` ('reused': with --tuned-db, a database kept
+  tuning s     wall time of `kiln compile --trials N`, summed over the thread counts ('reused': with
+               --tuned-db, a database kept
                from an earlier run, so the time is not a tuning time)
   tvm build s  TVM's onnx.load + from_onnx + pipeline + build + export, timed inside its child
   notes        failures (first line of the error) and anything timed differently
@@ -371,10 +373,11 @@ def compare_outputs(ref_dir, out_dir, names):
     return worst, "; ".join(notes)
 
 
-def kiln_compile(a, model, files, arrays, pkg, trials, db):
-    """`kiln compile` into pkg; returns a dict: wall_s, compile_seconds, trials_measured,
-    package_bytes, groups, or error."""
-    cmd = [a.kiln_path, "compile", model, "--trials", str(trials), "--db", db, "-o", pkg, "-q", "--json"]
+def kiln_compile(a, model, files, arrays, pkg, trials, db, threads=1):
+    """`kiln compile` into pkg (tuned on `threads` threads); returns a dict: wall_s, compile_seconds,
+    trials_measured, package_bytes, groups, or error."""
+    cmd = [a.kiln_path, "compile", model, "--trials", str(trials), "--db", db, "-o", pkg, "-q", "--json",
+           "--threads", str(threads)]
     cmd += rc.symbolic_shapes(model, arrays)
     step = {}
     p = rc.run_kiln(step, "compile", cmd, a.compile_timeout, a.kiln_env)
@@ -409,7 +412,9 @@ def time_once(a, rt, ctx, threads):
     arena_bytes for Kiln, slow/note for a slow child), or error."""
     files = ctx["files"]
     if rt in ("kiln", "kiln-tuned"):
-        cmd = [a.kiln_path, "run", ctx["pkg"][rt], "--repeat", str(a.repeat), "--threads", str(threads), "--json"]
+        pkgs = ctx["pkg"][rt]
+        pkg = pkgs.get(threads, pkgs.get(1))  # the tuned package of this thread count; untuned: the one
+        cmd = [a.kiln_path, "run", pkg, "--repeat", str(a.repeat), "--threads", str(threads), "--json"]
         for k, v in files.items():
             cmd += ["--input", f"{k}={v}"]
         r = run_child(cmd, a.run_timeout, a.kiln_env)
@@ -497,21 +502,30 @@ def bench_model(meta, a, work, runtimes):
             active.remove("ort")
         log(f"  {name}: ort failed: {why}")
 
-    # 2. Compile.
+    # 2. Compile: untuned once; tuned once per thread count, on that many threads (as a deployment
+    # that runs on T threads compiles with --threads T).
     for rt, trials, db in (("kiln", 0, a.untuned_db), ("kiln-tuned", a.trials, a.tuned_db)):
         if rt not in active:
             continue
-        pkg = os.path.join(mdir, rt + ".kpkg")
-        c = kiln_compile(a, model, files, arrays, pkg, trials, db)
-        res["compile"][rt] = c
-        if "error" in c:
-            res["notes"].append(f"{rt}: {c['error']}")
-            active.remove(rt)
-            log(f"  {name}: {rt} {c['error']}")
-            continue
-        ctx["pkg"][rt] = pkg
-        log(f"  {name}: {rt} compiled in {c['wall_s']:.1f} s ({c['groups']} groups, "
-            f"{c['trials_measured']} trials measured, {c['package_bytes'] / MB:.1f} MB)")
+        tuned = rt == "kiln-tuned"
+        ctx["pkg"][rt] = {}
+        for threads in a.thread_list if tuned else [1]:
+            pkg = os.path.join(mdir, f"{rt}.t{threads}.kpkg" if tuned else rt + ".kpkg")
+            c = kiln_compile(a, model, files, arrays, pkg, trials, db, threads)
+            if "error" in c:
+                res["compile"][rt] = c
+                res["notes"].append(f"{rt}: {c['error']}")
+                active.remove(rt)
+                log(f"  {name}: {rt} {c['error']}")
+                break
+            if rt in res["compile"]:  # tuning time over every thread count
+                res["compile"][rt]["wall_s"] += c["wall_s"]
+                res["compile"][rt]["trials_measured"] += c["trials_measured"]
+            else:
+                res["compile"][rt] = c
+            ctx["pkg"][rt][threads] = pkg
+            log(f"  {name}: {rt} compiled{f' for {threads} thread(s)' if tuned else ''} in {c['wall_s']:.1f} s "
+                f"({c['groups']} groups, {c['trials_measured']} trials measured, {c['package_bytes'] / MB:.1f} MB)")
     if "tvm" in active:
         lib = os.path.join(mdir, "tvm.so")
         tvm_out = os.path.join(mdir, "tvm.out")
@@ -537,9 +551,10 @@ def bench_model(meta, a, work, runtimes):
     # 3. Check the outputs against ORT's.
     if out_names is not None:
         for rt in ("kiln", "kiln-tuned"):
-            if rt in active:
-                chk = kiln_check(a, ctx["pkg"][rt], files, ref_dir, os.path.join(mdir, rt + ".out"), out_names)
-                res["check"][rt] = chk
+            for threads, pkg in ctx["pkg"].get(rt, {}).items() if rt in active else []:
+                chk = kiln_check(a, pkg, files, ref_dir, os.path.join(mdir, f"{rt}.t{threads}.out"), out_names)
+                if rt not in res["check"] or not chk.get("ok"):  # the worst package's result
+                    res["check"][rt] = chk
         if "tvm" in active:
             err, detail = compare_outputs(ref_dir, os.path.join(mdir, "tvm.out"), out_names)
             res["check"]["tvm"] = {"ok": err <= a.tol, "max_err": err, "detail": detail}
