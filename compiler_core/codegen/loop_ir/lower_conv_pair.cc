@@ -83,8 +83,8 @@ absl::StatusOr<PairForm> Analyze(const Graph& g) {
   for (const auto& n : g.nodes()) {
     if (n.get() == f.pw || n.get() == f.dw) continue;
     bool from_pw = false;
-    for (const Value* v : n->inputs()) from_pw = from_pw || mid.count(v) > 0;
-    if (from_pw && DimsOf(n->output(0)) == ed) mid.insert(n->output(0));
+    for (const Value* v : n->inputs()) from_pw = from_pw || (v != nullptr && mid.count(v) > 0);
+    if (from_pw && n->output(0) != nullptr && DimsOf(n->output(0)) == ed) mid.insert(n->output(0));
   }
   const Node& dw = *f.dw;
   if (mid.count(dw.input(0)) == 0) return NodeError(dw, "does not read the expansion");
@@ -113,9 +113,11 @@ absl::StatusOr<PairForm> Analyze(const Graph& g) {
   for (const auto& n : g.nodes()) {
     if (n.get() == f.pw || n.get() == f.dw) continue;
     const Value* out = n->output(0);
+    if (out == nullptr) return NodeError(*n, "no output");
     if (mid.count(out) > 0) {
       // Its operands broadcast against (H, W) as a whole or not at all.
       for (const Value* v : n->inputs()) {
+        if (v == nullptr) continue;  // an omitted optional operand (Clip's min)
         std::vector<int64_t> d = DimsOf(v);
         const int64_t vh = d.size() >= 2 ? d[d.size() - 2] : 1, vw = d.empty() ? 1 : d.back();
         if (!(vh == 1 && vw == 1) && !(vh == f.h && vw == f.w)) f.mid_flat = false;

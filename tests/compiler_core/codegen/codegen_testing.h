@@ -37,6 +37,9 @@ class GraphBuilder {
   Value* Int64Constant(const std::vector<int64_t>& dims, const std::vector<int64_t>& values) {
     return *g_->AddConstant(absl::StrCat("c", n_++), Tensor::FromVector(DType::kInt64, dims, values));
   }
+  Value* FloatConstant(const std::vector<int64_t>& dims, const std::vector<float>& values) {
+    return *g_->AddConstant(absl::StrCat("c", n_++), Tensor::FromVector(DType::kFloat32, dims, values));
+  }
   Value* Op(const std::string& op, std::vector<Value*> ins, std::map<std::string, AttrValue> attrs = {}) {
     Value* y = *g_->AddValue(absl::StrCat("t", n_));
     EXPECT_TRUE(g_->AddNode(op, absl::StrCat("n", n_++), std::move(ins), {y}, std::move(attrs)).ok());

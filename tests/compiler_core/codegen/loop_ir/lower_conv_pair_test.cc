@@ -1,7 +1,8 @@
 // The fused expansion + depthwise conv (lower_conv_pair.h): every schedule
 // point against the reference interpreter, tasks run in three uneven ranges,
 // over strides, pads, dilations, odd maps, mid chains (Relu, HardSwish, SiLU,
-// a per-channel scale, an operand broadcast along H only), epilogues
+// a per-channel scale, an operand broadcast along H only, a Clip without
+// min), epilogues
 // (residual Add), missing biases; and what it refuses.
 #include "compiler_core/codegen/loop_ir/lower_conv_pair.h"
 
@@ -50,6 +51,7 @@ std::unique_ptr<Graph> Pair(const PairSpec& s) {
   if (s.mid == "SiLU") e = b.Op("Mul", {e, b.Op("Sigmoid", {e})});
   if (s.mid == "Scale") e = b.Op("Mul", {e, b.Input({1, s.c, 1, 1})});
   if (s.mid == "RowAdd") e = b.Op("Add", {e, b.Input({1, 1, s.x[2], 1})});
+  if (s.mid == "ClipMax") e = b.Op("Clip", {e, nullptr, b.FloatConstant({}, {0.25f})});  // min omitted
   std::vector<Value*> dins = {e, b.Input({s.c, 1, s.k, s.k})};
   if (s.bias) dins.push_back(b.Input({s.c}));
   Value* y = b.Op("Conv", dins, DwAttrs(s.c, s.k, s.stride, s.pad, s.dil));
@@ -84,6 +86,7 @@ TEST(ConvPairLoweringTest, StridesPadsAndMaps) {
 TEST(ConvPairLoweringTest, MidOperandsAndResidualEpilogue) {
   CheckPair({{1, 4, 8, 9}, 8, 3, 1, 1, 1, "Scale", "Add"});
   CheckPair({{1, 4, 6, 7}, 4, 3, 1, 1, 1, "RowAdd"});  // broadcast along H only: row/column index
+  CheckPair({{1, 4, 6, 6}, 4, 3, 2, 1, 1, "ClipMax"});
 }
 
 TEST(ConvPairLoweringTest, RefusesWhatIsNotAnExpansionAndADepthwiseConv) {
