@@ -312,8 +312,9 @@ double DirectBlockCost(int64_t ow, int64_t vw, int64_t ur, int64_t kb) {
 // pixel block per task. Depthwise convs:
 // the plane variant, widest vectors, 4 accumulators, the most channels per
 // task that still leaves 8 tasks. Others: of the register blocks within 10%
-// of the cheapest by DirectBlockCost, the fewest per row (then about 12
-// accumulators), one row per task.
+// (5% when no such block covers a whole output row) of the cheapest by
+// DirectBlockCost, the fewest per row (then about 12 accumulators), one row
+// per task.
 ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   std::vector<ScheduleConfig> space = Enumerate(g, target);
   absl::StatusOr<ConvForm> f = Analyze(g);
@@ -335,6 +336,20 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   for (const ScheduleConfig& c : space) {
     if (c.Get("pw", 0) == 0 && c.Get("dw", 0) == 0) cheapest = std::min(cheapest, direct_cost(c));
   }
+  // How close to the cheapest modelled block a direct block must be. Where a
+  // block within 10% covers a whole output row, the row streams each output
+  // channel's weights once: 10% (CRNN's 2x2 512ch on 1x33: one 16x3 block
+  // 0.96 ms, five 8-lane blocks 1.24 ms). Wider rows take several blocks
+  // anyway: 5%, which keeps the FMA-bound model's choice (DeepSpeech2's
+  // 21x11 32ch on 41x100: 7 blocks of 16 lanes 17.7 ms, 5 blocks of 8x3
+  // 20.0 ms; 7x7 stems over 112 columns 2.4 ms, not 2.8).
+  double tolerance = 1.05;
+  for (const ScheduleConfig& c : space) {
+    if (c.Get("pw", 0) == 0 && c.Get("dw", 0) == 0 && direct_cost(c) <= 1.1 * cheapest &&
+        c.Get("vw", 1) * c.Get("ur", 1) >= ow) {
+      tolerance = 1.1;
+    }
+  }
   // Depthwise plane variant: the positions it computes (np, a multiple of
   // vw * ur: on a 7x7 map with a 5x5 window, 77 are needed, 16 x 4 lanes
   // compute 128, 8 x 5 compute 80) bound its time; points within 15% of the
@@ -353,7 +368,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     return std::make_tuple(static_cast<double>(positions(c)) <= 1.15 * static_cast<double>(fewest),
                            c.Get("vw", 1) <= row_lanes, -std::abs(c.Get("ur", 1) - 4));
   };
-  auto score = [planes, pixels, ow, short_reduction, cheapest, &direct_cost, &split_score,
+  auto score = [planes, pixels, ow, short_reduction, cheapest, tolerance, &direct_cost, &split_score,
                 &dw_score](const ScheduleConfig& c) {
     int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
     int64_t pw = c.Get("pw", 0), dw = c.Get("dw", 0);
@@ -363,10 +378,10 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     // A short reduction (a stem conv over 3 channels) spends as much on
     // packing its input rows as on the taps: more rows per task share them.
     int64_t rows_score = dw ? (planes / rows >= 8 ? rows : -rows) : short_reduction && !pw ? rows : -rows;
-    // Direct variant: within 10% of the cheapest modelled block, then the
-    // fewest blocks per row (a short reduction's weights stay in L1: then the
-    // cheapest).
-    const bool near = dw || pw || direct_cost(c) <= 1.1 * cheapest;
+    // Direct variant: within the tolerance of the cheapest modelled block,
+    // then the fewest blocks per row (a short reduction's weights stay in L1:
+    // then the cheapest).
+    const bool near = dw || pw || direct_cost(c) <= tolerance * cheapest;
     const int64_t blocks = dw || pw ? 0
                            : short_reduction ? static_cast<int64_t>(1e6 * direct_cost(c))
                                              : CeilDiv(ow, c.Get("vw", 1) * c.Get("ur", 1));
