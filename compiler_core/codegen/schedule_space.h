@@ -30,7 +30,9 @@ namespace kiln {
 // 2008: resizes of H and W whose rows do not shrink run separably (tasks
 // split planes, not elements); the pointwise conv variant computes up to 4
 // left pixels as dot products; conv_pair workloads; the dot-form GEMV (gv=2).
-inline constexpr int kScheduleSpaceVersion = 2008;
+// 2009: matmuls of up to 64 rows pack a B beyond 4 MiB (kc, mc points); an
+// unpacked task whose B slice exceeds an L2 walks column panels outermost.
+inline constexpr int kScheduleSpaceVersion = 2009;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

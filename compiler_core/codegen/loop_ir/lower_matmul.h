@@ -110,7 +110,18 @@ struct MatMulTiling {
   bool gemv_dot = false;      // the dot-form GEMV variant (gv=2)
   int64_t row_blocks = 0, col_blocks = 1, num_tasks = 0;
   int64_t pack_floats = 0;    // kc * min(cols_per_task, N rounded up to nb)
+  // Unpacked B (kc = 0) whose columns of one task exceed kColsOuterBytes: the
+  // task walks column panels outermost and its row blocks within each, so a
+  // panel's K x nb strip of B is read from memory once and then from L2,
+  // not once per row block. (Row blocks outermost keep A's rows in L1, which
+  // is the better order while B's task slice stays in L2.)
+  bool cols_outer = false;
 };
+
+// B's bytes per task beyond which an unpacked task walks its column panels
+// outermost (MatMulTiling::cols_outer): a 1 MiB L2 (a 192 x 768 slice
+// in L2 ran as fast or faster rows outermost).
+inline constexpr int64_t kColsOuterBytes = 1024 * 1024;
 MatMulTiling TileMatMul(const MatMulSpec& spec, const ScheduleConfig& config, const CpuTarget& target);
 
 WorkloadLowering MatMulLowering();

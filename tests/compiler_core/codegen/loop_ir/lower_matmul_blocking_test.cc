@@ -119,6 +119,25 @@ TEST(MatMulBlocking, GemmTransposedB) {
         {"kc=16,mr=6,nr=2,ku=4", "kc=40,nc=16,mr=4,nr=1,ku=1", "kc=7,nc=64,mc=10,mr=2,nr=4,ku=4"});
 }
 
+// An unpacked B whose slice per task is beyond an L2: tasks walk column
+// panels outermost (MatMulTiling::cols_outer), with row blocks, a row tail, a
+// guarded last row task and a column tail inside each panel walk.
+TEST(MatMulBlocking, ColumnPanelsOutermostOverALargeUnpackedB) {
+  CpuTarget target = CpuTarget::Host();
+  int64_t m = 45, n = 420, k = 700;  // B: 1.18 MB
+  std::vector<std::vector<float>> in = {RandomData(m * k, 21), RandomData(k * n, 22)};
+  auto g = MakeWorkload("MatMul", {{m, k}, {k, n}}, {m, n});
+  const std::vector<std::string> configs = {"mr=6,nr=2,ku=4", "nc=400,mr=4,nr=1,ku=4", "mc=12,mr=4,nr=3,ku=1"};
+  auto spec = loop_ir::AnalyzeMatMul(*g);
+  ASSERT_TRUE(spec.ok());
+  for (const std::string& text : configs) {
+    EXPECT_TRUE(loop_ir::TileMatMul(*spec, Config(text), target).cols_outer) << text;
+  }
+  EXPECT_FALSE(loop_ir::TileMatMul(*spec, Config("nc=48,mr=6,nr=3,ku=4"), target).cols_outer);
+  EXPECT_FALSE(loop_ir::TileMatMul(*spec, Config("kc=64,mr=6,nr=2,ku=4"), target).cols_outer);
+  Check(*g, in, Reference(in[0], in[1], nullptr, 1, m, n, k, false, false), k, configs);
+}
+
 // Relu(MatMul(A, B) + bias): the epilogue must run once, after the last K
 // block (a ReLU on partial sums would be wrong).
 TEST(MatMulBlocking, FusedBiasReluAfterLastBlock) {
@@ -255,6 +274,14 @@ TEST(MatMulBlocking, SpaceOnLargeShapesAndBufferBound) {
     ASSERT_TRUE(spec.ok());
     EXPECT_GE(loop_ir::TileMatMul(*spec, d, target).num_tasks, 2) << d.ToString();
   }
+  // Few rows over a B beyond 4 MiB: packed by default, in one row block.
+  auto few_rows_big_b = MakeWorkload("MatMul", {{32, 768}, {768, 3072}}, {32, 3072});
+  ScheduleConfig packed = DefaultSchedule(*few_rows_big_b, target);
+  EXPECT_GT(packed.Get("kc", 0), 0) << packed.ToString();
+  auto few_spec = loop_ir::AnalyzeMatMul(*few_rows_big_b);
+  ASSERT_TRUE(few_spec.ok());
+  EXPECT_EQ(loop_ir::TileMatMul(*few_spec, packed, target).row_blocks, 1) << packed.ToString();
+  EXPECT_EQ(DefaultSchedule(*few_rows, target).Get("kc", 0), 0);  // 1.2 MB: read in place
   // 1024 x 1024 floats of packed B is over the bound.
   absl::Status s = ValidateSchedule(*big, Config("kc=1024,mr=6,nr=2,ku=4,nc=1024"), target);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
