@@ -9,7 +9,6 @@
 namespace kiln::loop_ir {
 namespace {
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 Expr I(int64_t v) { return IntImm(v); }
 
 }  // namespace

@@ -16,6 +16,9 @@
 
 namespace kiln::loop_ir {
 
+// a / b rounded up, for a >= 0 and b > 0 (0 when b is 0).
+inline int64_t CeilDiv(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
+
 // The shared workload check: at least one node and one output, no node
 // domain, every used value static, at most 2^31 elements and of a dtype
 // `accepts` takes (UNIMPLEMENTED "value V is not a static <what>" otherwise).

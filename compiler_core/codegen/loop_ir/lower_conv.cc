@@ -18,7 +18,6 @@ namespace {
 // Floats of the per-task input pack (a stack buffer).
 constexpr int64_t kMaxPackFloats = 128 * 1024;
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int InputIndex(const Graph& g, const Value* v) {
   for (size_t i = 0; i < g.inputs().size(); ++i) {
@@ -101,16 +100,18 @@ struct Knobs {
   int64_t pw = 0;  // 1: pointwise variant over flattened output pixels
   int64_t dw = 0;  // 1: depthwise plane variant
   int64_t ks = 1;  // pointwise variant: tasks split the output-channel blocks this many ways
+  int64_t kv = 0;  // 1: channel-vector variant (output channels in the lanes)
 };
 
 Knobs KnobsOf(const ScheduleConfig& c) {
   return Knobs{c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1), c.Get("rows", 1),
-               c.Get("pw", 0), c.Get("dw", 0), c.Get("ks", 1)};
+               c.Get("pw", 0), c.Get("dw", 0), c.Get("ks", 1), c.Get("kv", 0)};
 }
 
-// The inverse of KnobsOf (pw, dw and ks only when set).
+// The inverse of KnobsOf (pw, dw, ks and kv only when set).
 ScheduleConfig ConfigOf(const Knobs& k) {
   ScheduleConfig c;
+  if (k.kv != 0) c.Set("kv", k.kv);
   if (k.pw != 0) c.Set("pw", k.pw);
   if (k.dw != 0) c.Set("dw", k.dw);
   if (k.ks != 1) c.Set("ks", k.ks);
@@ -192,7 +193,32 @@ int64_t ChunkChannels(const ConvForm& f, const Knobs& k) {
   return 0;
 }
 
+// Channel-vector variant: floats of its packed weights (the group's input
+// channels x taps x kb vectors of output channels) and of one output row's
+// packed input rows (padded to whole vectors).
+int64_t ChannelVectorWeightFloats(const ConvForm& f, const Knobs& k) {
+  return f.cg * f.geo.kh * f.geo.kw * k.kb * k.vw;
+}
+int64_t ChannelVectorRowWidth(const ConvForm& f, const Knobs& k) {
+  const WindowGeometry& s = f.geo;
+  return CeilDiv((s.ow - 1) * s.sw + (s.kw - 1) * s.dw + 1, k.vw) * k.vw;
+}
+int64_t ChannelVectorInputFloats(const ConvForm& f, const Knobs& k) {
+  return f.cg * ((f.geo.kh - 1) * f.geo.dh + 1) * ChannelVectorRowWidth(f, k);
+}
+
 absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& target) {
+  if (k.kv != 0) {
+    bool ok = k.kv == 1 && k.pw == 0 && k.dw == 0 && k.ks == 1 && !f.geo.three_d && !f.geo.one_d && k.vw == target.FloatLanes() &&
+              k.kb >= 1 && k.kb <= 4 && f.kg % (k.kb * k.vw) == 0 && k.ur >= 1 && k.ur <= 12 &&
+              k.kb * k.ur + k.kb + 1 <= target.NumVectorRegisters() && k.rows >= 1 &&
+              k.rows <= std::max<int64_t>(f.geo.oh, 1) &&
+              ChannelVectorWeightFloats(f, k) + ChannelVectorInputFloats(f, k) <= kMaxPackFloats;
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": channel-vector knobs out of range"));
+    }
+    return absl::OkStatus();
+  }
   if (k.dw != 0) {
     bool ok = k.dw == 1 && k.pw == 0 && IsDepthwise(f) && k.vw >= 1 && k.vw <= target.FloatLanes() &&
               (k.vw & (k.vw - 1)) == 0 && k.ur >= 1 && k.ur <= 8 && k.kb == 1 && k.rows >= 1 && f.group % k.rows == 0 &&
@@ -235,6 +261,23 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
           Knobs k{vw, ur, kb, rows};
           if (!CheckKnobs(*f, k, target).ok()) continue;
           out.push_back(ConfigOf(k));
+        }
+      }
+    }
+  }
+  if (!f->geo.three_d && !f->geo.one_d && !IsDepthwise(*f) && !IsPointwise(*f)) {
+    // Channel-vector variant: output channels in the lanes, all rows or half
+    // of them per task.
+    const int64_t vw = target.FloatLanes();
+    for (int64_t kb : {1, 2, 4}) {
+      for (int64_t ur : {4, 6, 8, 12}) {
+        if (ur > 4 && (ur / 2) >= f->geo.ow) break;
+        for (int64_t rows : {f->geo.oh, CeilDiv(f->geo.oh, 2), CeilDiv(f->geo.oh, 4)}) {
+          Knobs k{vw, ur, kb, rows};
+          k.kv = 1;
+          if (!CheckKnobs(*f, k, target).ok()) continue;
+          ScheduleConfig c = ConfigOf(k);
+          if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
         }
       }
     }
@@ -332,9 +375,30 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   auto direct_cost = [ow](const ScheduleConfig& c) {
     return DirectBlockCost(ow, c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1));
   };
+  // Channel-vector variant: on maps of 4 rows or more whose rows leave more
+  // than a tenth of the lanes of whole pixel vectors idle (17 columns in two
+  // vectors of 16, 56 in four), 6 pixels by 2 vectors of output channels,
+  // every row in one task while that still leaves 4 tasks: 64x56x56 3x3
+  // 1.17 -> 1.04 ms, Inception's 17x17 1x7/7x1 convs 0.66 -> 0.57 ms. One
+  // row (CRNN's 1x33) stays direct: 0.96 ms there, 1.2 ms as channel vectors.
+  const int64_t lanes = target.FloatLanes();
+  const bool prefer_kv = f.ok() && !short_reduction && f->geo.oh >= 4 &&
+                         static_cast<double>(ow) < 0.9 * static_cast<double>(CeilDiv(ow, lanes) * lanes);
+  const int64_t kv_rows = [&] {
+    if (!f.ok()) return int64_t{1};
+    const int64_t blocks = f->geo.n * f->group * std::max<int64_t>(1, f->kg / (2 * lanes));
+    return blocks >= 4 ? f->geo.oh : CeilDiv(f->geo.oh, CeilDiv(4, blocks) <= 2 ? 2 : 4);
+  }();
+  // 2: the preferred channel-vector point; 1: any other variant; 0: other
+  // channel-vector points (only tuning picks them).
+  auto kv_first = [&](const ScheduleConfig& c) {
+    if (c.Get("kv", 0) == 0) return 1;
+    return prefer_kv && c.Get("ur", 1) == 6 && c.Get("kb", 1) == 2 && c.Get("rows", 1) == kv_rows ? 2 : 0;
+  };
   double cheapest = HUGE_VAL;
+  auto is_direct = [](const ScheduleConfig& c) { return c.Get("pw", 0) == 0 && c.Get("dw", 0) == 0 && c.Get("kv", 0) == 0; };
   for (const ScheduleConfig& c : space) {
-    if (c.Get("pw", 0) == 0 && c.Get("dw", 0) == 0) cheapest = std::min(cheapest, direct_cost(c));
+    if (is_direct(c)) cheapest = std::min(cheapest, direct_cost(c));
   }
   // How close to the cheapest modelled block a direct block must be. Where a
   // block within 10% covers a whole output row, the row streams each output
@@ -345,7 +409,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   // 20.0 ms; 7x7 stems over 112 columns 2.4 ms, not 2.8).
   double tolerance = 1.05;
   for (const ScheduleConfig& c : space) {
-    if (c.Get("pw", 0) == 0 && c.Get("dw", 0) == 0 && direct_cost(c) <= 1.1 * cheapest &&
+    if (is_direct(c) && direct_cost(c) <= 1.1 * cheapest &&
         c.Get("vw", 1) * c.Get("ur", 1) >= ow) {
       tolerance = 1.1;
     }
@@ -368,8 +432,8 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     return std::make_tuple(static_cast<double>(positions(c)) <= 1.15 * static_cast<double>(fewest),
                            c.Get("vw", 1) <= row_lanes, -std::abs(c.Get("ur", 1) - 4));
   };
-  auto score = [planes, pixels, ow, short_reduction, cheapest, tolerance, &direct_cost, &split_score,
-                &dw_score](const ScheduleConfig& c) {
+  auto score = [planes, pixels, ow, short_reduction, cheapest, tolerance, &direct_cost, &split_score, &dw_score,
+                &kv_first](const ScheduleConfig& c) {
     int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
     int64_t pw = c.Get("pw", 0), dw = c.Get("dw", 0);
     bool unmasked = pw == 0 || !PointwiseTailMasked(pixels, c.Get("vw", 1), c.Get("ur", 1));
@@ -385,7 +449,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     const int64_t blocks = dw || pw ? 0
                            : short_reduction ? static_cast<int64_t>(1e6 * direct_cost(c))
                                              : CeilDiv(ow, c.Get("vw", 1) * c.Get("ur", 1));
-    return std::make_tuple(dw, pw, dw_score(c), near, -blocks, c.Get("vw", 1), unmasked, -std::abs(acc - want),
+    return std::make_tuple(kv_first(c), dw, pw, dw_score(c), near, -blocks, c.Get("vw", 1), unmasked, -std::abs(acc - want),
                            rows_score, -std::abs(c.Get("kb", 1) - 4 * pw), c.Get("kb", 1), split_score(c));
   };
   return BestBy(space, score);
@@ -394,7 +458,8 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
 absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
   ASSIGN_OR_RETURN(ConvForm f, Analyze(g));
   for (const auto& [key, v] : c.knobs) {
-    if (key != "vw" && key != "ur" && key != "kb" && key != "rows" && key != "pw" && key != "dw" && key != "ks") {
+    if (key != "vw" && key != "ur" && key != "kb" && key != "rows" && key != "pw" && key != "dw" && key != "ks" &&
+        key != "kv") {
       return absl::InvalidArgumentError(absl::StrCat("schedule ", c.ToString(), ": knob ", key,
                                                      " does not apply to conv ", f.conv->name()));
     }
@@ -630,10 +695,113 @@ absl::StatusOr<LoopFunc> LowerDepthwise(const Graph& g, const ConvForm& f, const
   return LoopFunc{"conv", args, For("t_", I(tasks), body, ForKind::kParallel)};
 }
 
+// Channel-vector variant: the lanes hold vw consecutive output channels, as
+// in a blocked (NCHWc) layout, so no lane is wasted however narrow the map
+// (17 columns of Inception's 17x17 convs filled 17 of 24 row lanes). A task
+// is (image, group, kb*vw output channels, `rows` output rows). It packs its
+// channels' weights once, tap-major with the channels innermost
+// (wp[cl][r][s][j*vw + v]); per output row it packs the input rows the row
+// reads, padding included. A register block of ur output pixels by kb
+// channel vectors accumulates, per input channel and tap, the broadcast
+// input pixel times a weight vector; the pixels a row's full blocks leave
+// form one narrower block. Stores go out channel by channel (lane v to plane
+// k0 + v) through the epilogue.
+absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, const Knobs& kn) {
+  const WindowGeometry& s = f.geo;
+  const int64_t vw = kn.vw, ur = kn.ur, kb = kn.kb, rows = kn.rows;
+  const int64_t cw = kb * vw;  // output channels per task
+  const int64_t nkb = f.kg / cw, ohb = CeilDiv(s.oh, rows);
+  const int64_t tasks = s.n * f.group * nkb * ohb;
+  const int64_t rin = (s.kh - 1) * s.dh + 1, wq = ChannelVectorRowWidth(f, kn);
+  const int64_t taps = s.kh * s.kw;
+
+  GraphExpr ge(g);
+  const std::vector<Buffer>& args = ge.args();
+  const ConvBuffers bufs = BindConvBuffers(g, f, ge);
+  const Value* conv_out = f.conv->output(0);
+  Expr n = Var("n_"), grp = Var("g_"), kbo = Var("kbo_"), hb = Var("hb_"), rr = Var("rr_");
+  Expr k0 = Add(Mul(grp, I(f.kg)), Mul(kbo, I(cw)));  // first output channel of the task
+  Expr oh = Add(Mul(hb, I(rows)), rr);
+
+  // ---- weights: wp[((cl*kh + r)*kw + c)*cw + j*vw + v] = w[k0 + j*vw + v, cl, r, c]
+  Buffer wp = MakeBuffer("wp", {ChannelVectorWeightFloats(f, kn)}, BufferRole::kTemp);
+  Stmt wpack;
+  {
+    Expr cl = Var("wc_"), tap = Var("wt_"), j = Var("wj_"), v = Var("wv_");
+    Expr k = Add(Add(k0, Mul(j, I(vw))), v);
+    Expr src = Add(Mul(Add(Mul(k, I(f.cg)), cl), I(taps)), tap);
+    Expr dst = Add(Mul(Add(Mul(cl, I(taps)), tap), I(cw)), Add(Mul(j, I(vw)), v));
+    wpack = For("wc_", I(f.cg),
+                For("wt_", I(taps), For("wj_", I(kb), For("wv_", I(vw), Store(wp, dst, Load(bufs.w, src)), ForKind::kVectorized))));
+  }
+  // ---- one output row's input: xr[(cl*rin + r)*wq + q] = x[n, g*cg + cl, oh*sh + r - pt, q - pl] or 0
+  Buffer xr = MakeBuffer("xr", {ChannelVectorInputFloats(f, kn)}, BufferRole::kTemp);
+  Stmt xpack;
+  {
+    Expr cl = Var("xc_"), r = Var("xr_"), qo = Var("xq_"), qi = Var("xv_");
+    Expr q = Add(Mul(qo, I(vw)), qi);
+    Expr ih = Sub(Add(Mul(oh, I(s.sh)), r), I(s.pad_top));
+    Expr iw = Sub(q, I(s.pad_left));
+    Expr inside = And(And(Ge(ih, I(0)), Lt(ih, I(s.h))), And(Ge(iw, I(0)), Lt(iw, I(s.w))));
+    Expr plane = Add(Mul(n, I(s.c)), Add(Mul(grp, I(f.cg)), cl));
+    Expr xi = Add(Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)), iw);
+    Expr dst = Add(Mul(Add(Mul(cl, I(rin)), r), I(wq)), q);
+    xpack = For("xc_", I(f.cg),
+                For("xr_", I(rin), For("xq_", I(wq / vw), For("xv_", I(vw), IfThen(inside, Store(xr, dst, Load(bufs.x, xi)), Store(xr, dst, FloatImm(0))), ForKind::kVectorized))));
+  }
+  // ---- a register block of `px` pixels from column ow0: acc[(u*kb + j)*vw + v]
+  auto block = [&](const Expr& ow0, int64_t px, const std::string& tag) -> absl::StatusOr<Stmt> {
+    Buffer acc = MakeBuffer("acc" + tag, {px * cw}, BufferRole::kTemp);
+    Expr u = Var("u_"), j = Var("j_"), v = Var("v_");
+    Expr ai = Add(Mul(Add(Mul(u, I(kb)), j), I(vw)), v);
+    Expr k = Add(Add(k0, Mul(j, I(vw))), v);
+    auto lanes = [&](Stmt body) {
+      return For("v_", I(vw), For("j_", I(kb), For("u_", I(px), std::move(body), ForKind::kUnrolled), ForKind::kUnrolled),
+                 ForKind::kVectorized);
+    };
+    Stmt init = lanes(Store(acc, ai, bufs.bias ? Load(bufs.bias, k) : FloatImm(0)));
+    Expr cl = Var("cl_"), r = Var("kh_"), c = Var("kw_");
+    Expr col = Add(Mul(Add(ow0, u), I(s.sw)), Mul(c, I(s.dw)));
+    Expr xi = Add(Mul(Add(Mul(cl, I(rin)), Mul(r, I(s.dh))), I(wq)), col);
+    Expr wi = Add(Mul(Add(Mul(cl, I(taps)), Add(Mul(r, I(s.kw)), c)), I(cw)), Add(Mul(j, I(vw)), v));
+    Stmt upd = Store(acc, ai, MulAdd(Load(xr, xi), Load(wp, wi), Load(acc, ai)));
+    Stmt per_kh = For("kw_", I(s.kw), lanes(upd), s.kw <= 8 ? ForKind::kUnrolled : ForKind::kSerial);
+    if (s.pad_top > 0 || s.pad_bottom > 0) {
+      // A tap row in the padding packed zeros: skip it.
+      Expr ih = Sub(Add(Mul(oh, I(s.sh)), Mul(r, I(s.dh))), I(s.pad_top));
+      per_kh = IfThen(And(Ge(ih, I(0)), Lt(ih, I(s.h))), per_kh);
+    }
+    Stmt mac = For("cl_", I(f.cg), For("kh_", I(s.kh), per_kh));
+    std::vector<Expr> out_idx = {n, k, oh, Add(ow0, u)};
+    Expr oi = FlatIndex(DimsOf(conv_out), out_idx);
+    ASSIGN_OR_RETURN(Stmt st, StoreThroughEpilogue(g, ge, conv_out, bufs.outs, Load(acc, ai), out_idx, oi));
+    return Allocate(acc, Block({init, mac, lanes(st)}));
+  };
+  std::vector<Stmt> row;
+  row.push_back(xpack);
+  if (s.ow / ur > 0) {
+    ASSIGN_OR_RETURN(Stmt full, block(Mul(Var("owo_"), I(ur)), ur, "_f"));
+    row.push_back(For("owo_", I(s.ow / ur), full));
+  }
+  if (s.ow % ur != 0) {
+    ASSIGN_OR_RETURN(Stmt tail, block(I(s.ow / ur * ur), s.ow % ur, "_t"));
+    row.push_back(tail);
+  }
+  Stmt per_row = For("rr_", I(rows), IfThen(Lt(oh, I(s.oh)), Allocate(xr, Block(std::move(row)))));
+  Stmt body = Allocate(wp, Block({wpack, per_row}));
+  Expr t = Var("t_");
+  body = LetStmt("hb_", Mod(t, I(ohb)),
+                 LetStmt("kbo_", Mod(Div(t, I(ohb)), I(nkb)),
+                         LetStmt("g_", Mod(Div(t, I(ohb * nkb)), I(f.group)),
+                                 LetStmt("n_", Div(t, I(ohb * nkb * f.group)), body))));
+  return LoopFunc{"conv", args, For("t_", I(tasks), body, ForKind::kParallel)};
+}
+
 absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
   ASSIGN_OR_RETURN(ConvForm f, Analyze(g));
   Knobs kn = KnobsOf(config);
   RETURN_IF_ERROR(CheckKnobs(f, kn, target));
+  if (kn.kv != 0) return LowerChannelVector(g, f, kn);
   if (kn.dw != 0) return LowerDepthwise(g, f, kn);
   if (kn.pw != 0) return LowerPointwise(g, f, kn);
   const WindowGeometry& s = f.geo;

@@ -18,7 +18,6 @@ namespace {
 // depthwise phase planes and its result plane.
 constexpr int64_t kMaxStackFloats = 128 * 1024;
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 Expr I(int64_t v) { return IntImm(v); }
 Expr MulAdd(Expr a, Expr b, Expr c) { return Call("fma", {std::move(a), std::move(b), std::move(c)}); }
 

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
+#include "compiler_core/codegen/loop_ir/lower_common.h"
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
 
 namespace kiln::loop_ir {
@@ -329,7 +330,6 @@ std::vector<int64_t> Useful(const std::vector<int64_t>& candidates, int64_t unit
   return out;
 }
 
-int64_t CeilDiv(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
 
 // The register-block grid (mr x nr x ku), without blocking knobs.
 std::vector<ScheduleConfig> MatMulRegisterBlocks(const MatMulSpec& s, const CpuTarget& target) {

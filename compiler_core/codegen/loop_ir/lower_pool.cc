@@ -16,7 +16,6 @@ namespace {
 
 constexpr int64_t kMaxPackFloats = 128 * 1024;
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 struct PoolForm {
   const Node* pool = nullptr;

@@ -16,7 +16,6 @@ namespace {
 using ops::WinogradGrid;
 using ops::WinogradTransform;
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 Expr I(int64_t v) { return IntImm(v); }
 
 struct WinogradForm {

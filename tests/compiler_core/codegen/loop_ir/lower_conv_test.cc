@@ -296,6 +296,53 @@ TEST(ConvLoweringTest, DepthwisePlaneVariantEveryPoint) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Every point of the channel-vector variant (kv=1) in the space.
+std::vector<ScheduleConfig> ChannelVectorPoints(const Graph& g, const CpuTarget& target) {
+  std::vector<ScheduleConfig> out;
+  for (const ScheduleConfig& c : EnumerateSchedules(g, target)) {
+    if (c.Get("kv", 0) == 1) out.push_back(c);
+  }
+  return out;
+}
+
+// The channel-vector variant (output channels in the lanes) at every point of
+// its space: 1x7 and 7x1 windows with padding on one axis, stride 2 without
+// padding, dilation with asymmetric pads, two groups, two images, rows that
+// do not divide the output rows, pixel tails of every length, and a bias +
+// ReLU epilogue; refused where the output channels do not fill whole vectors.
+TEST(ConvLoweringTest, ChannelVectorVariantEveryPoint) {
+  CpuTarget target = CpuTarget::Host();
+  const int64_t lanes = target.FloatLanes();
+  struct Case {
+    Ints x;
+    int64_t k;
+    Ints kernel, strides, pads, dil;
+    int64_t group;
+  };
+  for (const Case& c : std::vector<Case>{{{1, 8, 17, 17}, 2 * lanes, {1, 7}, {1, 1}, {0, 3, 0, 3}, {1, 1}, 1},
+                                         {{1, 6, 13, 9}, lanes, {7, 1}, {1, 1}, {3, 0, 3, 0}, {1, 1}, 1},
+                                         {{2, 5, 15, 15}, lanes, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
+                                         {{1, 4, 11, 10}, 2 * lanes, {3, 3}, {1, 1}, {2, 1, 1, 2}, {2, 2}, 2}}) {
+    auto g = Conv2d(c.x, c.k, c.kernel, c.strides, c.pads, c.dil, c.group);
+    std::vector<ScheduleConfig> kv = ChannelVectorPoints(*g, target);
+    ASSERT_FALSE(kv.empty()) << g->ToText();
+    CheckConv(*g, kv);
+  }
+  Builder b;
+  Value* x = b.Input({1, 8, 9, 9});
+  Value* w = b.Input({lanes, 8, 3, 3});
+  Value* bias = b.Input({lanes});
+  Value* conv = b.Op("Conv", {x, w, bias}, ConvAttrs({3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}));
+  auto relu = b.Finish({b.Op("Relu", {conv})});
+  CheckConv(*relu, ChannelVectorPoints(*relu, target));
+  // Output channels that do not fill a vector: no kv points, and kv=1 is refused.
+  auto narrow = Conv2d({1, 8, 9, 9}, lanes / 2, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  EXPECT_TRUE(ChannelVectorPoints(*narrow, target).empty());
+  ScheduleConfig bad = DefaultSchedule(*narrow, target);
+  bad.Set("kv", 1);
+  EXPECT_EQ(ValidateSchedule(*narrow, bad, target).code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ConvLoweringTest, DepthwisePlaneVariantEpilogue) {
   CpuTarget target = CpuTarget::Host();
   Builder b;
@@ -403,14 +450,22 @@ TEST(ConvLoweringTest, PointwiseVariantLastPixelsAsDotProducts) {
 TEST(ConvLoweringTest, DirectDefaultWastesFewLanes) {
   CpuTarget target = CpuTarget::Host();
   if (target.FloatLanes() < 16) GTEST_SKIP() << "host vectors hold fewer than 16 floats";
-  for (int64_t w : {7, 14, 17, 28, 35, 56}) {
-    auto g = Conv2d({1, 16, 6, w}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
-    ScheduleConfig d = DefaultSchedule(*g, target);
-    ASSERT_EQ(d.Get("pw", 0) + d.Get("dw", 0), 0) << d.ToString();
-    const int64_t block = d.Get("vw", 1) * d.Get("ur", 1);
-    const double used = static_cast<double>(w) / static_cast<double>((w + block - 1) / block * block);
-    EXPECT_GE(used, 0.7) << "width " << w << ": " << d.ToString();
-    EXPECT_GE(d.Get("kb", 1) * d.Get("ur", 1), 8) << "width " << w << ": " << d.ToString();
+  for (int64_t w : {7, 14, 17, 28, 35, 56, 64, 112}) {
+    for (int64_t h : {1, 6}) {
+      auto g = Conv2d({1, 16, h, w}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+      ScheduleConfig d = DefaultSchedule(*g, target);
+      ASSERT_EQ(d.Get("pw", 0) + d.Get("dw", 0), 0) << d.ToString();
+      EXPECT_GE(d.Get("kb", 1) * d.Get("ur", 1), 8) << "width " << w << ": " << d.ToString();
+      // Rows that whole pixel vectors cover with more than a tenth of their
+      // lanes idle take the channel-vector variant on maps of 4 rows or
+      // more, where every lane holds an output channel.
+      const bool ragged = w % 16 != 0 && static_cast<double>(w) < 0.9 * static_cast<double>((w + 15) / 16 * 16);
+      EXPECT_EQ(d.Get("kv", 0), ragged && h >= 4 ? 1 : 0) << "width " << w << " height " << h << ": " << d.ToString();
+      if (d.Get("kv", 0) == 1) continue;
+      const int64_t block = d.Get("vw", 1) * d.Get("ur", 1);
+      const double used = static_cast<double>(w) / static_cast<double>((w + block - 1) / block * block);
+      EXPECT_GE(used, 0.7) << "width " << w << ": " << d.ToString();
+    }
   }
 }
 
