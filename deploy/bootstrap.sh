@@ -26,8 +26,11 @@ PACKAGES=(
 )
 # Test-only Python tools: models are exported with PyPI's torch/torchvision
 # (timm and transformers for the corpus subset) and checked against ONNX Runtime;
-# grpcio, grpcio-tools (stubs from proto/) and pytest build and test python/.
-PY_PACKAGES=(torch torchvision onnx onnxscript numpy onnxruntime timm transformers grpcio grpcio-tools pytest)
+# grpcio, grpcio-tools (stubs from proto/) and pytest build and test python/;
+# nvidia-cuda-nvcc-cu12 brings ptxas, which the GPU code generator's tests
+# assemble every kernel's PTX with (no GPU needed; Debian has no CUDA 12).
+PY_PACKAGES=(torch torchvision onnx onnxscript numpy onnxruntime timm transformers grpcio grpcio-tools pytest
+             nvidia-cuda-nvcc-cu12)
 VENV=${KILN_VENV:-$ROOT/.venv}
 
 install_deps() {
@@ -49,7 +52,8 @@ install_deps() {
 
 install_python() {
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-  if "$VENV/bin/python" -c "import torch, torchvision, onnx, onnxscript, numpy, onnxruntime, timm, transformers, grpc, grpc_tools, pytest" 2>/dev/null; then
+  if "$VENV/bin/python" -c "import torch, torchvision, onnx, onnxscript, numpy, onnxruntime, timm, transformers, grpc, grpc_tools, pytest" 2>/dev/null &&
+     compgen -G "$VENV/lib/python3*/site-packages/nvidia/cuda_nvcc/bin/ptxas" >/dev/null; then
     echo "bootstrap: Python packages present in $VENV"
     return
   fi

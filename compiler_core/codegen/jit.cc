@@ -7,6 +7,7 @@
 #include "base/status_macros.h"
 #include "compiler_core/codegen/kernel_emitter.h"
 #include "compiler_core/codegen/llvm_pipeline.h"
+#include "compiler_core/codegen/loop_ir/llvm_lowering.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
@@ -34,11 +35,16 @@ JitKernel::~JitKernel() = default;
 absl::StatusOr<std::unique_ptr<JitKernel>> JitCompile(const Graph& workload,
                                                       const ScheduleConfig& config,
                                                       const CpuTarget& target) {
+  ASSIGN_OR_RETURN(loop_ir::LoopFunc f, LowerWorkload(workload, config, target));
+  return JitCompile(f, target);
+}
+
+absl::StatusOr<std::unique_ptr<JitKernel>> JitCompile(const loop_ir::LoopFunc& f, const CpuTarget& target) {
   ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> tm, CreateTargetMachine(target));
   auto context = std::make_unique<llvm::LLVMContext>();
   auto module = std::make_unique<llvm::Module>("kiln", *context);
   module->setSourceFileName("kiln");
-  ASSIGN_OR_RETURN(EmittedKernel info, EmitKernel(workload, config, target, kJitSymbol, module.get()));
+  ASSIGN_OR_RETURN(loop_ir::LoweredFunction info, loop_ir::LowerToLlvm(f, target, kJitSymbol, module.get()));
   RETURN_IF_ERROR(OptimizeModule(*module, *tm));
 
   std::unique_ptr<JitKernel> kernel(new JitKernel());

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "compiler_core/codegen/loop_ir/loop_ir.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/codegen/target.h"
 #include "compiler_core/ir/graph.h"
@@ -34,8 +35,7 @@ class JitKernel {
   const std::string& llvm_ir() const { return llvm_ir_; }
 
  private:
-  friend absl::StatusOr<std::unique_ptr<JitKernel>> JitCompile(const Graph&, const ScheduleConfig&,
-                                                               const CpuTarget&);
+  friend absl::StatusOr<std::unique_ptr<JitKernel>> JitCompile(const loop_ir::LoopFunc&, const CpuTarget&);
   struct Impl;
   JitKernel() = default;
   std::unique_ptr<Impl> impl_;
@@ -49,5 +49,9 @@ class JitKernel {
 absl::StatusOr<std::unique_ptr<JitKernel>> JitCompile(const Graph& workload,
                                                       const ScheduleConfig& config,
                                                       const CpuTarget& target);
+
+// A CPU LoopFunc as it is (for GPU schedules emulated on the CPU:
+// loop_ir/gpu_emulation.h); INVALID_ARGUMENT as loop_ir::LowerToLlvm.
+absl::StatusOr<std::unique_ptr<JitKernel>> JitCompile(const loop_ir::LoopFunc& f, const CpuTarget& target);
 
 }  // namespace kiln

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "compiler_core/codegen/loop_ir/gpu/lower.h"
 #include "compiler_core/codegen/loop_ir/index_simplify.h"
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
@@ -48,6 +49,16 @@ absl::Status CheckDeclaredTypes(const Graph& workload) {
   return absl::OkStatus();
 }
 
+absl::Status CheckSymbol(const std::string& symbol, llvm::Module* module) {
+  if (!ValidSymbol(symbol)) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel symbol \"", symbol, "\" is not a C identifier"));
+  }
+  if (module->getNamedValue(symbol) != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel symbol ", symbol, " is defined twice"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<loop_ir::LoopFunc> LowerWorkload(const Graph& workload, const ScheduleConfig& config,
@@ -67,15 +78,36 @@ absl::StatusOr<loop_ir::LoopFunc> LowerWorkload(const Graph& workload, const Sch
 absl::StatusOr<EmittedKernel> EmitKernel(const Graph& workload, const ScheduleConfig& config,
                                          const CpuTarget& target, const std::string& symbol,
                                          llvm::Module* module) {
-  if (!ValidSymbol(symbol)) {
-    return absl::InvalidArgumentError(absl::StrCat("kernel symbol \"", symbol, "\" is not a C identifier"));
-  }
-  if (module->getNamedValue(symbol) != nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("kernel symbol ", symbol, " is defined twice"));
-  }
+  RETURN_IF_ERROR(CheckSymbol(symbol, module));
   ASSIGN_OR_RETURN(loop_ir::LoopFunc f, LowerWorkload(workload, config, target));
   ASSIGN_OR_RETURN(loop_ir::LoweredFunction lf, loop_ir::LowerToLlvm(f, target, symbol, module));
   return EmittedKernel{lf.num_tasks, lf.num_args};
+}
+
+absl::StatusOr<loop_ir::LoopFunc> LowerWorkload(const Graph& workload, const ScheduleConfig& config,
+                                                const GpuTarget& target) {
+  absl::Status why;
+  const loop_ir::gpu::GpuWorkloadLowering* lowering = loop_ir::gpu::FindGpuLowering(workload, &why);
+  if (lowering == nullptr) return why;
+  RETURN_IF_ERROR(CheckDeclaredTypes(workload));
+  RETURN_IF_ERROR(lowering->validate(workload, config, target));
+  ASSIGN_OR_RETURN(loop_ir::LoopFunc f, lowering->lower(workload, config, target));
+  RETURN_IF_ERROR(loop_ir::Verify(f));
+  if (!loop_ir::IsGpuKernel(f)) {
+    return absl::InternalError(absl::StrCat("GPU lowering of kind ", lowering->kind, " gave a CPU kernel"));
+  }
+  f = loop_ir::SimplifyIndices(f);
+  RETURN_IF_ERROR(loop_ir::Verify(f));
+  return f;
+}
+
+absl::StatusOr<EmittedGpuKernel> EmitKernel(const Graph& workload, const ScheduleConfig& config,
+                                            const GpuTarget& target, const std::string& symbol,
+                                            llvm::Module* module) {
+  RETURN_IF_ERROR(CheckSymbol(symbol, module));
+  ASSIGN_OR_RETURN(loop_ir::LoopFunc f, LowerWorkload(workload, config, target));
+  ASSIGN_OR_RETURN(loop_ir::GpuLoweredFunction lf, loop_ir::LowerToNvptx(f, symbol, module));
+  return EmittedGpuKernel{lf.launch, lf.num_args};
 }
 
 }  // namespace kiln

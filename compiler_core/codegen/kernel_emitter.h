@@ -5,6 +5,10 @@
 // tasks write disjoint output regions. Every kind lowers through the loop IR
 // (compiler_core/codegen/loop_ir); MatMul/Gemm: a task is (batch, block of rows, block
 // of columns) (loop_ir::TileMatMul). Shared by jit and object_emitter.
+//
+// GPU kernels (a GpuTarget): the workload lowers through its kind's GPU
+// lowering (loop_ir/gpu/lower.h) to GPU loop IR and from there to an NVPTX
+// kernel with one pointer argument per buffer, launched as its GpuLaunch.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +23,7 @@ namespace llvm {
 class Module;
 }  // namespace llvm
 
-namespace kiln::loop_ir {
-struct LoopFunc;
-}  // namespace kiln::loop_ir
+#include "compiler_core/codegen/loop_ir/loop_ir.h"
 
 namespace kiln {
 
@@ -44,5 +46,20 @@ absl::StatusOr<loop_ir::LoopFunc> LowerWorkload(const Graph& workload, const Sch
 absl::StatusOr<EmittedKernel> EmitKernel(const Graph& workload, const ScheduleConfig& config,
                                          const CpuTarget& target, const std::string& symbol,
                                          llvm::Module* module);
+
+struct EmittedGpuKernel {
+  loop_ir::GpuLaunch launch;
+  int num_args = 0;
+};
+
+// The workload at `config` as verified GPU loop IR, as LowerWorkload does for
+// the CPU; UNIMPLEMENTED also for a kind without a GPU lowering.
+absl::StatusOr<loop_ir::LoopFunc> LowerWorkload(const Graph& workload, const ScheduleConfig& config,
+                                                const GpuTarget& target);
+
+// Adds the NVPTX kernel `symbol` to `module` (an NVPTX module).
+absl::StatusOr<EmittedGpuKernel> EmitKernel(const Graph& workload, const ScheduleConfig& config,
+                                            const GpuTarget& target, const std::string& symbol,
+                                            llvm::Module* module);
 
 }  // namespace kiln

@@ -1,6 +1,7 @@
 // Schedule spaces: each question goes to the lowering that takes the workload.
 #include "compiler_core/codegen/schedule_space.h"
 
+#include "compiler_core/codegen/loop_ir/gpu/lower.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
 
 namespace kiln {
@@ -28,6 +29,27 @@ ScheduleConfig DefaultSchedule(const Graph& workload, const CpuTarget& target) {
 absl::Status ValidateSchedule(const Graph& workload, const ScheduleConfig& config, const CpuTarget& target) {
   absl::Status why;
   const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(workload, &why);
+  if (l == nullptr) return why;
+  return l->validate(workload, config, target);
+}
+
+bool CanCompile(const Graph& workload, const GpuTarget&) {
+  return loop_ir::gpu::FindGpuLowering(workload) != nullptr;
+}
+
+std::vector<ScheduleConfig> EnumerateSchedules(const Graph& workload, const GpuTarget& target) {
+  const loop_ir::gpu::GpuWorkloadLowering* l = loop_ir::gpu::FindGpuLowering(workload);
+  return l != nullptr ? l->enumerate(workload, target) : std::vector<ScheduleConfig>{};
+}
+
+ScheduleConfig DefaultSchedule(const Graph& workload, const GpuTarget& target) {
+  const loop_ir::gpu::GpuWorkloadLowering* l = loop_ir::gpu::FindGpuLowering(workload);
+  return l != nullptr ? l->default_schedule(workload, target) : ScheduleConfig{};
+}
+
+absl::Status ValidateSchedule(const Graph& workload, const ScheduleConfig& config, const GpuTarget& target) {
+  absl::Status why;
+  const loop_ir::gpu::GpuWorkloadLowering* l = loop_ir::gpu::FindGpuLowering(workload, &why);
   if (l == nullptr) return why;
   return l->validate(workload, config, target);
 }

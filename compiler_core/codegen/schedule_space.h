@@ -32,7 +32,9 @@ namespace kiln {
 // left pixels as dot products; conv_pair workloads; the dot-form GEMV (gv=2).
 // 2009: matmuls of up to 64 rows pack a B beyond 4 MiB (kc, mc points); an
 // unpacked task whose B slice exceeds an L2 walks column panels outermost.
-inline constexpr int kScheduleSpaceVersion = 2009;
+// 2010: the conv channel-vector variant (kv=1); the first GPU spaces
+// (elementwise and data_movement: vw, bt, un).
+inline constexpr int kScheduleSpaceVersion = 2010;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",
@@ -63,5 +65,14 @@ ScheduleConfig DefaultSchedule(const Graph& workload, const CpuTarget& target);
 // and in range; it need not be a point of the enumerated space).
 absl::Status ValidateSchedule(const Graph& workload, const ScheduleConfig& config,
                               const CpuTarget& target);
+
+// The same questions for a CUDA GPU, answered by the GPU lowering of the
+// workload's kind (loop_ir/gpu/lower.h). The kind is the same on every
+// target; CanCompile(workload, gpu) is false also for a kind without a GPU
+// lowering, and ValidateSchedule then says so (UNIMPLEMENTED).
+bool CanCompile(const Graph& workload, const GpuTarget& target);
+std::vector<ScheduleConfig> EnumerateSchedules(const Graph& workload, const GpuTarget& target);
+ScheduleConfig DefaultSchedule(const Graph& workload, const GpuTarget& target);
+absl::Status ValidateSchedule(const Graph& workload, const ScheduleConfig& config, const GpuTarget& target);
 
 }  // namespace kiln

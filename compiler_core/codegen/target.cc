@@ -1,4 +1,5 @@
-// CpuTarget: host detection and the canonical target key.
+// CpuTarget: host detection and the canonical target key; GpuTarget: SM
+// versions by name.
 #include "compiler_core/codegen/target.h"
 
 #include <algorithm>
@@ -7,9 +8,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/X86TargetParser.h"
@@ -85,6 +88,32 @@ bool CpuTarget::HasFeature(const std::string& name) const {
   }
   return false;
 }
+
+namespace {
+
+// The SM versions the NVPTX back end and ptxas (CUDA 12 and 13) both take.
+constexpr int kGpuSms[] = {75, 80, 86, 87, 89, 90};
+
+}  // namespace
+
+absl::StatusOr<GpuTarget> GpuTarget::Named(const std::string& name) {
+  absl::string_view rest = name;
+  if (!absl::ConsumePrefix(&rest, "cuda:")) absl::ConsumePrefix(&rest, "cuda/");
+  int sm = 0;
+  if (absl::ConsumePrefix(&rest, "sm_") && absl::SimpleAtoi(rest, &sm)) {
+    for (int known : kGpuSms) {
+      if (sm == known) return GpuTarget{sm};
+    }
+  }
+  std::vector<std::string> names;
+  for (int known : kGpuSms) names.push_back(absl::StrCat("sm_", known));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown GPU target '", name, "'; CUDA targets: ", absl::StrJoin(names, ", ")));
+}
+
+std::string GpuTarget::Arch() const { return absl::StrCat("sm_", sm); }
+
+std::string GpuTarget::Key() const { return absl::StrCat("cuda/", Arch()); }
 
 int CpuTarget::VectorBits() const {
   if (HasFeature("avx512f")) return 512;

@@ -1,5 +1,6 @@
-// The CPU a kernel is compiled for: LLVM triple, CPU name and feature string,
-// plus the canonical target key that tuning records are filed under.
+// The devices kernels are compiled for: a CPU (LLVM triple, CPU name and
+// feature string) or a CUDA GPU (its compute capability), each with the
+// canonical key that tuning records are filed under.
 #pragma once
 
 #include <string>
@@ -33,6 +34,23 @@ struct CpuTarget {
   bool operator==(const CpuTarget& o) const {
     return triple == o.triple && cpu == o.cpu && features == o.features;
   }
+};
+
+// A CUDA GPU, by compute capability: code generated for it (PTX for its
+// sm_XY, cubin assembled for it) runs on that SM version; PTX also runs on
+// newer ones, through the driver's JIT.
+struct GpuTarget {
+  int sm = 80;  // major * 10 + minor: 75, 80, 86, 87, 89, 90
+
+  // "sm_90", "cuda:sm_90" or "cuda/sm_90". INVALID_ARGUMENT naming the SM
+  // versions Kiln generates code for, for any other.
+  static absl::StatusOr<GpuTarget> Named(const std::string& name);
+  // "sm_90": the LLVM NVPTX CPU and ptxas's --gpu-name.
+  std::string Arch() const;
+  // "cuda/sm_90". Two targets with the same key compile identical code.
+  std::string Key() const;
+
+  bool operator==(const GpuTarget& o) const { return sm == o.sm; }
 };
 
 }  // namespace kiln

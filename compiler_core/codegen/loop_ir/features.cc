@@ -129,6 +129,8 @@ class Walker {
         // Either branch may run; both are counted (an upper bound).
         for (const Stmt& b : s->body) Visit(b, trips, lanes, true, depth);
         return;
+      case StmtKind::kWarpReduce:
+        return;
     }
   }
 

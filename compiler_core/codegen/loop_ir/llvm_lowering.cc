@@ -1,9 +1,11 @@
-// Loop IR -> LLVM IR. Expressions lower to scalars when uniform across the
+// Loop IR -> LLVM IR, for the CPU (Kiln's task ABI) and for NVPTX (a CUDA
+// kernel per LoopFunc). Expressions lower to scalars when uniform across the
 // lanes of the enclosing vectorized loop and to vectors otherwise; loads and
 // stores pick contiguous (masked) vector accesses for unit strides (a guarded
 // read of a whole vector inside a stack temporary needs no mask), loads a
 // de-interleaved contiguous span for small strides, and gathers/scatters for
-// the rest.
+// the rest. On NVPTX the same expression and memory code runs per thread;
+// only the kernel's frame differs (see RunGpu).
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
 #include "compiler_core/codegen/loop_ir/printer.h"
 #include "compiler_core/codegen/loop_ir/verifier.h"
@@ -12,6 +14,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -23,6 +26,8 @@
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsNVPTX.h"
+#include "llvm/IR/Metadata.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 
@@ -45,9 +50,15 @@ bool ValidSymbol(const std::string& s) {
   return true;
 }
 
+// Contiguous vector accesses on NVPTX are aligned to at most this many bytes
+// (ld.v4.f32): every buffer base is (cuMemAlloc: 256, the package's device
+// plan: 256, shared and stack arrays: 16).
+constexpr int64_t kMaxGpuAccessAlign = 16;
+
 class Lowerer {
  public:
-  Lowerer(llvm::Module* module, const CpuTarget& target)
+  // `target`: the CPU for Run; null for RunGpu (NVPTX).
+  Lowerer(llvm::Module* module, const CpuTarget* target)
       : ctx_(module->getContext()), module_(module), target_(target), b_(ctx_) {
     f32_ = Type::getFloatTy(ctx_);
     i64_ = Type::getInt64Ty(ctx_);
@@ -56,7 +67,7 @@ class Lowerer {
   }
 
   absl::StatusOr<LoweredFunction> Run(const LoopFunc& f, const std::string& symbol) {
-    fn_ = DeclareKernelFunction(module_, symbol, target_);
+    fn_ = DeclareKernelFunction(module_, symbol, *target_);
     llvm::Argument* args = fn_->getArg(0);
     entry_ = BasicBlock::Create(ctx_, "entry", fn_);
     b_.SetInsertPoint(entry_);
@@ -76,6 +87,47 @@ class Lowerer {
     }
     b_.CreateRetVoid();
     return LoweredFunction{num_tasks, static_cast<int>(f.args.size())};
+  }
+
+  // A CUDA kernel `void symbol(T0* a0, T1* a1, ...)`, one pointer per
+  // argument buffer (noalias: a package never binds one buffer to two
+  // arguments of a kernel), launched as GpuLaunchOf(f). The gpu_block loop's
+  // variable is blockIdx.x; a gpu_thread loop of the block's full width is
+  // threadIdx.x, a narrower one runs where threadIdx.x < its extent; where
+  // the kernel has shared memory, every thread loop ends with a barrier.
+  // Shared buffers are addrspace(3) globals of the module; local buffers and
+  // temps are per-thread allocas.
+  absl::StatusOr<GpuLoweredFunction> RunGpu(const LoopFunc& f, const std::string& symbol) {
+    gpu_ = true;
+    launch_ = GpuLaunchOf(f);
+    symbol_ = symbol;
+    std::vector<Type*> params(f.args.size(), ptr_);
+    auto* fty = llvm::FunctionType::get(Type::getVoidTy(ctx_), params, false);
+    fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, symbol, module_);
+    fn_->setDoesNotThrow();
+    for (size_t i = 0; i < f.args.size(); ++i) {
+      fn_->addParamAttr(i, llvm::Attribute::NoAlias);
+      fn_->getArg(i)->setName(f.args[i]->name);
+      bufs_[f.args[i].get()] = fn_->getArg(i);
+    }
+    llvm::NamedMDNode* annotations = module_->getOrInsertNamedMetadata("nvvm.annotations");
+    auto annotate = [&](const char* key, int value) {
+      annotations->addOperand(llvm::MDNode::get(
+          ctx_, {llvm::ValueAsMetadata::get(fn_), llvm::MDString::get(ctx_, key),
+                 llvm::ValueAsMetadata::get(llvm::ConstantInt::get(Type::getInt32Ty(ctx_), value))}));
+    };
+    annotate("kernel", 1);
+    annotate("maxntidx", static_cast<int>(launch_.threads));
+    entry_ = BasicBlock::Create(ctx_, "entry", fn_);
+    b_.SetInsertPoint(entry_);
+    Value* block = b_.CreateZExt(b_.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {}, {}), i64_,
+                                 "block");
+    tid_ = b_.CreateZExt(b_.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {}), i64_, "thread");
+    vars_[f.body->var] = {block, 0};
+    MarkLastThreadLoops(f.body->body[0]);
+    RETURN_IF_ERROR(LowerStmt(f.body->body[0]));
+    b_.CreateRetVoid();
+    return GpuLoweredFunction{launch_, static_cast<int>(f.args.size())};
   }
 
  private:
@@ -263,6 +315,40 @@ class Lowerer {
 
   Value* Mask() { return mask_ ? mask_ : llvm::Constant::getAllOnesValue(VecTy(i1_)); }
 
+  // The power of two (up to 2^20) that provably divides `e`'s value in the
+  // current vectorized loop's first lane: the vectorized variable is 0 there.
+  int64_t KnownMultiple(const Expr& e) {
+    constexpr int64_t kBig = int64_t{1} << 20;
+    switch (e->kind) {
+      case ExprKind::kIntImm: {
+        int64_t v = e->int_value;
+        if (v == 0) return kBig;
+        return std::min<int64_t>(kBig, v & -v);
+      }
+      case ExprKind::kVar: {
+        auto it = vars_.find(e->name);
+        if (it == vars_.end()) return 1;
+        return it->second.multiple;
+      }
+      case ExprKind::kAdd:
+      case ExprKind::kSub: return std::min(KnownMultiple(e->args[0]), KnownMultiple(e->args[1]));
+      case ExprKind::kMul: return std::min(kBig, KnownMultiple(e->args[0]) * KnownMultiple(e->args[1]));
+      default: return 1;
+    }
+  }
+
+  // Alignment of a contiguous vector access at `index`: on NVPTX as much of
+  // the vector's size as the index's first lane provably allows (so that
+  // ld.v2/ld.v4 come out), else the element's.
+  llvm::Align VectorAlign(const Expr& index, ScalarType dt) {
+    const int64_t elem = ScalarTypeBytes(dt);
+    if (!gpu_) return AlignOf(dt);
+    int64_t bytes = std::min<int64_t>({KnownMultiple(index) * elem, static_cast<int64_t>(lanes_) * elem,
+                                       kMaxGpuAccessAlign});
+    bytes = std::max<int64_t>(bytes & -bytes, elem);
+    return llvm::Align(static_cast<uint64_t>(bytes));
+  }
+
   // Expressions are DAGs (graph inlining shares subtrees): each node lowers
   // once per statement.
   absl::StatusOr<Value*> LowerExpr(const Expr& e) {
@@ -385,6 +471,7 @@ class Lowerer {
     if (st && *st == 1) {
       Value* first = b_.CreateExtractElement(idx, uint64_t{0});
       Value* p = b_.CreateInBoundsGEP(et, base, first);
+      al = VectorAlign(e->args[0], dt);
       if (mask_ == nullptr || WholeVectorInAlloca(base, first)) return FromMem(b_.CreateAlignedLoad(VecTy(et), p, al), dt);
       return FromMem(b_.CreateMaskedLoad(VecTy(et), p, al, mask_, llvm::Constant::getNullValue(VecTy(et))), dt);
     }
@@ -442,13 +529,24 @@ class Lowerer {
         ASSIGN_OR_RETURN(Value * v, LowerExpr(s->value));
         std::optional<int64_t> st = Stride(s->value);
         auto saved = vars_.find(s->var) != vars_.end() ? std::optional<VarVal>(vars_[s->var]) : std::nullopt;
-        vars_[s->var] = {v, st};
+        vars_[s->var] = {v, st, s->value->type == ScalarType::kI64 ? KnownMultiple(s->value) : 1};
         RETURN_IF_ERROR(LowerStmt(s->body[0]));
         if (saved) vars_[s->var] = *saved; else vars_.erase(s->var);
         return absl::OkStatus();
       }
       case StmtKind::kAllocate: {
         Type* et = MemTy(s->buffer->dtype);
+        if (s->buffer->role == BufferRole::kShared) {
+          auto* arr = llvm::ArrayType::get(et, s->buffer->num_elements());
+          auto* gv = new llvm::GlobalVariable(*module_, arr, false, llvm::GlobalValue::InternalLinkage,
+                                              llvm::UndefValue::get(arr), absl::StrCat(symbol_, "_", s->buffer->name),
+                                              nullptr, llvm::GlobalValue::NotThreadLocal, /*AddressSpace=*/3);
+          gv->setAlignment(llvm::Align(kMaxGpuAccessAlign));
+          bufs_[s->buffer.get()] = llvm::ConstantExpr::getAddrSpaceCast(gv, ptr_);
+          RETURN_IF_ERROR(LowerStmt(s->body[0]));
+          bufs_.erase(s->buffer.get());
+          return absl::OkStatus();
+        }
         llvm::IRBuilder<> eb(entry_, entry_->begin());
         llvm::AllocaInst* a = eb.CreateAlloca(llvm::ArrayType::get(et, s->buffer->num_elements()), nullptr,
                                               s->buffer->name);
@@ -479,16 +577,101 @@ class Lowerer {
         return absl::OkStatus();
       }
       case StmtKind::kFor: return LowerFor(s);
+      case StmtKind::kWarpReduce: return LowerWarpReduce(s);
     }
     return absl::InvalidArgumentError("unknown statement");
+  }
+
+  // The thread loops after which the block does nothing more (the last
+  // statement of the block's body, through allocations, lets and both arms
+  // of an if, but not through a serial loop, which runs again): they need no
+  // barrier after them.
+  void MarkLastThreadLoops(const Stmt& s) {
+    switch (s->kind) {
+      case StmtKind::kBlock:
+        if (!s->body.empty()) MarkLastThreadLoops(s->body.back());
+        return;
+      case StmtKind::kAllocate:
+      case StmtKind::kLet: MarkLastThreadLoops(s->body[0]); return;
+      case StmtKind::kIf:
+        for (const Stmt& c : s->body) {
+          if (c != nullptr) MarkLastThreadLoops(c);
+        }
+        return;
+      case StmtKind::kFor:
+        if (s->for_kind == ForKind::kGpuThread) last_thread_loops_.insert(s.get());
+        return;
+      default: return;
+    }
+  }
+
+  // Butterfly shuffles within groups of `width` lanes, one element of the
+  // local buffer at a time.
+  absl::Status LowerWarpReduce(const Stmt& s) {
+    if (!gpu_) return absl::InvalidArgumentError("warp_reduce in a CPU kernel");
+    ASSIGN_OR_RETURN(Value * base, BufferPtr(s->buffer));
+    int64_t width = 0;
+    AsConst(s->extent, &width);
+    const ScalarType dt = s->buffer->dtype;
+    Type* et = MemTy(dt);
+    Type* i32 = Type::getInt32Ty(ctx_);
+    Value* full = llvm::ConstantInt::get(i32, 0xffffffffu);
+    Value* clamp = llvm::ConstantInt::get(i32, 0x1f);
+    auto shuffle32 = [&](Value* v, int64_t lane_mask) -> Value* {
+      const bool fp = v->getType()->isFloatTy();
+      return b_.CreateIntrinsic(fp ? llvm::Intrinsic::nvvm_shfl_sync_bfly_f32 : llvm::Intrinsic::nvvm_shfl_sync_bfly_i32,
+                                {}, {full, v, llvm::ConstantInt::get(i32, lane_mask), clamp});
+    };
+    auto shuffle = [&](Value* v, int64_t lane_mask) -> Value* {
+      if (dt != ScalarType::kI64) return shuffle32(v, lane_mask);
+      Value* lo = shuffle32(b_.CreateTrunc(v, i32), lane_mask);
+      Value* hi = shuffle32(b_.CreateTrunc(b_.CreateLShr(v, 32), i32), lane_mask);
+      return b_.CreateOr(b_.CreateZExt(lo, i64_), b_.CreateShl(b_.CreateZExt(hi, i64_), 32));
+    };
+    auto combine = [&](Value* a, Value* b) -> Value* {
+      const bool fp = dt == ScalarType::kF32;
+      if (s->var == "sum") return fp ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
+      const bool max = s->var == "max";
+      if (fp) return MaxMin(a, b, max);
+      return b_.CreateBinaryIntrinsic(max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, a, b);
+    };
+    llvm::Align al = AlignOf(dt);
+    for (int64_t j = 0; j < s->buffer->num_elements(); ++j) {
+      Value* p = b_.CreateInBoundsGEP(et, base, I64(j));
+      Value* v = b_.CreateAlignedLoad(et, p, al);
+      for (int64_t lane_mask = width / 2; lane_mask >= 1; lane_mask /= 2) v = combine(v, shuffle(v, lane_mask));
+      b_.CreateAlignedStore(v, p, al);
+    }
+    return absl::OkStatus();
   }
 
   absl::Status LowerFor(const Stmt& s) {
     int64_t ext = 0;
     bool is_const = AsConst(s->extent, &ext);
+    if (s->for_kind == ForKind::kGpuThread) {
+      if (!gpu_) return absl::InvalidArgumentError(absl::StrCat("gpu_thread loop ", s->var, " in a CPU kernel"));
+      auto body = [&]() -> absl::Status {
+        vars_[s->var] = {tid_, 0};
+        absl::Status st = LowerStmt(s->body[0]);
+        vars_.erase(s->var);
+        return st;
+      };
+      if (ext >= launch_.threads) {
+        RETURN_IF_ERROR(body());
+      } else {
+        RETURN_IF_ERROR(IfThen(b_.CreateICmpSLT(tid_, I64(ext)), s->var, body));
+      }
+      if (launch_.shared_bytes > 0 && last_thread_loops_.count(s.get()) == 0) {
+        b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+      }
+      return absl::OkStatus();
+    }
+    if (s->for_kind == ForKind::kGpuBlock || (gpu_ && s->for_kind == ForKind::kParallel)) {
+      return absl::InvalidArgumentError(absl::StrCat(ForKindName(s->for_kind), " loop ", s->var, " is misplaced"));
+    }
     if (s->for_kind == ForKind::kVectorized && lanes_ == 1 && ext > 1) {
       lanes_ = ext;
-      vars_[s->var] = {Iota(), 1};
+      vars_[s->var] = {Iota(), 1, int64_t{1} << 20};
       absl::Status st = LowerStmt(s->body[0]);
       vars_.erase(s->var);
       lanes_ = 1;
@@ -496,7 +679,7 @@ class Lowerer {
     }
     if ((s->for_kind == ForKind::kUnrolled || s->for_kind == ForKind::kVectorized) && is_const) {
       for (int64_t i = 0; i < ext; ++i) {
-        vars_[s->var] = {I64(i), 0};
+        vars_[s->var] = {I64(i), 0, KnownMultiple(IntImm(i))};
         RETURN_IF_ERROR(LowerStmt(s->body[0]));
       }
       vars_.erase(s->var);
@@ -526,6 +709,7 @@ class Lowerer {
     std::optional<int64_t> st = Stride(s->index);
     if (st && *st == 1) {
       Value* p = b_.CreateInBoundsGEP(et, base, b_.CreateExtractElement(idx, uint64_t{0}));
+      al = VectorAlign(s->index, dt);
       if (mask_ == nullptr) {
         b_.CreateAlignedStore(v, p, al);
       } else {
@@ -540,11 +724,12 @@ class Lowerer {
   struct VarVal {
     Value* value = nullptr;
     std::optional<int64_t> stride;
+    int64_t multiple = 1;  // a power of two its first lane is a multiple of (KnownMultiple)
   };
 
   llvm::LLVMContext& ctx_;
   llvm::Module* module_;
-  const CpuTarget& target_;
+  const CpuTarget* target_;
   llvm::IRBuilder<> b_;
   Type* f32_;
   Type* i64_;
@@ -557,6 +742,12 @@ class Lowerer {
   std::map<const ExprNode*, Value*> memo_;
   unsigned lanes_ = 1;
   Value* mask_ = nullptr;
+  // NVPTX only (RunGpu).
+  bool gpu_ = false;
+  GpuLaunch launch_;
+  std::string symbol_;
+  Value* tid_ = nullptr;
+  std::set<const StmtNode*> last_thread_loops_;
 };
 
 }  // namespace
@@ -570,8 +761,27 @@ absl::StatusOr<LoweredFunction> LowerToLlvm(const LoopFunc& f, const CpuTarget& 
     return absl::InvalidArgumentError(absl::StrCat("kernel symbol ", symbol, " is defined twice"));
   }
   RETURN_IF_ERROR(Verify(f));
-  Lowerer l(module, target);
+  if (IsGpuKernel(f)) return absl::InvalidArgumentError(absl::StrCat("kernel ", f.name, " is a GPU kernel"));
+  Lowerer l(module, &target);
   absl::StatusOr<LoweredFunction> r = l.Run(f, symbol);
+  if (!r.ok()) {
+    if (llvm::Function* fn = module->getFunction(symbol)) fn->eraseFromParent();
+  }
+  return r;
+}
+
+absl::StatusOr<GpuLoweredFunction> LowerToNvptx(const LoopFunc& f, const std::string& symbol,
+                                                llvm::Module* module) {
+  if (!ValidSymbol(symbol)) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel symbol \"", symbol, "\" is not a C identifier"));
+  }
+  if (module->getNamedValue(symbol) != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel symbol ", symbol, " is defined twice"));
+  }
+  RETURN_IF_ERROR(Verify(f));
+  if (!IsGpuKernel(f)) return absl::InvalidArgumentError(absl::StrCat("kernel ", f.name, " is not a GPU kernel"));
+  Lowerer l(module, nullptr);
+  absl::StatusOr<GpuLoweredFunction> r = l.RunGpu(f, symbol);
   if (!r.ok()) {
     if (llvm::Function* fn = module->getFunction(symbol)) fn->eraseFromParent();
   }

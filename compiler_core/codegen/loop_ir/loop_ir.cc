@@ -123,6 +123,19 @@ const char* ForKindName(ForKind k) {
     case ForKind::kVectorized: return "vectorized";
     case ForKind::kUnrolled: return "unrolled";
     case ForKind::kParallel: return "parallel";
+    case ForKind::kGpuBlock: return "gpu_block";
+    case ForKind::kGpuThread: return "gpu_thread";
+  }
+  return "?";
+}
+
+const char* BufferRoleName(BufferRole r) {
+  switch (r) {
+    case BufferRole::kInput: return "input";
+    case BufferRole::kOutput: return "output";
+    case BufferRole::kTemp: return "temp";
+    case BufferRole::kShared: return "shared";
+    case BufferRole::kLocal: return "local";
   }
   return "?";
 }
@@ -317,6 +330,43 @@ Stmt IfThen(Expr cond, Stmt then_case, Stmt else_case) {
   n->body = {std::move(then_case)};
   if (else_case != nullptr) n->body.push_back(std::move(else_case));
   return n;
+}
+
+Stmt WarpReduce(Buffer local, const std::string& op, int64_t width) {
+  auto n = std::make_shared<StmtNode>();
+  n->kind = StmtKind::kWarpReduce;
+  n->buffer = std::move(local);
+  n->var = op;
+  n->extent = IntImm(width);
+  return n;
+}
+
+bool IsGpuKernel(const LoopFunc& f) {
+  return f.body != nullptr && f.body->kind == StmtKind::kFor && f.body->for_kind == ForKind::kGpuBlock;
+}
+
+namespace {
+
+void CollectLaunch(const Stmt& s, GpuLaunch* launch) {
+  if (s == nullptr) return;
+  if (s->kind == StmtKind::kFor && s->for_kind == ForKind::kGpuThread) {
+    int64_t e = 1;
+    if (AsConst(s->extent, &e)) launch->threads = std::max(launch->threads, e);
+  }
+  if (s->kind == StmtKind::kAllocate && s->buffer->role == BufferRole::kShared) {
+    launch->shared_bytes += (s->buffer->num_elements() * ScalarTypeBytes(s->buffer->dtype) + 15) / 16 * 16;
+  }
+  for (const Stmt& c : s->body) CollectLaunch(c, launch);
+}
+
+}  // namespace
+
+GpuLaunch GpuLaunchOf(const LoopFunc& f) {
+  GpuLaunch launch;
+  if (!IsGpuKernel(f)) return launch;
+  AsConst(f.body->extent, &launch.blocks);
+  CollectLaunch(f.body->body[0], &launch);
+  return launch;
 }
 
 int64_t NumTasks(const LoopFunc& f) {

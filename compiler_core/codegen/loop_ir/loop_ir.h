@@ -1,7 +1,16 @@
-// Loop-level IR of the CPU back end, in the spirit of Halide's IR and TVM's
-// TIR: buffers, loop nests, loads/stores, index and value expressions. Nodes
-// are immutable and shared (shared_ptr<const>); passes build new trees. Every
-// level has a textual dump (Print) and a verifier (Verify).
+// Loop-level IR of the CPU and GPU back ends, in the spirit of Halide's IR and
+// TVM's TIR: buffers, loop nests, loads/stores, index and value expressions.
+// Nodes are immutable and shared (shared_ptr<const>); passes build new trees.
+// Every level has a textual dump (Print) and a verifier (Verify).
+//
+// A GPU kernel is the same IR with loops bound to the grid: its body is one
+// gpu_block loop (the blocks), inside which gpu_thread loops are the block's
+// threads. Code between thread loops runs in every thread alike (uniform);
+// consecutive thread loops are separated by a barrier. Shared buffers are the
+// block's; local buffers give every thread its own copy across thread loops.
+// Written this way a GPU kernel is also a serial program (gpu_emulation.h):
+// the same schedule runs on the CPU, so every GPU lowering is checked against
+// the reference interpreter without a GPU.
 //
 //   kernel softmax(in0: f32[4,10] input, out0: f32[4,10] output) {
 //     parallel for (r, 0, 4) {
@@ -38,8 +47,15 @@ bool IsSigned(ScalarType t);    // signed integers and floats
 int ScalarTypeBytes(ScalarType t);
 
 // Where a buffer lives. Inputs and outputs are kernel arguments (dense
-// row-major f32 arrays); temps are stack allocations introduced by Allocate.
-enum class BufferRole { kInput, kOutput, kTemp };
+// row-major arrays); temps are stack allocations introduced by Allocate (in a
+// GPU kernel: inside a thread loop, per thread). GPU kernels add two roles,
+// both allocated inside the gpu_block loop and outside any thread loop:
+//   kShared  one copy per block that all its threads read and write
+//            (shared memory); a barrier separates consecutive thread loops
+//   kLocal   one copy per thread that lives across the block's thread loops
+//            (registers or local memory), read and written only inside them
+enum class BufferRole { kInput, kOutput, kTemp, kShared, kLocal };
+const char* BufferRoleName(BufferRole r);
 
 struct BufferNode {
   std::string name;
@@ -142,20 +158,32 @@ bool AsConst(const Expr& e, int64_t* value);
 
 // ---- statements ---------------------------------------------------------------
 
-enum class ForKind { kSerial, kVectorized, kUnrolled, kParallel };
+// kParallel: the CPU kernel's tasks (outermost only). kGpuBlock: the GPU
+// kernel's blocks (outermost only, blockIdx.x). kGpuThread: a block's threads
+// (threadIdx.x), inside the block loop, never nested in another thread loop;
+// the block has as many threads as its widest thread loop, and a narrower one
+// runs on the first `extent` of them.
+enum class ForKind { kSerial, kVectorized, kUnrolled, kParallel, kGpuBlock, kGpuThread };
 const char* ForKindName(ForKind k);
 
-enum class StmtKind { kFor, kStore, kLet, kAllocate, kBlock, kIf };
+// kWarpReduce (GPU kernels, uniform code between thread loops): every element
+// of a local buffer becomes, in every thread, the `var` ("sum", "max",
+// "min") of that element over the `width` consecutive threads of its group
+// (width a power of two, 2 to 32; groups start at multiples of width). Every
+// thread of the block takes part, so the block's threads must be a multiple
+// of 32 and every thread must have written the buffer first.
+enum class StmtKind { kFor, kStore, kLet, kAllocate, kBlock, kIf, kWarpReduce };
 
 struct StmtNode {
   StmtKind kind = StmtKind::kBlock;
-  // kFor: var in [0, extent). kLet: var = value over body.
+  // kFor: var in [0, extent). kLet: var = value over body. kWarpReduce: var
+  // is the operation, extent the width.
   std::string var;
   Expr extent;      // kFor (i64; static for vectorized/unrolled/parallel)
   ForKind for_kind = ForKind::kSerial;
   Expr value;       // kStore: stored value; kLet: bound value; kIf: condition
   Expr index;       // kStore: flat index
-  Buffer buffer;    // kStore target; kAllocate: the temp
+  Buffer buffer;    // kStore target; kAllocate: the temp; kWarpReduce: the local buffer
   std::vector<std::shared_ptr<const StmtNode>> body;  // kBlock: statements;
   // kFor/kLet/kAllocate: body[0]; kIf: body[0] then, body[1] else (optional)
 };
@@ -168,6 +196,7 @@ Stmt LetStmt(const std::string& var, Expr value, Stmt body);
 Stmt Allocate(Buffer temp, Stmt body);
 Stmt Block(std::vector<Stmt> stmts);
 Stmt IfThen(Expr cond, Stmt then_case, Stmt else_case = nullptr);
+Stmt WarpReduce(Buffer local, const std::string& op, int64_t width);
 
 // A kernel: its argument buffers (inputs then outputs, `arg` = position) and
 // body. A parallel loop, if any, is the outermost statement; its iterations are
@@ -180,5 +209,24 @@ struct LoopFunc {
 
 // Number of tasks of the kernel: the outermost parallel loop's extent, else 1.
 int64_t NumTasks(const LoopFunc& f);
+
+// A GPU kernel: its body is a gpu_block loop.
+bool IsGpuKernel(const LoopFunc& f);
+
+// How a GPU kernel launches: blocks (the gpu_block loop's extent), threads per
+// block (the widest thread loop; 1 without one) and static shared memory (the
+// sum of its shared buffers, each 16-byte aligned).
+// What every CUDA GPU Kiln targets (sm_80 and newer) accepts: threads per
+// block, static shared memory per block, blocks of a one-dimensional grid.
+inline constexpr int64_t kMaxGpuThreads = 1024;
+inline constexpr int64_t kMaxGpuSharedBytes = 48 * 1024;
+inline constexpr int64_t kMaxGpuBlocks = (int64_t{1} << 31) - 1;
+
+struct GpuLaunch {
+  int64_t blocks = 1;
+  int64_t threads = 1;
+  int64_t shared_bytes = 0;
+};
+GpuLaunch GpuLaunchOf(const LoopFunc& f);
 
 }  // namespace kiln::loop_ir

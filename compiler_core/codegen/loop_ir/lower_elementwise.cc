@@ -293,34 +293,6 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
   return out;
 }
 
-// A box of a workload output written by one loop nest: the whole output, or,
-// when the output is a Concat, the slab of one of its inputs, so that each
-// element is computed from the one input it comes from (no select chain over
-// every input, no clamped reads of the others).
-struct Segment {
-  const Value* source;        // the value whose element idx is stored
-  std::vector<int64_t> dims;  // the box's extents
-  int axis = 0;               // where the box starts in the output: offset on axis
-  int64_t offset = 0;
-  std::string name;           // loop-variable prefix suffix ("" or "c<i>_")
-};
-
-std::vector<Segment> SegmentsOf(const Value* result) {
-  const Node* p = result->producer();
-  if (p == nullptr || p->op_type() != "Concat" || p->num_inputs() < 2) return {{result, DimsOf(result)}};
-  std::vector<int64_t> dims = DimsOf(result);
-  int64_t axis = p->GetInt("axis", 0);
-  if (axis < 0) axis += static_cast<int64_t>(dims.size());
-  std::vector<Segment> segs;
-  int64_t off = 0;
-  for (int i = 0; i < p->num_inputs(); ++i) {
-    Segment s{p->input(i), DimsOf(p->input(i)), static_cast<int>(axis), off, absl::StrCat("c", i, "_")};
-    off += s.dims[axis];
-    segs.push_back(std::move(s));
-  }
-  return segs;
-}
-
 // The nests of one output's segments as one statement with at most one
 // parallel loop, outermost (the runtime splits only that one): the segments'
 // task loops become one loop whose iteration t runs chunk t of every segment,
@@ -359,7 +331,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     const Value* result = g.outputs()[j];
     std::vector<Stmt> nests;
     const Buffer& out = ge.output_buffer(static_cast<int>(j));
-    for (const Segment& seg : SegmentsOf(result)) {
+    for (const OutputSegment& seg : OutputSegments(result)) {
       if (NumElements(seg.dims) == 0) continue;
       absl::Status err = absl::OkStatus();
       std::string prefix = absl::StrCat("o", j, "_", seg.name);
@@ -405,6 +377,22 @@ WorkloadLowering InlinedNestLowering(bool movement) {
   return l;
 }
 
+
+std::vector<OutputSegment> OutputSegments(const Value* result) {
+  const Node* p = result->producer();
+  if (p == nullptr || p->op_type() != "Concat" || p->num_inputs() < 2) return {{result, DimsOf(result)}};
+  std::vector<int64_t> dims = DimsOf(result);
+  int64_t axis = p->GetInt("axis", 0);
+  if (axis < 0) axis += static_cast<int64_t>(dims.size());
+  std::vector<OutputSegment> segs;
+  int64_t off = 0;
+  for (int i = 0; i < p->num_inputs(); ++i) {
+    OutputSegment s{p->input(i), DimsOf(p->input(i)), static_cast<int>(axis), off, absl::StrCat("c", i, "_")};
+    off += s.dims[axis];
+    segs.push_back(std::move(s));
+  }
+  return segs;
+}
 
 const ElementwiseRule* FindElementwiseRule(const std::string& op_type) {
   static const auto* rules = new std::map<std::string, ElementwiseRule>(MakeRules());

@@ -56,6 +56,20 @@ const ElementwiseRule* FindElementwiseRule(const std::string& op_type);
 // An f32-computed f16 value rounded to f16 (unchanged for other dtypes).
 Expr RoundTo(DType d, Expr e);
 
+// An output of an inlined DAG in boxes, each written by one loop nest: a
+// Concat output is the slab of each of its inputs at its offset on the axis,
+// so that each element is computed from the one input it comes from (no
+// select chain over every input, no clamped reads of the others); any other
+// output is one box.
+struct OutputSegment {
+  const Value* source;        // the value whose element idx is stored
+  std::vector<int64_t> dims;  // the box's extents
+  int axis = 0;               // where the box starts in the output: offset on axis
+  int64_t offset = 0;
+  std::string name;           // loop-variable prefix suffix ("" or "c<i>_")
+};
+std::vector<OutputSegment> OutputSegments(const Value* result);
+
 // The loop nest of an inlined DAG, one per output: the "elementwise" kind
 // (no data movement) or, with `movement`, the "data_movement" kind.
 WorkloadLowering InlinedNestLowering(bool movement);

@@ -104,9 +104,15 @@ std::string Print(const Stmt& s, int indent) {
     case StmtKind::kLet:
       return absl::StrCat(pad, "let ", s->var, " = ", Print(s->value), " {\n", Print(s->body[0], indent + 1), pad,
                           "}\n");
-    case StmtKind::kAllocate:
-      return absl::StrCat(pad, "allocate ", s->buffer->name, ": ", ShapeText(s->buffer), " {\n",
+    case StmtKind::kAllocate: {
+      const BufferRole r = s->buffer->role;
+      std::string scope = r == BufferRole::kShared || r == BufferRole::kLocal ? absl::StrCat(BufferRoleName(r), " ") : "";
+      return absl::StrCat(pad, "allocate ", scope, s->buffer->name, ": ", ShapeText(s->buffer), " {\n",
                           Print(s->body[0], indent + 1), pad, "}\n");
+    }
+    case StmtKind::kWarpReduce:
+      return absl::StrCat(pad, "warp_reduce ", s->var, "(", s->buffer ? s->buffer->name : "?", ", ", Print(s->extent),
+                          ")\n");
     case StmtKind::kBlock: {
       std::string out;
       for (const Stmt& c : s->body) out += Print(c, indent);

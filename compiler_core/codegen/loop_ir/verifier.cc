@@ -36,7 +36,21 @@ class Verifier {
       if (!names.insert(b->name).second) return Error(absl::StrCat("buffer ", b->name, " is declared twice"));
       buffers_.insert(b.get());
     }
-    return VisitStmt(f_.body, /*top=*/true);
+    gpu_ = IsGpuKernel(f_);
+    RETURN_IF_ERROR(VisitStmt(f_.body, /*top=*/true));
+    if (gpu_) {
+      GpuLaunch launch = GpuLaunchOf(f_);
+      if (launch.threads > kMaxGpuThreads) {
+        return Error(absl::StrCat("a block of ", launch.threads, " threads exceeds ", kMaxGpuThreads));
+      }
+      if (launch.shared_bytes > kMaxGpuSharedBytes) {
+        return Error(absl::StrCat(launch.shared_bytes, " bytes of shared memory exceed ", kMaxGpuSharedBytes));
+      }
+      if (warp_reduce_ && launch.threads % 32 != 0) {
+        return Error(absl::StrCat("warp_reduce in a block of ", launch.threads, " threads (not whole warps)"));
+      }
+    }
+    return absl::OkStatus();
   }
 
  private:
@@ -129,6 +143,7 @@ class Verifier {
     if (buffers_.count(b.get()) == 0) {
       return Error(absl::StrCat("buffer ", b->name, " is not an argument or an enclosing allocation in ", what));
     }
+    if (gpu_ && !in_thread_) return Error(absl::StrCat(what, " is outside every gpu_thread loop"));
     if (guarded_ > 0) return absl::OkStatus();
     Interval r = Range(index);
     if (r.known && (r.lo < 0 || r.hi >= b->num_elements())) {
@@ -206,6 +221,20 @@ class Verifier {
         if (s->for_kind == ForKind::kParallel && !top) {
           return Error(absl::StrCat("parallel loop ", s->var, " is not the outermost statement"));
         }
+        if (s->for_kind == ForKind::kParallel && gpu_) {
+          return Error(absl::StrCat("parallel loop ", s->var, " in a GPU kernel"));
+        }
+        if (s->for_kind == ForKind::kGpuBlock && (!top || !gpu_)) {
+          return Error(absl::StrCat("gpu_block loop ", s->var, " is not the outermost statement"));
+        }
+        if (s->for_kind == ForKind::kGpuBlock && ext > kMaxGpuBlocks) {
+          return Error(absl::StrCat("gpu_block loop ", s->var, " has ", ext, " blocks, more than ", kMaxGpuBlocks));
+        }
+        if (s->for_kind == ForKind::kGpuThread) {
+          if (!gpu_) return Error(absl::StrCat("gpu_thread loop ", s->var, " outside a GPU kernel"));
+          if (in_thread_) return Error(absl::StrCat("gpu_thread loop ", s->var, " inside another gpu_thread loop"));
+          if (in_vector_) return Error(absl::StrCat("gpu_thread loop ", s->var, " inside a vectorized loop"));
+        }
         if (s->for_kind == ForKind::kVectorized) {
           if (in_vector_) return Error(absl::StrCat("vectorized loop ", s->var, " inside another vectorized loop"));
           if (ext > 64) return Error(absl::StrCat("vectorized loop ", s->var, " is wider than 64 lanes"));
@@ -213,10 +242,12 @@ class Verifier {
         Interval r = Range(s->extent);
         Interval vr = r.known ? Interval{true, 0, r.hi - 1} : Interval{};
         RETURN_IF_ERROR(Define(s->var, ScalarType::kI64, vr));
-        bool was_vector = in_vector_;
+        bool was_vector = in_vector_, was_thread = in_thread_;
         if (s->for_kind == ForKind::kVectorized) in_vector_ = true;
+        if (s->for_kind == ForKind::kGpuThread) in_thread_ = true;
         absl::Status st = VisitStmt(s->body[0], false);
         in_vector_ = was_vector;
+        in_thread_ = was_thread;
         Undefine(s->var);
         return st;
       }
@@ -242,8 +273,16 @@ class Verifier {
         return st;
       }
       case StmtKind::kAllocate: {
-        if (s->buffer == nullptr || s->buffer->role != BufferRole::kTemp) {
+        if (s->buffer == nullptr || s->buffer->role == BufferRole::kInput || s->buffer->role == BufferRole::kOutput) {
           return Error("allocate of a buffer that is not a temp");
+        }
+        const bool block_scope = s->buffer->role == BufferRole::kShared || s->buffer->role == BufferRole::kLocal;
+        if (block_scope && (!gpu_ || in_thread_)) {
+          return Error(absl::StrCat("allocate ", BufferRoleName(s->buffer->role), " ", s->buffer->name,
+                                    " is not at a GPU block's level (inside gpu_block, outside gpu_thread)"));
+        }
+        if (!block_scope && gpu_ && !in_thread_) {
+          return Error(absl::StrCat("allocate ", s->buffer->name, " at a GPU block's level is not shared or local"));
         }
         if (s->body.size() != 1) return Error(absl::StrCat("allocate ", s->buffer->name, " has no body"));
         if (s->buffer->num_elements() <= 0) return Error(absl::StrCat("allocate ", s->buffer->name, " is empty"));
@@ -268,6 +307,25 @@ class Verifier {
         --guarded_;
         return st;
       }
+      case StmtKind::kWarpReduce: {
+        int64_t width = 0;
+        const Buffer& b = s->buffer;
+        if (!gpu_ || in_thread_) return Error("warp_reduce outside a GPU block's uniform code");
+        if (b == nullptr || b->role != BufferRole::kLocal || buffers_.count(b.get()) == 0) {
+          return Error("warp_reduce of a buffer that is not an enclosing local allocation");
+        }
+        if (s->var != "sum" && s->var != "max" && s->var != "min") {
+          return Error(absl::StrCat("warp_reduce ", s->var, " is not sum, max or min"));
+        }
+        if (!AsConst(s->extent, &width) || width < 2 || width > 32 || (width & (width - 1)) != 0) {
+          return Error(absl::StrCat("warp_reduce width ", Print(s->extent), " is not a power of two in [2, 32]"));
+        }
+        if (b->dtype != ScalarType::kF32 && b->dtype != ScalarType::kI32 && b->dtype != ScalarType::kI64) {
+          return Error(absl::StrCat("warp_reduce of ", ScalarTypeName(b->dtype), " (f32, i32 or i64)"));
+        }
+        warp_reduce_ = true;
+        return absl::OkStatus();
+      }
     }
     return Error("unknown statement kind");
   }
@@ -277,6 +335,9 @@ class Verifier {
   std::map<std::string, Interval> ranges_;
   std::set<const BufferNode*> buffers_;
   bool in_vector_ = false;
+  bool gpu_ = false;         // the kernel's body is a gpu_block loop
+  bool in_thread_ = false;   // inside a gpu_thread loop
+  bool warp_reduce_ = false;
   int guarded_ = 0;
 };
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -131,24 +132,24 @@ struct Tolerance {
   double atol = 1e-5, rtol = 1e-4;
 };
 
-// JIT-compiles `g` at each of `configs` (each valid for the target), runs it on
-// `feeds` with every output prefilled (NaN for floats, 0x7f bytes otherwise)
-// and its tasks in three uneven ranges, and compares every output with the
-// reference interpreter's. Returns the largest task count among the kernels.
-inline int64_t CheckConfigsAgainstInterpreter(const Graph& g, const std::map<std::string, Tensor>& feeds,
-                                              const std::vector<ScheduleConfig>& configs, const CpuTarget& target,
-                                              Tolerance tol = {}) {
+// Compiles `g` at each of `configs` with `compile` (which also checks the
+// config is valid for its target), runs it on `feeds` with every output
+// prefilled (NaN for floats, 0x7f bytes otherwise) and its tasks in three
+// uneven ranges, and compares every output with the reference interpreter's.
+// Returns the largest task count among the kernels.
+using KernelCompiler = std::function<absl::StatusOr<std::unique_ptr<JitKernel>>(const ScheduleConfig&)>;
+inline int64_t CheckKernelsAgainstInterpreter(const Graph& g, const std::map<std::string, Tensor>& feeds,
+                                              const std::vector<ScheduleConfig>& configs,
+                                              const KernelCompiler& compile, Tolerance tol = {}) {
   auto ref = Evaluate(g, feeds);
   EXPECT_TRUE(ref.ok()) << ref.status();
   if (!ref.ok()) return 0;
   int64_t max_tasks = 0;
   for (const ScheduleConfig& config : configs) {
     SCOPED_TRACE(absl::StrCat("schedule ", config.ToString(), "\n", g.ToText()));
-    absl::Status valid = ValidateSchedule(g, config, target);
-    EXPECT_TRUE(valid.ok()) << valid;
-    auto kernel = JitCompile(g, config, target);
+    auto kernel = compile(config);
     EXPECT_TRUE(kernel.ok()) << kernel.status();
-    if (!valid.ok() || !kernel.ok()) return 0;
+    if (!kernel.ok()) return 0;
     const JitKernel& k = **kernel;
     max_tasks = std::max(max_tasks, k.num_tasks());
     std::vector<Tensor> inputs, outs;
@@ -195,6 +196,21 @@ inline int64_t CheckConfigsAgainstInterpreter(const Graph& g, const std::map<std
     }
   }
   return max_tasks;
+}
+
+// CheckKernelsAgainstInterpreter with each config validated for `target` and
+// JIT-compiled for it.
+inline int64_t CheckConfigsAgainstInterpreter(const Graph& g, const std::map<std::string, Tensor>& feeds,
+                                              const std::vector<ScheduleConfig>& configs, const CpuTarget& target,
+                                              Tolerance tol = {}) {
+  return CheckKernelsAgainstInterpreter(
+      g, feeds, configs,
+      [&](const ScheduleConfig& config) -> absl::StatusOr<std::unique_ptr<JitKernel>> {
+        absl::Status valid = ValidateSchedule(g, config, target);
+        if (!valid.ok()) return valid;
+        return JitCompile(g, config, target);
+      },
+      tol);
 }
 
 struct ElfSymbol {
