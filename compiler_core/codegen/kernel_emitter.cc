@@ -101,6 +101,11 @@ absl::StatusOr<loop_ir::LoopFunc> LowerWorkload(const Graph& workload, const Sch
   return f;
 }
 
+absl::StatusOr<loop_ir::LoopFunc> LowerWorkload(const Graph& workload, const ScheduleConfig& config,
+                                                const Target& target) {
+  return target.is_gpu() ? LowerWorkload(workload, config, target.gpu()) : LowerWorkload(workload, config, target.cpu());
+}
+
 absl::StatusOr<EmittedGpuKernel> EmitKernel(const Graph& workload, const ScheduleConfig& config,
                                             const GpuTarget& target, const std::string& symbol,
                                             llvm::Module* module) {

@@ -57,6 +57,10 @@ struct EmittedGpuKernel {
 absl::StatusOr<loop_ir::LoopFunc> LowerWorkload(const Graph& workload, const ScheduleConfig& config,
                                                 const GpuTarget& target);
 
+// Either kind of target.
+absl::StatusOr<loop_ir::LoopFunc> LowerWorkload(const Graph& workload, const ScheduleConfig& config,
+                                                const Target& target);
+
 // Adds the NVPTX kernel `symbol` to `module` (an NVPTX module).
 absl::StatusOr<EmittedGpuKernel> EmitKernel(const Graph& workload, const ScheduleConfig& config,
                                             const GpuTarget& target, const std::string& symbol,

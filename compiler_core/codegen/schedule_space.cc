@@ -54,4 +54,21 @@ absl::Status ValidateSchedule(const Graph& workload, const ScheduleConfig& confi
   return l->validate(workload, config, target);
 }
 
+bool CanCompile(const Graph& workload, const Target& target) {
+  return target.is_gpu() ? CanCompile(workload, target.gpu()) : CanCompile(workload);
+}
+
+std::vector<ScheduleConfig> EnumerateSchedules(const Graph& workload, const Target& target) {
+  return target.is_gpu() ? EnumerateSchedules(workload, target.gpu()) : EnumerateSchedules(workload, target.cpu());
+}
+
+ScheduleConfig DefaultSchedule(const Graph& workload, const Target& target) {
+  return target.is_gpu() ? DefaultSchedule(workload, target.gpu()) : DefaultSchedule(workload, target.cpu());
+}
+
+absl::Status ValidateSchedule(const Graph& workload, const ScheduleConfig& config, const Target& target) {
+  return target.is_gpu() ? ValidateSchedule(workload, config, target.gpu())
+                         : ValidateSchedule(workload, config, target.cpu());
+}
+
 }  // namespace kiln

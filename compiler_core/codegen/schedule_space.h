@@ -32,8 +32,8 @@ namespace kiln {
 // left pixels as dot products; conv_pair workloads; the dot-form GEMV (gv=2).
 // 2009: matmuls of up to 64 rows pack a B beyond 4 MiB (kc, mc points); an
 // unpacked task whose B slice exceeds an L2 walks column panels outermost.
-// 2010: the conv channel-vector variant (kv=1); the first GPU spaces
-// (elementwise and data_movement: vw, bt, un).
+// 2010: the conv channel-vector variant (kv=1); the GPU spaces of every
+// kind (loop_ir/gpu/lower_<family>.h documents each one's knobs).
 inline constexpr int kScheduleSpaceVersion = 2010;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
@@ -74,5 +74,11 @@ bool CanCompile(const Graph& workload, const GpuTarget& target);
 std::vector<ScheduleConfig> EnumerateSchedules(const Graph& workload, const GpuTarget& target);
 ScheduleConfig DefaultSchedule(const Graph& workload, const GpuTarget& target);
 absl::Status ValidateSchedule(const Graph& workload, const ScheduleConfig& config, const GpuTarget& target);
+
+// The same questions for either kind of target.
+bool CanCompile(const Graph& workload, const Target& target);
+std::vector<ScheduleConfig> EnumerateSchedules(const Graph& workload, const Target& target);
+ScheduleConfig DefaultSchedule(const Graph& workload, const Target& target);
+absl::Status ValidateSchedule(const Graph& workload, const ScheduleConfig& config, const Target& target);
 
 }  // namespace kiln

@@ -3,11 +3,13 @@
 #include "compiler_core/codegen/target.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <cstdio>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -114,6 +116,35 @@ absl::StatusOr<GpuTarget> GpuTarget::Named(const std::string& name) {
 std::string GpuTarget::Arch() const { return absl::StrCat("sm_", sm); }
 
 std::string GpuTarget::Key() const { return absl::StrCat("cuda/", Arch()); }
+
+absl::StatusOr<Target> Target::Named(const std::string& name) {
+  if (name.empty() || name == "cpu") return Target(CpuTarget::Host());
+  if (name == "cuda") {
+    return absl::InvalidArgumentError("target 'cuda' names the GPUs of a farm's workers; name an SM here (cuda:sm_90)");
+  }
+  if (absl::StartsWith(name, "cuda") || absl::StartsWith(name, "sm_")) {
+    absl::StatusOr<GpuTarget> gpu = GpuTarget::Named(name);
+    if (!gpu.ok()) return gpu.status();
+    return Target(*gpu);
+  }
+  absl::string_view cpu = name;
+  absl::ConsumePrefix(&cpu, "cpu:");
+  absl::StatusOr<CpuTarget> named = CpuTarget::Named(std::string(cpu));
+  if (!named.ok()) return named.status();
+  return Target(*named);
+}
+
+const CpuTarget& Target::cpu() const {
+  assert(!is_gpu_);
+  return cpu_;
+}
+
+const GpuTarget& Target::gpu() const {
+  assert(is_gpu_);
+  return gpu_;
+}
+
+std::string Target::Key() const { return is_gpu_ ? gpu_.Key() : cpu_.Key(); }
 
 int CpuTarget::VectorBits() const {
   if (HasFeature("avx512f")) return 512;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 
@@ -51,6 +52,39 @@ struct GpuTarget {
   std::string Key() const;
 
   bool operator==(const GpuTarget& o) const { return sm == o.sm; }
+};
+
+// What a compile, a schedule space or a measurement is for: a CPU or a CUDA
+// GPU. Converts implicitly from either, so that code written for CPUs takes
+// one unchanged.
+class Target {
+ public:
+  Target() = default;  // an unnamed CPU (CpuTarget{})
+  Target(CpuTarget cpu) : cpu_(std::move(cpu)) {}  // NOLINT(google-explicit-constructor)
+  Target(GpuTarget gpu) : gpu_(gpu), is_gpu_(true) {}  // NOLINT(google-explicit-constructor)
+
+  // A target by name, without a farm: "" or "cpu" (this host), "cpu:NAME"
+  // or NAME (CpuTarget::Named), "cuda:sm_XY" (GpuTarget::Named).
+  // INVALID_ARGUMENT for anything else, "cuda" alone included (which GPU
+  // that is, only a farm knows).
+  static absl::StatusOr<Target> Named(const std::string& name);
+
+  bool is_gpu() const { return is_gpu_; }
+  // The CPU (is_gpu() false) or the GPU (true); asking for the other is a
+  // programming error (asserted).
+  const CpuTarget& cpu() const;
+  const GpuTarget& gpu() const;
+  // CpuTarget::Key() or GpuTarget::Key().
+  std::string Key() const;
+
+  bool operator==(const Target& o) const {
+    return is_gpu_ == o.is_gpu_ && (is_gpu_ ? gpu_ == o.gpu_ : cpu_ == o.cpu_);
+  }
+
+ private:
+  CpuTarget cpu_;
+  GpuTarget gpu_;
+  bool is_gpu_ = false;
 };
 
 }  // namespace kiln

@@ -1,6 +1,7 @@
 // The compile driver's stages (see compile_driver.h).
 #include "compiler_core/driver/compile_driver.h"
 
+#include <limits>
 #include <regex>
 #include <set>
 
@@ -9,6 +10,7 @@
 #include "base/status_macros.h"
 #include "compiler_core/codegen/kernel_emitter.h"
 #include "compiler_core/codegen/loop_ir/loop_ir.h"
+#include "compiler_core/codegen/loop_ir/gpu/lower.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/frontend/graph_proto.h"
@@ -31,10 +33,19 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportModel(const ModelSource& source) {
 absl::StatusOr<PreparedModel> PrepareModel(std::unique_ptr<Graph> graph, const PrepareOptions& options) {
   PreparedModel m;
   m.imported_nodes = static_cast<int>(graph->nodes().size());
-  ASSIGN_OR_RETURN(m.passes, OptimizeGraph(*graph, options.passes));
+  ASSIGN_OR_RETURN(m.passes, OptimizeGraph(*graph, options.passes,
+                                            options.gpu ? AlgorithmChoice::kNone : AlgorithmChoice::kCpu));
   FusionOptions fusion;
   fusion.cost = options.fusion_cost;
   fusion.classify = LoweringKind;
+  if (options.gpu) {
+    const GpuTarget gpu = *options.gpu;
+    fusion.cost.min_conv_pair_bytes = std::numeric_limits<double>::infinity();
+    fusion.classify = [gpu](const Graph& workload) -> std::optional<std::string> {
+      if (!CanCompile(workload, gpu)) return std::nullopt;
+      return LoweringKind(workload);
+    };
+  }
   ASSIGN_OR_RETURN(m.partition, PartitionGraph(*graph, fusion));
   std::set<std::string> keys;
   for (const FusionGroup& g : m.partition.groups) {
@@ -73,7 +84,13 @@ std::string InModelTerms(const std::string& message, const FusionGroup& g) {
 
 }  // namespace
 
-absl::Status CheckCompilable(const PreparedModel& model, const CpuTarget& target) {
+PrepareOptions PrepareOptionsFor(const Target& target) {
+  PrepareOptions options;
+  if (target.is_gpu()) options.gpu = target.gpu();
+  return options;
+}
+
+absl::Status CheckCompilable(const PreparedModel& model, const Target& target) {
   std::vector<std::string> problems;
   std::set<std::string> checked;
   for (size_t i = 0; i < model.partition.groups.size(); ++i) {
@@ -81,13 +98,19 @@ absl::Status CheckCompilable(const PreparedModel& model, const CpuTarget& target
     const Workload& w = model.workloads[i];
     if (g.kind == "unsupported") {
       absl::Status why;
-      loop_ir::FindLowering(*w.graph, &why);
+      if (target.is_gpu()) {
+        loop_ir::gpu::FindGpuLowering(*w.graph, &why);
+      } else {
+        loop_ir::FindLowering(*w.graph, &why);
+      }
       problems.push_back(absl::StrCat("no code generator for ", NodeList(g),
                                       why.ok() ? "" : absl::StrCat(": ", InModelTerms(std::string(why.message()), g))));
       continue;
     }
     if (!checked.insert(w.key).second) continue;
-    absl::Status lowered = LowerWorkload(*w.graph, DefaultSchedule(*w.graph, target), target).status();
+    const ScheduleConfig config = DefaultSchedule(*w.graph, target);
+    absl::Status lowered = target.is_gpu() ? LowerWorkload(*w.graph, config, target.gpu()).status()
+                                           : LowerWorkload(*w.graph, config, target.cpu()).status();
     if (!lowered.ok()) {
       problems.push_back(absl::StrCat("group ", g.index, " [", NodeList(g), "]: ",
                                       InModelTerms(std::string(lowered.message()), g)));
@@ -98,7 +121,7 @@ absl::Status CheckCompilable(const PreparedModel& model, const CpuTarget& target
                                                  target.Key(), ")"));
 }
 
-std::vector<ScheduleConfig> DefaultSchedules(const PreparedModel& model, const CpuTarget& target) {
+std::vector<ScheduleConfig> DefaultSchedules(const PreparedModel& model, const Target& target) {
   std::vector<ScheduleConfig> configs;
   for (const Workload& w : model.workloads) configs.push_back(DefaultSchedule(*w.graph, target));
   return configs;
@@ -111,9 +134,10 @@ absl::StatusOr<PackageBytes> BuildPackage(const PreparedModel& model, const std:
 
 absl::StatusOr<PackageBytes> CompileWithDefaultSchedules(std::unique_ptr<Graph> graph,
                                                          const PackageOptions& options) {
-  ASSIGN_OR_RETURN(PreparedModel model, PrepareModel(std::move(graph)));
-  RETURN_IF_ERROR(CheckCompilable(model, options.target));
-  return BuildPackage(model, DefaultSchedules(model, options.target), options);
+  const Target target = options.gpu ? Target(options.gpu->target) : Target(options.target);
+  ASSIGN_OR_RETURN(PreparedModel model, PrepareModel(std::move(graph), PrepareOptionsFor(target)));
+  RETURN_IF_ERROR(CheckCompilable(model, target));
+  return BuildPackage(model, DefaultSchedules(model, target), options);
 }
 
 }  // namespace kiln

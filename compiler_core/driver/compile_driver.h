@@ -15,6 +15,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,10 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportModel(const ModelSource& source);
 struct PrepareOptions {
   PassPipelineOptions passes;  // --dump-after and its sink
   FusionCostOptions fusion_cost;
+  // Set: prepared for this GPU. No CPU algorithm selection (Winograd, 1x1
+  // convs as Gemms), no conv-pair groups (each conv is its own kernel), and
+  // a group grows only while the GPU lowerings take it.
+  std::optional<GpuTarget> gpu;
 };
 
 // A model optimised and cut into fusion groups, each with its workload.
@@ -70,17 +75,21 @@ absl::StatusOr<PreparedModel> PrepareModel(std::unique_ptr<Graph> graph, const P
 // "unsupported: " and naming, with the model's node names, every group that
 // fails ("no code generator for node 'a' (Foo); group 7 [node 'x' (MatMul),
 // node 'y' (Add)]: <why>").
-absl::Status CheckCompilable(const PreparedModel& model, const CpuTarget& target);
+absl::Status CheckCompilable(const PreparedModel& model, const Target& target);
 
 // The heuristic default schedule of every group on `target`.
-std::vector<ScheduleConfig> DefaultSchedules(const PreparedModel& model, const CpuTarget& target);
+std::vector<ScheduleConfig> DefaultSchedules(const PreparedModel& model, const Target& target);
+
+// The PrepareOptions a compile for `target` starts from (gpu set for a GPU).
+PrepareOptions PrepareOptionsFor(const Target& target);
 
 // Code for every group with configs[i] for group i, the buffer plan, the package.
 absl::StatusOr<PackageBytes> BuildPackage(const PreparedModel& model, const std::vector<ScheduleConfig>& configs,
                                           const PackageOptions& options);
 
 // PrepareModel, CheckCompilable, DefaultSchedules and BuildPackage: a package
-// without tuning (what a compile with no tuning records gives).
+// without tuning (what a compile with no tuning records gives), for the CPU
+// or, when options.gpu is set, for that GPU.
 absl::StatusOr<PackageBytes> CompileWithDefaultSchedules(std::unique_ptr<Graph> graph,
                                                          const PackageOptions& options);
 

@@ -51,7 +51,8 @@ absl::StatusOr<PackageInfo> ReadPackageInfo(std::string_view bytes) {
 
 bool SameKernels(const kiln::v1::PackageManifest& a, const kiln::v1::PackageManifest& b) {
   if (a.compiler_version() != b.compiler_version() || a.target_cpu() != b.target_cpu() ||
-      a.target_features() != b.target_features() || a.groups_size() != b.groups_size()) {
+      a.target_features() != b.target_features() || a.device() != b.device() || a.cuda().sm() != b.cuda().sm() ||
+      a.groups_size() != b.groups_size()) {
     return false;
   }
   for (int i = 0; i < a.groups_size(); ++i) {

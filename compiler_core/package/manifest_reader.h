@@ -27,7 +27,8 @@ struct PackageInfo {
 // trailer's checksum does not match its contents.
 absl::StatusOr<PackageInfo> ReadPackageInfo(std::string_view bytes);
 
-// True when the two packages run the same kernels: the same target, groups
+// True when the two packages run the same kernels: the same target (CPU, or
+// CUDA GPU and SM), groups
 // with the same workloads and schedules, in the same order. Their digests may
 // still differ, when the records behind those schedules (provenance) do.
 bool SameKernels(const kiln::v1::PackageManifest& a, const kiln::v1::PackageManifest& b);

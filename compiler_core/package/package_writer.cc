@@ -1,8 +1,11 @@
-// Package writer: codegen, buffer plan, manifest, weights, trailer.
+// Package writer: codegen (x86-64 object, or PTX and cubin for a CUDA GPU),
+// buffer plan, manifest, weights, trailer.
 #include "compiler_core/package/package_writer.h"
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <map>
 #include <unordered_map>
 
@@ -14,6 +17,8 @@
 #include "base/digest.h"
 #include "base/status_macros.h"
 #include "compiler_core/codegen/object_emitter.h"
+#include "compiler_core/codegen/ptx_assembler.h"
+#include "compiler_core/codegen/ptx_emitter.h"
 #include "compiler_core/driver/version.h"
 #include "kiln/v1/package.pb.h"
 #include "kiln/v1/package_layout.h"
@@ -27,11 +32,15 @@ int64_t ValueBytes(const Value* v) {
   return NumElements(v->type().StaticDims()) * DTypeSize(v->type().dtype);
 }
 
-// First-fit allocator over the scratch arena; offsets are 64-byte aligned.
+int64_t AlignTo(int64_t x, int64_t alignment) { return (x + alignment - 1) / alignment * alignment; }
+
+// First-fit allocator over an arena; offsets and sizes are multiples of
+// `alignment` (64 on the CPU, 256 in a CUDA package's device plan).
 class ArenaPlanner {
  public:
+  explicit ArenaPlanner(int64_t alignment) : alignment_(alignment) {}
   int64_t Allocate(int64_t bytes) {
-    bytes = package::AlignUp(std::max<int64_t>(bytes, 1));
+    bytes = AlignTo(std::max<int64_t>(bytes, 1), alignment_);
     int64_t offset = 0;
     for (const auto& [start, size] : live_) {
       if (start - offset >= bytes) break;
@@ -45,14 +54,10 @@ class ArenaPlanner {
   int64_t peak() const { return peak_; }
 
  private:
+  int64_t alignment_;
   std::map<int64_t, int64_t> live_;  // offset -> size, ordered
   int64_t peak_ = 0;
 };
-
-void AppendAligned(std::string* out, std::string_view bytes) {
-  out->resize(package::AlignUp(static_cast<int64_t>(out->size())), '\0');
-  out->append(bytes);
-}
 
 std::string SerializeDeterministic(const google::protobuf::MessageLite& msg) {
   std::string out;
@@ -72,6 +77,95 @@ void FillTensor(const Value* v, int buffer, kiln::v1::PackageTensor* t) {
   t->set_buffer(buffer);
 }
 
+// The file: header, manifest, `sections` (each 64-byte aligned), trailer.
+// `place(offsets)` records the sections' offsets in the manifest; they
+// depend on the manifest's own size, so the layout iterates until stable.
+absl::StatusOr<std::string> LayOut(kiln::v1::PackageManifest& m, const std::vector<std::string_view>& sections,
+                                   const std::function<void(const std::vector<int64_t>&)>& place) {
+  std::string manifest_bytes;
+  std::vector<int64_t> offsets(sections.size(), 0);
+  for (int iter = 0; iter < 4; ++iter) {
+    place(offsets);
+    manifest_bytes = SerializeDeterministic(m);
+    std::vector<int64_t> next(sections.size());
+    int64_t end = package::kHeaderSize + static_cast<int64_t>(manifest_bytes.size());
+    for (size_t i = 0; i < sections.size(); ++i) {
+      next[i] = package::AlignUp(end);
+      end = next[i] + static_cast<int64_t>(sections[i].size());
+    }
+    if (next == offsets) break;
+    offsets = next;
+  }
+
+  package::Header header{};
+  std::memcpy(header.magic, package::kMagic, sizeof(header.magic));
+  header.format_version = package::kFormatVersion;
+  header.manifest_offset = package::kHeaderSize;
+  header.manifest_size = manifest_bytes.size();
+
+  std::string file;
+  file.append(reinterpret_cast<const char*>(&header), sizeof(header));
+  file.append(manifest_bytes);
+  for (size_t i = 0; i < sections.size(); ++i) {
+    file.resize(package::AlignUp(static_cast<int64_t>(file.size())), '\0');
+    if (static_cast<int64_t>(file.size()) != offsets[i]) {
+      return absl::InternalError(absl::StrCat("package writer: section ", i, " landed at ", file.size(),
+                                              ", the manifest says ", offsets[i]));
+    }
+    file.append(sections[i]);
+  }
+  file.resize(package::AlignUp(static_cast<int64_t>(file.size())), '\0');
+  const Sha256Bytes trailer = Sha256(file);
+  file.append(reinterpret_cast<const char*>(trailer.data()), trailer.size());
+  return file;
+}
+
+// A buffer's place in a CUDA package's device memory: the arena (INPUT,
+// OUTPUT, SCRATCH) or the weights (CONSTANT), and its byte range there.
+struct DeviceRange {
+  bool weights = false;
+  int64_t begin = 0, end = 0;
+};
+
+DeviceRange DeviceRangeOf(const PackageBuffer& b) {
+  return DeviceRange{b.kind() == PackageBuffer::CONSTANT, b.offset(), b.offset() + b.size_bytes()};
+}
+
+// The NVPTX kernels mark their pointer arguments noalias: no two arguments
+// of one step may share a byte of device memory. The planner never lets
+// them (a step's outputs are allocated before its inputs' space is freed);
+// this says so for every step of the finished plan.
+absl::Status CheckStepArgumentsDisjoint(const kiln::v1::PackageManifest& m) {
+  for (const kiln::v1::PackageStep& step : m.steps()) {
+    for (int a = 0; a < step.args_size(); ++a) {
+      const PackageBuffer& ba = m.buffers(step.args(a));
+      const DeviceRange ra = DeviceRangeOf(ba);
+      for (int b = a + 1; b < step.args_size(); ++b) {
+        const PackageBuffer& bb = m.buffers(step.args(b));
+        const DeviceRange rb = DeviceRangeOf(bb);
+        if (ra.weights == rb.weights && ra.begin < rb.end && rb.begin < ra.end) {
+          return absl::InternalError(absl::StrCat(
+              "package writer: step '", step.symbol(), "': arguments ", a, " ('", ba.name(), "', ",
+              ra.weights ? "weights" : "arena", " [", ra.begin, ", ", ra.end, ")) and ", b, " ('", bb.name(),
+              "', [", rb.begin, ", ", rb.end, ")) overlap in the device plan; its kernel assumes they do not"));
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The launch limits every CUDA GPU Kiln targets has: a grid's x dimension,
+// a block's threads, a block's static shared memory.
+constexpr int64_t kMaxGridBlocks = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxBlockThreads = 1024;
+constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
+
+// Why a CUDA package has no cubin. Fixed words, not the places looked in:
+// those depend on the environment, and a package's bytes may not.
+constexpr char kNoPtxas[] = "no ptxas was found when the package was built: the CUDA driver JIT-compiles the PTX";
+constexpr char kPtxOnly[] = "built as PTX only: the CUDA driver JIT-compiles the PTX";
+
 }  // namespace
 
 absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& partition,
@@ -84,16 +178,30 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
   if (!options.provenance.empty() && options.provenance.size() != partition.groups.size()) {
     return absl::InternalError("package writer: one provenance per group expected, or none");
   }
+  // A CUDA package plans device memory: inputs and outputs in the arena too,
+  // every buffer (constants in the weights as well) aligned for the device.
+  const bool gpu = options.gpu.has_value();
+  const int64_t alignment = gpu ? package::kGpuBufferAlignment : package::kAlignment;
   kiln::v1::PackageManifest m;
   m.set_format_version(package::kFormatVersion);
   m.set_compiler_version(kCompilerVersion);
   m.set_target_triple(options.target.triple);
-  m.set_target_cpu(options.target.cpu);
-  m.set_target_features(options.target.features);
-  m.set_isa_level(IsaLevelOf(options.target.features));
+  // A CUDA package runs no host code: the host's CPU would only make its
+  // bytes depend on the machine that built it.
+  if (!gpu) {
+    m.set_target_cpu(options.target.cpu);
+    m.set_target_features(options.target.features);
+    m.set_isa_level(IsaLevelOf(options.target.features));
+  }
   m.set_model_name(options.model_name);
   m.set_tuned_threads(options.tuned_threads);
+  if (gpu) {
+    m.set_device(kiln::v1::DEVICE_CUDA);
+    m.mutable_cuda()->set_sm(options.gpu->target.sm);
+    m.mutable_cuda()->set_buffer_alignment(alignment);
+  }
 
+  ArenaPlanner arena(alignment);
   // Buffers: graph inputs, graph outputs, then constants and intermediates as groups use them.
   std::unordered_map<const Value*, int> buffer_of;
   auto add_buffer = [&](const Value* v, PackageBuffer::Kind kind) {
@@ -101,6 +209,8 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
     b->set_kind(kind);
     b->set_size_bytes(ValueBytes(v));
     b->set_name(v->name());
+    // Device inputs and outputs live for the whole run: never freed.
+    if (gpu && kind != PackageBuffer::CONSTANT) b->set_offset(arena.Allocate(b->size_bytes()));
     int index = m.buffers_size() - 1;
     buffer_of[v] = index;
     return index;
@@ -115,7 +225,7 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
   std::string weights;
   auto add_constant = [&](const Value* v) {
     int b = add_buffer(v, PackageBuffer::CONSTANT);
-    weights.resize(package::AlignUp(static_cast<int64_t>(weights.size())), '\0');
+    weights.resize(AlignTo(static_cast<int64_t>(weights.size()), alignment), '\0');
     m.mutable_buffers(b)->set_offset(static_cast<int64_t>(weights.size()));
     weights.append(v->constant().bytes());
     return b;
@@ -146,7 +256,6 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
     for (const Value* v : partition.groups[gi].inputs) last_use[v] = gi;
   }
 
-  ArenaPlanner arena;
   std::vector<KernelRequest> requests;
   for (size_t gi = 0; gi < partition.groups.size(); ++gi) {
     const FusionGroup& g = partition.groups[gi];
@@ -165,7 +274,7 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
     for (const Value* v : g.outputs) {
       if (!buffer_of.count(v)) {
         int b = add_buffer(v, PackageBuffer::SCRATCH);
-        m.mutable_buffers(b)->set_offset(arena.Allocate(ValueBytes(v)));
+        if (!gpu) m.mutable_buffers(b)->set_offset(arena.Allocate(ValueBytes(v)));
       }
       step->add_args(buffer_of[v]);
     }
@@ -186,50 +295,79 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
     if (!options.provenance.empty()) *pg->mutable_provenance() = options.provenance[gi];
     requests.push_back(KernelRequest{workloads[gi].graph.get(), configs[gi], step->symbol()});
   }
-  m.set_arena_bytes(arena.peak());
-
-  ASSIGN_OR_RETURN(ObjectCode object, CompileToObject(requests, options.target));
-  for (size_t i = 0; i < object.kernels.size() && i < static_cast<size_t>(m.steps_size()); ++i) {
-    m.mutable_steps(static_cast<int>(i))->set_num_tasks(object.kernels[i].num_tasks);
-  }
-
-  // Layout: header, manifest, code, weights, trailer. The manifest records the
-  // section offsets, which depend on its own size: iterate until stable.
-  std::string manifest_bytes;
-  int64_t code_offset = 0, weights_offset = 0;
-  for (int iter = 0; iter < 4; ++iter) {
-    m.set_code_offset(code_offset);
-    m.set_code_size(static_cast<int64_t>(object.elf.size()));
-    m.set_weights_offset(weights_offset);
-    m.set_weights_size(static_cast<int64_t>(weights.size()));
-    manifest_bytes = SerializeDeterministic(m);
-    int64_t new_code = package::AlignUp(package::kHeaderSize + static_cast<int64_t>(manifest_bytes.size()));
-    int64_t new_weights = package::AlignUp(new_code + static_cast<int64_t>(object.elf.size()));
-    if (new_code == code_offset && new_weights == weights_offset) break;
-    code_offset = new_code;
-    weights_offset = new_weights;
-  }
-
-  package::Header header{};
-  std::memcpy(header.magic, package::kMagic, sizeof(header.magic));
-  header.format_version = package::kFormatVersion;
-  header.manifest_offset = package::kHeaderSize;
-  header.manifest_size = manifest_bytes.size();
 
   PackageBytes out;
-  std::string& file = out.bytes;
-  file.append(reinterpret_cast<const char*>(&header), sizeof(header));
-  file.append(manifest_bytes);
-  AppendAligned(&file, object.elf);
-  if (static_cast<int64_t>(file.size()) - static_cast<int64_t>(object.elf.size()) != code_offset) {
-    return absl::InternalError("package writer: code section landed at the wrong offset");
+  if (!gpu) {
+    m.set_arena_bytes(arena.peak());
+    ASSIGN_OR_RETURN(ObjectCode object, CompileToObject(requests, options.target));
+    for (size_t i = 0; i < object.kernels.size() && i < static_cast<size_t>(m.steps_size()); ++i) {
+      m.mutable_steps(static_cast<int>(i))->set_num_tasks(object.kernels[i].num_tasks);
+    }
+    ASSIGN_OR_RETURN(out.bytes, LayOut(m, {object.elf, weights}, [&](const std::vector<int64_t>& at) {
+                       m.set_code_offset(at[0]);
+                       m.set_code_size(static_cast<int64_t>(object.elf.size()));
+                       m.set_weights_offset(at[1]);
+                       m.set_weights_size(static_cast<int64_t>(weights.size()));
+                     }));
+    out.digest = ContentDigest(out.bytes);
+    out.llvm_ir = std::move(object.llvm_ir);
+    return out;
   }
-  AppendAligned(&file, weights);
-  file.resize(package::AlignUp(static_cast<int64_t>(file.size())), '\0');
-  const Sha256Bytes trailer = Sha256(file);
-  file.append(reinterpret_cast<const char*>(trailer.data()), trailer.size());
-  out.digest = ContentDigest(file);
-  out.llvm_ir = std::move(object.llvm_ir);
+
+  const GpuTarget& target = options.gpu->target;
+  kiln::v1::PackageCuda* cuda = m.mutable_cuda();
+  cuda->set_arena_bytes(arena.peak());
+  ASSIGN_OR_RETURN(PtxCode code, CompileToPtx(requests, target));
+  if (code.kernels.size() != static_cast<size_t>(m.steps_size())) {
+    return absl::InternalError(absl::StrCat("package writer: ", m.steps_size(), " steps but ", code.kernels.size(),
+                                            " GPU kernels"));
+  }
+  for (int i = 0; i < m.steps_size(); ++i) {
+    kiln::v1::PackageStep* step = m.mutable_steps(i);
+    const GpuKernelInfo& k = code.kernels[static_cast<size_t>(i)];
+    const loop_ir::GpuLaunch& l = k.launch;
+    if (k.num_args != step->args_size()) {
+      return absl::InternalError(absl::StrCat("package writer: kernel ", k.symbol, " takes ", k.num_args,
+                                              " pointers, its step passes ", step->args_size()));
+    }
+    if (l.blocks < 0 || l.blocks > kMaxGridBlocks || l.threads < 1 || l.threads > kMaxBlockThreads ||
+        l.shared_bytes < 0 || l.shared_bytes > kMaxStaticSharedBytes) {
+      return absl::InternalError(absl::StrCat("package writer: kernel ", k.symbol, " launches ", l.blocks,
+                                              " blocks of ", l.threads, " threads with ", l.shared_bytes,
+                                              " bytes of shared memory, beyond what a CUDA launch allows (",
+                                              kMaxGridBlocks, " blocks, ", kMaxBlockThreads, " threads, ",
+                                              kMaxStaticSharedBytes, " bytes)"));
+    }
+    step->mutable_launch()->set_blocks(l.blocks);
+    step->mutable_launch()->set_threads(static_cast<int32_t>(l.threads));
+    step->mutable_launch()->set_shared_bytes(static_cast<int32_t>(l.shared_bytes));
+  }
+  RETURN_IF_ERROR(CheckStepArgumentsDisjoint(m));
+
+  // The cubin for target's SM. A ptxas named in the options must work;
+  // without one named and none found, the package carries the PTX alone.
+  std::string cubin;
+  if (!options.gpu->cubin) {
+    cuda->set_cubin_missing(kPtxOnly);
+  } else if (absl::StatusOr<PtxAssembler> ptxas = PtxAssembler::Find(options.gpu->ptxas); ptxas.ok()) {
+    ASSIGN_OR_RETURN(cubin, ptxas->Assemble(code.ptx, target));
+    ASSIGN_OR_RETURN(std::string version, ptxas->Version());
+    cuda->set_ptxas_version(version);
+  } else if (!options.gpu->ptxas.empty()) {
+    return ptxas.status();
+  } else {
+    cuda->set_cubin_missing(kNoPtxas);
+  }
+  ASSIGN_OR_RETURN(out.bytes, LayOut(m, {code.ptx, cubin, weights}, [&](const std::vector<int64_t>& at) {
+                     cuda->set_ptx_offset(at[0]);
+                     cuda->set_ptx_size(static_cast<int64_t>(code.ptx.size()));
+                     cuda->set_cubin_offset(cubin.empty() ? 0 : at[1]);
+                     cuda->set_cubin_size(static_cast<int64_t>(cubin.size()));
+                     m.set_weights_offset(at[2]);
+                     m.set_weights_size(static_cast<int64_t>(weights.size()));
+                   }));
+  out.digest = ContentDigest(out.bytes);
+  out.llvm_ir = std::move(code.llvm_ir);
   return out;
 }
 

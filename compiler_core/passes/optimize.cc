@@ -54,7 +54,8 @@ PassPipeline AlgorithmSelectionPipeline() {
   return p;
 }
 
-absl::StatusOr<std::vector<PassRecord>> OptimizeGraph(Graph& graph, const PassPipelineOptions& options) {
+absl::StatusOr<std::vector<PassRecord>> OptimizeGraph(Graph& graph, const PassPipelineOptions& options,
+                                                      AlgorithmChoice algorithms) {
   const PassPipeline pipeline = DefaultOptimizationPipeline();
   std::vector<PassRecord> all;
   for (int round = 0; round < kMaxOptimizationRounds; ++round) {
@@ -67,6 +68,7 @@ absl::StatusOr<std::vector<PassRecord>> OptimizeGraph(Graph& graph, const PassPi
     }
     if (!changed) break;
   }
+  if (algorithms == AlgorithmChoice::kNone) return all;
   ASSIGN_OR_RETURN(std::vector<PassRecord> late, AlgorithmSelectionPipeline().Run(graph, options));
   for (PassRecord& r : late) all.push_back(std::move(r));
   return all;

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <limits>
 
+#include "compiler_core/codegen/loop_ir/gpu/lower.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
+#include "compiler_core/codegen/schedule_space.h"
 
 namespace kiln::loop_ir {
 namespace {
@@ -16,14 +18,17 @@ const std::vector<std::string>& Kinds() {
   static const std::vector<std::string> kKinds = {"matmul", "elementwise", "data_movement", "reduction",
                                                   "conv",   "conv_transpose", "pool",      "resize",
                                                   "topk",   "index",       "recurrence", "winograd_input",
-                                                  "winograd_output"};
+                                                  "winograd_output", "conv_pair"};
   return kKinds;
 }
 
-// Every knob any lowering reads (lower_*.cc), one slot each.
+// Every knob any lowering reads (lower_*.cc and gpu/lower_*.cc), one slot
+// each, sorted.
 const std::vector<std::string>& Knobs() {
-  static const std::vector<std::string> kKnobs = {"dw", "gv", "kb", "kc",   "ks",     "ku", "mc", "mr",
-                                                  "nc", "nr", "pw", "rows", "tasks", "unroll", "ur", "vw"};
+  static const std::vector<std::string> kKnobs = {
+      "bb", "bk",   "bm",  "bn", "bt", "cols", "dw", "ept", "gc", "gv",    "gw", "kb", "kc",   "ks",
+      "ku", "kv",   "mc",  "mr", "nc", "nr",   "pu", "pw",  "rc", "rows",  "sk", "sort", "tasks", "tm",
+      "tn", "tr",   "un",  "unroll", "ur", "vw"};
   return kKnobs;
 }
 
@@ -56,6 +61,8 @@ const std::vector<std::string>& IrFeatureNames() {
       "ir.intensity",         // flops / argument bytes
       "ir.flops_per_task",
       "ir.bytes_per_task",    // argument bytes / tasks
+      "ir.gpu_threads",       // GPU kernels: threads per block (0 on a CPU)
+      "ir.shared_bytes",      // GPU kernels: static shared memory per block
   };
   return kNames;
 }
@@ -200,7 +207,10 @@ std::vector<float> LoopFuncFeatures(const LoopFunc& f) {
     double bytes = static_cast<double>(b->num_elements()) * ScalarTypeBytes(b->dtype);
     (b->role == BufferRole::kOutput ? out_bytes : in_bytes) += bytes;
   }
-  const double tasks = static_cast<double>(NumTasks(f));
+  // A GPU kernel's tasks are its blocks.
+  const GpuLaunch launch = GpuLaunchOf(f);
+  const bool gpu = IsGpuKernel(f);
+  const double tasks = static_cast<double>(gpu ? launch.blocks : NumTasks(f));
   const double arg_bytes = in_bytes + out_bytes;
   std::vector<float> v = {
       Log2p(tasks),
@@ -229,16 +239,25 @@ std::vector<float> LoopFuncFeatures(const LoopFunc& f) {
       Log2p(arg_bytes > 0 ? c.flops / arg_bytes : 0),
       Log2p(c.flops / tasks),
       Log2p(arg_bytes / tasks),
+      Log2p(gpu ? static_cast<double>(launch.threads) : 0),
+      Log2p(static_cast<double>(launch.shared_bytes)),
   };
   return v;
 }
 
 absl::StatusOr<std::vector<float>> ScheduleFeatures(const Graph& workload, const ScheduleConfig& config,
-                                                    const CpuTarget& target) {
+                                                    const Target& target) {
   absl::Status why;
   const WorkloadLowering* lowering = FindLowering(workload, &why);
   if (lowering == nullptr) return why;
-  absl::StatusOr<LoopFunc> f = lowering->lower(workload, config, target);
+  absl::StatusOr<LoopFunc> f;
+  if (target.is_gpu()) {
+    const gpu::GpuWorkloadLowering* g = gpu::FindGpuLowering(workload, &why);
+    if (g == nullptr) return why;
+    f = g->lower(workload, config, target.gpu());
+  } else {
+    f = lowering->lower(workload, config, target.cpu());
+  }
   if (!f.ok()) return f.status();
   std::vector<float> v;
   v.reserve(FeatureNames().size());
@@ -250,7 +269,7 @@ absl::StatusOr<std::vector<float>> ScheduleFeatures(const Graph& workload, const
   }
   // log2(value / default value) per knob (0: as the default; NaN: unset or
   // not positive), then how many knobs differ from the default.
-  const ScheduleConfig def = lowering->default_schedule(workload, target);
+  const ScheduleConfig def = DefaultSchedule(workload, target);
   int differing = 0;
   for (const std::string& k : Knobs()) {
     auto it = config.knobs.find(k);

@@ -26,10 +26,13 @@ const std::vector<std::string>& FeatureNames();
 // Features of a lowered kernel alone (the "ir." part of the vector).
 std::vector<float> LoopFuncFeatures(const LoopFunc& f);
 
-// The whole vector for `config` on `workload`: lowers it (INVALID_ARGUMENT or
-// UNIMPLEMENTED as the lowering says when it cannot), then workload, knob and
-// loop IR features. A knob the schedule does not set is NaN (missing).
+// The whole vector for `config` on `workload` for `target` (a CPU or a
+// GPU): lowers it (INVALID_ARGUMENT or UNIMPLEMENTED as the lowering says
+// when it cannot), then workload, knob and loop IR features. A knob the
+// schedule does not set is NaN (missing). Lowered as the kind's lowering
+// gives it, without the checks and index simplification code generation
+// adds (kernel_emitter.h): cheap enough for a search's every candidate.
 absl::StatusOr<std::vector<float>> ScheduleFeatures(const Graph& workload, const ScheduleConfig& config,
-                                                    const CpuTarget& target);
+                                                    const Target& target);
 
 }  // namespace kiln::loop_ir

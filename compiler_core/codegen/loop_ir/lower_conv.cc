@@ -26,14 +26,9 @@ int InputIndex(const Graph& g, const Value* v) {
   return -1;
 }
 
-struct ConvForm {
-  const Node* conv = nullptr;
-  WindowGeometry geo;
-  int64_t k = 1, group = 1, cg = 1, kg = 1;
-  int x_arg = -1, w_arg = -1, b_arg = -1;
-};
+}  // namespace
 
-absl::StatusOr<ConvForm> Analyze(const Graph& g) {
+absl::StatusOr<ConvForm> AnalyzeConv(const Graph& g) {
   RETURN_IF_ERROR(CheckWorkloadBasics(g));
   ConvForm f;
   for (const auto& n : g.nodes()) {
@@ -86,6 +81,8 @@ absl::StatusOr<ConvForm> Analyze(const Graph& g) {
   }
   return f;
 }
+
+namespace {
 
 // Tasks a pointwise conv's default schedule makes at least, where its
 // channel blocks allow: enough for the threads of a small host to share.
@@ -246,7 +243,7 @@ absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& targ
 }
 
 std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
-  absl::StatusOr<ConvForm> f = Analyze(g);
+  absl::StatusOr<ConvForm> f = AnalyzeConv(g);
   if (!f.ok()) return {};
   std::vector<int64_t> vws = VectorWidths(target, f->geo.ow);
   if (vws.size() > 2) vws.erase(vws.begin(), vws.end() - 2);
@@ -360,7 +357,7 @@ double DirectBlockCost(int64_t ow, int64_t vw, int64_t ur, int64_t kb) {
 // per task.
 ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   std::vector<ScheduleConfig> space = Enumerate(g, target);
-  absl::StatusOr<ConvForm> f = Analyze(g);
+  absl::StatusOr<ConvForm> f = AnalyzeConv(g);
   const int64_t planes = f.ok() ? f->geo.n * f->group : 1;
   // Pointwise: the fewest channel splits that reach kMinTasks (or the most there are).
   auto split_score = [&](const ScheduleConfig& c) -> int64_t {
@@ -456,7 +453,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
 }
 
 absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
-  ASSIGN_OR_RETURN(ConvForm f, Analyze(g));
+  ASSIGN_OR_RETURN(ConvForm f, AnalyzeConv(g));
   for (const auto& [key, v] : c.knobs) {
     if (key != "vw" && key != "ur" && key != "kb" && key != "rows" && key != "pw" && key != "dw" && key != "ks" &&
         key != "kv") {
@@ -475,9 +472,8 @@ Expr MulAdd(Expr a, Expr b, Expr c) {
   return Add(Mul(std::move(a), std::move(b)), std::move(c));
 }
 
-// The epilogue may index every value at (n, k, 0, p) instead of
-// (n, k, p / ow, p % ow) when each value's two trailing dims are both the
-// output's spatial extents or both broadcast (1): its row-major offset is then p.
+}  // namespace
+
 bool FlatSpatialIndexOk(const Graph& g, const ConvForm& f) {
   for (const auto& node : g.nodes()) {
     if (node.get() == f.conv) continue;
@@ -492,6 +488,8 @@ bool FlatSpatialIndexOk(const Graph& g, const ConvForm& f) {
   }
   return true;
 }
+
+namespace {
 
 // The conv's operand buffers among the workload's arguments, and the buffer
 // its raw (pre-epilogue) values go to, bound as the conv's value in `ge`.
@@ -798,7 +796,7 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
 }
 
 absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
-  ASSIGN_OR_RETURN(ConvForm f, Analyze(g));
+  ASSIGN_OR_RETURN(ConvForm f, AnalyzeConv(g));
   Knobs kn = KnobsOf(config);
   RETURN_IF_ERROR(CheckKnobs(f, kn, target));
   if (kn.kv != 0) return LowerChannelVector(g, f, kn);
@@ -927,25 +925,6 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
-// A ConvTranspose with its geometry on three spatial axes (D, H, W; missing
-// leading axes have extent 1). pb: the begin pads as the reference derives
-// them (explicit pads, auto_pad or output_shape).
-struct TransposeForm {
-  const Node* node = nullptr;
-  int nsp = 2;
-  int64_t n = 1, c = 1, m = 1, group = 1, cg = 1, mg = 1;
-  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1};
-  int64_t pb[3] = {0, 0, 0};
-  int x_arg = -1, w_arg = -1, b_arg = -1;
-  // For output o = blk*s + r of axis a (D or H), kernel tap kk reads input
-  // blk + base[a] + (r + (k-1-kk)*d + c0[a]) / s when that numerator is a
-  // multiple of s (numerator >= 0 by construction).
-  int64_t base[3] = {0, 0, 0}, c0[3] = {0, 0, 0};
-  // Width: output column q*sw + rw reads input column q + (rw + pw - kw*dw)/sw;
-  // pack column = input column + left.
-  int64_t left = 0, off_max = 0;
-};
-
 absl::Status CheckEpilogue(const Graph& g, const Node* op) {
   std::vector<int64_t> od = DimsOf(op->output(0));
   for (const auto& n : g.nodes()) {
@@ -961,19 +940,21 @@ absl::Status CheckEpilogue(const Graph& g, const Node* op) {
 }
 
 // Output columns per stride phase (the most: phase 0).
-int64_t PhaseColumns(const TransposeForm& f, int64_t rw) { return CeilDiv(f.out[2] - rw, f.s[2]); }
+int64_t PhaseColumns(const ConvTransposeForm& f, int64_t rw) { return CeilDiv(f.out[2] - rw, f.s[2]); }
 
 // Pack geometry: din depth slices, rin rows, wpk columns (a multiple of vw).
-void TransposePackDims(const TransposeForm& f, const Knobs& k, int64_t* din, int64_t* rin, int64_t* wpk) {
+void TransposePackDims(const ConvTransposeForm& f, const Knobs& k, int64_t* din, int64_t* rin, int64_t* wpk) {
   *din = (f.s[0] - 1 + (f.k[0] - 1) * f.d[0] + f.c0[0]) / f.s[0] + 1;
   *rin = (k.rows - 1 + (f.k[1] - 1) * f.d[1] + f.c0[1]) / f.s[1] + 1;
   int64_t nqr = CeilDiv(PhaseColumns(f, 0), k.vw * k.ur) * k.vw * k.ur;
   *wpk = CeilDiv(nqr + f.off_max + f.left, k.vw) * k.vw;
 }
 
-absl::StatusOr<TransposeForm> AnalyzeTranspose(const Graph& g) {
+}  // namespace
+
+absl::StatusOr<ConvTransposeForm> AnalyzeConvTranspose(const Graph& g) {
   RETURN_IF_ERROR(CheckWorkloadBasics(g));
-  TransposeForm f;
+  ConvTransposeForm f;
   for (const auto& n : g.nodes()) {
     if (n->op_type() != "ConvTranspose") continue;
     if (f.node != nullptr) return NodeError(*n, "a second ConvTranspose in one workload");
@@ -1064,7 +1045,9 @@ absl::StatusOr<TransposeForm> AnalyzeTranspose(const Graph& g) {
   return f;
 }
 
-absl::Status CheckTransposeKnobs(const TransposeForm& f, const Knobs& k, const CpuTarget& target) {
+namespace {
+
+absl::Status CheckTransposeKnobs(const ConvTransposeForm& f, const Knobs& k, const CpuTarget& target) {
   bool ok = k.pw == 0 && k.vw >= 1 && k.vw <= target.FloatLanes() && (k.vw & (k.vw - 1)) == 0 && k.ur >= 1 &&
             k.ur <= 8 && k.kb >= 1 && k.kb <= 16 && f.mg % k.kb == 0 && k.rows >= 1 && k.rows % f.s[1] == 0 &&
             k.rows <= CeilDiv(f.out[1], f.s[1]) * f.s[1];
@@ -1079,7 +1062,7 @@ absl::Status CheckTransposeKnobs(const TransposeForm& f, const Knobs& k, const C
 }
 
 std::vector<ScheduleConfig> EnumerateTranspose(const Graph& g, const CpuTarget& target) {
-  absl::StatusOr<TransposeForm> f = AnalyzeTranspose(g);
+  absl::StatusOr<ConvTransposeForm> f = AnalyzeConvTranspose(g);
   if (!f.ok()) return {};
   const int64_t nq = PhaseColumns(*f, 0);
   std::vector<int64_t> vws = VectorWidths(target, nq);
@@ -1115,7 +1098,7 @@ ScheduleConfig DefaultTranspose(const Graph& g, const CpuTarget& target) {
 }
 
 absl::Status ValidateTranspose(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
-  ASSIGN_OR_RETURN(TransposeForm f, AnalyzeTranspose(g));
+  ASSIGN_OR_RETURN(ConvTransposeForm f, AnalyzeConvTranspose(g));
   for (const auto& [key, v] : c.knobs) {
     if (key != "vw" && key != "ur" && key != "kb" && key != "rows") {
       return absl::InvalidArgumentError(absl::StrCat("schedule ", c.ToString(), ": knob ", key,
@@ -1138,7 +1121,7 @@ Stmt LoopOrZero(const std::string& var, int64_t extent, Stmt body, ForKind kind 
 // of a phase are static (no divisibility test in the vector loop); the D/H
 // taps are chosen by a scalar test per (row, tap).
 absl::StatusOr<LoopFunc> LowerTranspose(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
-  ASSIGN_OR_RETURN(TransposeForm f, AnalyzeTranspose(g));
+  ASSIGN_OR_RETURN(ConvTransposeForm f, AnalyzeConvTranspose(g));
   Knobs kn = KnobsOf(config);
   RETURN_IF_ERROR(CheckTransposeKnobs(f, kn, target));
   const int64_t vw = kn.vw, ur = kn.ur, kb = kn.kb, rows = kn.rows;
@@ -1305,7 +1288,7 @@ absl::StatusOr<WindowGeometry> ResolveWindow(const Node& node, const std::vector
 WorkloadLowering ConvLowering() {
   WorkloadLowering l;
   l.kind = "conv";
-  l.match = [](const Graph& g) { return Analyze(g).status(); };
+  l.match = [](const Graph& g) { return AnalyzeConv(g).status(); };
   l.enumerate = Enumerate;
   l.default_schedule = Default;
   l.validate = Validate;
@@ -1316,7 +1299,7 @@ WorkloadLowering ConvLowering() {
 WorkloadLowering ConvTransposeLowering() {
   WorkloadLowering l;
   l.kind = "conv_transpose";
-  l.match = [](const Graph& g) { return AnalyzeTranspose(g).status(); };
+  l.match = [](const Graph& g) { return AnalyzeConvTranspose(g).status(); };
   l.enumerate = EnumerateTranspose;
   l.default_schedule = DefaultTranspose;
   l.validate = ValidateTranspose;

@@ -35,6 +35,26 @@ struct WindowGeometry {
 // for ranks other than 3 to 5, bad attributes or non-static shapes.
 absl::StatusOr<WindowGeometry> ResolveWindow(const Node& node, const std::vector<int64_t>& kernel);
 
+// A Conv workload: the Conv node, its window, K output channels in `group`
+// groups of cg input and kg output channels, and the workload inputs that
+// hold x, the weights and the bias (-1: none). Shared with the GPU lowering
+// (loop_ir/gpu/lower_conv.h).
+struct ConvForm {
+  const Node* conv = nullptr;
+  WindowGeometry geo;
+  int64_t k = 1, group = 1, cg = 1, kg = 1;
+  int x_arg = -1, w_arg = -1, b_arg = -1;
+};
+
+// The "conv" kind's match: one Conv and an elementwise epilogue of its shape.
+// UNIMPLEMENTED naming the node otherwise.
+absl::StatusOr<ConvForm> AnalyzeConv(const Graph& workload);
+
+// True when the epilogue may index every value at (n, k, 0, p) instead of
+// (n, k, p / ow, p % ow) (2-D): each value's two trailing dims are both the
+// output's spatial extents or both broadcast (1), so its row-major offset is p.
+bool FlatSpatialIndexOk(const Graph& workload, const ConvForm& f);
+
 // Knobs: vw (output pixels per vector, along the output width), ur (vectors
 // of output pixels per register block), kb (output channels per register
 // block; divides the group's output channels), rows (output rows per task).
@@ -59,6 +79,29 @@ absl::StatusOr<WindowGeometry> ResolveWindow(const Node& node, const std::vector
 // and dropped), and the rows are stored from a result plane through the
 // epilogue. The default schedule of a depthwise conv is a dw=1 point.
 WorkloadLowering ConvLowering();
+
+// A ConvTranspose with its geometry on three spatial axes (D, H, W; missing
+// leading axes have extent 1). pb: the begin pads as the reference derives
+// them (explicit pads, auto_pad or output_shape). Output o of an axis takes
+// tap t of input i = (o + pb - t*d) / s where that divides and 0 <= i < in.
+struct ConvTransposeForm {
+  const Node* node = nullptr;
+  int nsp = 2;
+  int64_t n = 1, c = 1, m = 1, group = 1, cg = 1, mg = 1;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1};
+  int64_t pb[3] = {0, 0, 0};
+  int x_arg = -1, w_arg = -1, b_arg = -1;
+  // For output o = blk*s + r of axis a (D or H), kernel tap kk reads input
+  // blk + base[a] + (r + (k-1-kk)*d + c0[a]) / s when that numerator is a
+  // multiple of s (numerator >= 0 by construction).
+  int64_t base[3] = {0, 0, 0}, c0[3] = {0, 0, 0};
+  // Width: output column q*sw + rw reads input column q + (rw + pw - kw*dw)/sw;
+  // pack column = input column + left.
+  int64_t left = 0, off_max = 0;
+};
+
+// The "conv_transpose" kind's match (UNIMPLEMENTED naming the node otherwise).
+absl::StatusOr<ConvTransposeForm> AnalyzeConvTranspose(const Graph& workload);
 
 // "conv_transpose" workloads: one ConvTranspose (NCW, NCHW or NCDHW; group,
 // strides, pads incl. auto_pad, output_padding, output_shape, dilations,

@@ -28,24 +28,17 @@ int InputIndex(const Graph& g, const Value* v) {
   return -1;
 }
 
-struct PairForm {
-  const Node* pw = nullptr;                     // the 1x1 expansion
-  const Node* dw = nullptr;                     // the depthwise conv
-  int64_t n = 1, cin = 1, c = 1, h = 1, w = 1;  // x is [n, cin, h, w]; the expanded value [n, c, h, w]
-  WindowGeometry geo;                           // the depthwise conv's
-  int x_arg = -1, w1_arg = -1, b1_arg = -1, w2_arg = -1, b2_arg = -1;
-  bool mid_flat = true;  // the mid chain's operands allow the flat (n, c, 0, p) index
-};
-
-int64_t StackFloats(const PairForm& f, int64_t vw, int64_t ur, int64_t kb) {
+int64_t StackFloats(const ConvPairForm& f, int64_t vw, int64_t ur, int64_t kb) {
   return kb * f.h * f.w + PlaneFloats(f.geo, vw, ur);
 }
 
 bool IsConv(const Node& n) { return n.op_type() == "Conv" && n.domain().empty(); }
 
-absl::StatusOr<PairForm> Analyze(const Graph& g) {
+}  // namespace
+
+absl::StatusOr<ConvPairForm> AnalyzeConvPair(const Graph& g) {
   RETURN_IF_ERROR(CheckWorkloadBasics(g));
-  PairForm f;
+  ConvPairForm f;
   std::vector<const Node*> convs;
   for (const auto& n : g.nodes()) {
     if (IsConv(*n)) {
@@ -136,13 +129,15 @@ absl::StatusOr<PairForm> Analyze(const Graph& g) {
   return f;
 }
 
+namespace {
+
 struct Knobs {
   int64_t vw = 1, kb = 1, pu = 1, ur = 1;
 };
 
 Knobs KnobsOf(const ScheduleConfig& c) { return {c.Get("vw", 1), c.Get("kb", 1), c.Get("pu", 1), c.Get("ur", 1)}; }
 
-absl::Status CheckKnobs(const PairForm& f, const Knobs& k, const CpuTarget& target) {
+absl::Status CheckKnobs(const ConvPairForm& f, const Knobs& k, const CpuTarget& target) {
   const bool ok = k.vw >= 1 && k.vw <= target.FloatLanes() && (k.vw & (k.vw - 1)) == 0 && k.kb >= 1 &&
                   f.c % k.kb == 0 && k.kb <= 16 && k.pu >= 1 && k.pu <= 4 && k.ur >= 1 && k.ur <= 8 &&
                   StackFloats(f, k.vw, k.ur, k.kb) <= kMaxStackFloats;
@@ -151,7 +146,7 @@ absl::Status CheckKnobs(const PairForm& f, const Knobs& k, const CpuTarget& targ
 }
 
 std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
-  absl::StatusOr<PairForm> f = Analyze(g);
+  absl::StatusOr<ConvPairForm> f = AnalyzeConvPair(g);
   if (!f.ok()) return {};
   std::vector<int64_t> vws = VectorWidths(target, f->h * f->w);
   if (vws.size() > 2) vws.erase(vws.begin(), vws.end() - 2);
@@ -185,7 +180,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
 }
 
 absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
-  ASSIGN_OR_RETURN(PairForm f, Analyze(g));
+  ASSIGN_OR_RETURN(ConvPairForm f, AnalyzeConvPair(g));
   for (const auto& [key, v] : c.knobs) {
     if (key != "vw" && key != "kb" && key != "pu" && key != "ur") {
       return absl::InvalidArgumentError(
@@ -196,7 +191,7 @@ absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& 
 }
 
 absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
-  ASSIGN_OR_RETURN(PairForm f, Analyze(g));
+  ASSIGN_OR_RETURN(ConvPairForm f, AnalyzeConvPair(g));
   const Knobs kn = KnobsOf(config);
   RETURN_IF_ERROR(CheckKnobs(f, kn, target));
   const int64_t vw = kn.vw, kb = kn.kb, pu = kn.pu, ur = kn.ur;
@@ -271,7 +266,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
 WorkloadLowering ConvPairLowering() {
   WorkloadLowering l;
   l.kind = "conv_pair";
-  l.match = [](const Graph& g) { return Analyze(g).status(); };
+  l.match = [](const Graph& g) { return AnalyzeConvPair(g).status(); };
   l.enumerate = Enumerate;
   l.default_schedule = Default;
   l.validate = Validate;

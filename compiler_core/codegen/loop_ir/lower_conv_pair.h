@@ -17,9 +17,26 @@
 // (1..8). The expanded value must have no reader outside the workload.
 #pragma once
 
+#include "absl/status/statusor.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
+#include "compiler_core/codegen/loop_ir/lower_conv.h"
 
 namespace kiln::loop_ir {
+
+// A conv pair workload: the two convs, the shapes, the workload inputs of
+// their operands (-1: no bias). Shared with the GPU lowering
+// (loop_ir/gpu/lower_conv_pair.h).
+struct ConvPairForm {
+  const Node* pw = nullptr;                     // the 1x1 expansion
+  const Node* dw = nullptr;                     // the depthwise conv
+  int64_t n = 1, cin = 1, c = 1, h = 1, w = 1;  // x is [n, cin, h, w]; the expanded value [n, c, h, w]
+  WindowGeometry geo;                           // the depthwise conv's
+  int x_arg = -1, w1_arg = -1, b1_arg = -1, w2_arg = -1, b2_arg = -1;
+  bool mid_flat = true;  // the mid chain's operands allow the flat (n, c, 0, p) index
+};
+
+// The "conv_pair" kind's match (UNIMPLEMENTED naming the node otherwise).
+absl::StatusOr<ConvPairForm> AnalyzeConvPair(const Graph& workload);
 
 WorkloadLowering ConvPairLowering();
 

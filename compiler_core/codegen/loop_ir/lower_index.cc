@@ -22,7 +22,7 @@ bool IsExprOp(const std::string& op) {
   return op == "Gather" || op == "GatherElements" || op == "GatherND" || op == "DepthToSpace" || op == "SpaceToDepth" ||
          op == "Trilu" || op == "Split";
 }
-bool IsScanOp(const std::string& op) { return op == "CumSum" || op == "ArgMax" || op == "ArgMin"; }
+bool IsScanOp(const std::string& op) { return IsIndexScanOp(op); }
 
 // The input slot of `op` that holds integer indices or an integer scalar
 // read at run time, or -1.
@@ -103,14 +103,13 @@ bool IsGraphOutput(const Graph& g, const Value* v) {
   return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
 }
 
-struct IndexForm {
-  const Node* scan = nullptr;  // CumSum / ArgMax / ArgMin, if any
-  int expr_nodes = 0;
-};
+}  // namespace
+
+bool IsIndexScanOp(const std::string& op) { return op == "CumSum" || op == "ArgMax" || op == "ArgMin"; }
 
 // The workload check of this kind: like CheckWorkloadBasics, but integer index
 // operands and ArgMax/ArgMin's i64 result are allowed where they are used.
-absl::StatusOr<IndexForm> Analyze(const Graph& g) {
+absl::StatusOr<IndexForm> AnalyzeIndex(const Graph& g) {
   if (g.nodes().empty() || g.outputs().empty()) {
     return absl::InvalidArgumentError(absl::StrCat("workload graph ", g.name(), " has no nodes or no outputs"));
   }
@@ -163,207 +162,208 @@ absl::StatusOr<IndexForm> Analyze(const Graph& g) {
   return f;
 }
 
-// Expressions for workload values, extending GraphExpr with the index
-// operators: each index-expression node's output is bound to a marker buffer,
-// and loads of a marker are rewritten into the node's own index arithmetic.
-class IndexExpr {
- public:
-  explicit IndexExpr(const Graph& g) : g_(g), ge_(g) {
-    args_ = ge_.args();
-    for (size_t i = 0; i < g.inputs().size(); ++i) {
-      const Value* v = g.inputs()[i];
-      if (v->type().dtype == DType::kInt64) {
-        args_[i] = MakeBuffer(args_[i]->name, args_[i]->shape, BufferRole::kInput, args_[i]->arg, ScalarType::kI64);
-        int_inputs_[v] = args_[i];
+IndexExpr::IndexExpr(const Graph& g) : g_(g), ge_(g) {
+  args_ = ge_.args();
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const Value* v = g.inputs()[i];
+    if (v->type().dtype == DType::kInt64) {
+      args_[i] = MakeBuffer(args_[i]->name, args_[i]->shape, BufferRole::kInput, args_[i]->arg, ScalarType::kI64);
+      int_inputs_[v] = args_[i];
+    }
+  }
+  const size_t ni = g.inputs().size();
+  for (size_t j = 0; j < g.outputs().size(); ++j) {
+    if (g.outputs()[j]->type().dtype == DType::kInt64) {
+      const Buffer& b = args_[ni + j];
+      args_[ni + j] = MakeBuffer(b->name, b->shape, BufferRole::kOutput, b->arg, ScalarType::kI64);
+    }
+  }
+  int k = 0;
+  for (const auto& n : g.nodes()) {
+    if (!IsExprOp(n->op_type())) continue;
+    Buffer m = MakeBuffer(absl::StrCat("marker", k++), DimsOf(n->output(0)), BufferRole::kTemp, -1,
+                          ScalarTypeOf(n->output(0)->type().dtype));
+    markers_[m.get()] = n.get();
+    ge_.Bind(n->output(0), m);
+  }
+}
+
+void IndexExpr::Bind(const Value* v, const Buffer& b) {
+  bound_[v] = b;
+  ge_.Bind(v, b);
+}
+
+absl::StatusOr<Expr> IndexExpr::At(const Value* v, const std::vector<Expr>& idx) {
+  if (auto it = bound_.find(v); it != bound_.end()) return Load(it->second, idx);
+  const Node* n = v->producer();
+  if (n != nullptr && IsExprOp(n->op_type())) return NodeAt(*n, idx);
+  ASSIGN_OR_RETURN(Expr e, ge_.At(v, idx));
+  return Rewrite(e, idx);
+}
+
+absl::StatusOr<Expr> IndexExpr::IntAt(const Value* v, const Expr& flat) {
+  if (v->is_constant()) {
+    const Tensor& t = v->constant();
+    const int64_t count = t.num_elements();
+    if (count < 1) return absl::UnimplementedError(absl::StrCat("constant ", v->name(), " is empty"));
+    Expr r = IntImm(ops::ElementAsInt(t, count - 1));
+    for (int64_t k = count - 1; k-- > 0;) r = Select(Eq(flat, IntImm(k)), IntImm(ops::ElementAsInt(t, k)), r);
+    return r;
+  }
+  auto it = int_inputs_.find(v);
+  if (it == int_inputs_.end()) return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is not an i64 input"));
+  return Load(it->second, flat);
+}
+
+// Replaces marker loads in `e` (built by GraphExpr at index `idx`).
+absl::StatusOr<Expr> IndexExpr::Rewrite(const Expr& e, const std::vector<Expr>& idx) {
+  if (e->kind == ExprKind::kLoad) {
+    auto it = markers_.find(e->buffer.get());
+    if (it == markers_.end()) return e;
+    const Node& n = *it->second;
+    std::vector<int64_t> dims = DimsOf(n.output(0));
+    const Expr& flat = e->args[0];
+    std::vector<Expr> sub;
+    if (dims.size() == idx.size() && Print(FlatIndex(dims, idx)) == Print(flat)) {
+      sub = idx;  // the common case: same-shape consumers
+    } else {
+      sub.assign(dims.size(), nullptr);
+      Expr rest = flat;
+      for (size_t d = dims.size(); d-- > 0;) {
+        sub[d] = d == 0 ? rest : Mod(rest, IntImm(dims[d]));
+        if (d > 0) rest = Div(rest, IntImm(dims[d]));
       }
     }
-    const size_t ni = g.inputs().size();
-    for (size_t j = 0; j < g.outputs().size(); ++j) {
-      if (g.outputs()[j]->type().dtype == DType::kInt64) {
-        const Buffer& b = args_[ni + j];
-        args_[ni + j] = MakeBuffer(b->name, b->shape, BufferRole::kOutput, b->arg, ScalarType::kI64);
-      }
-    }
-    int k = 0;
-    for (const auto& n : g.nodes()) {
-      if (!IsExprOp(n->op_type())) continue;
-      Buffer m = MakeBuffer(absl::StrCat("marker", k++), DimsOf(n->output(0)), BufferRole::kTemp, -1,
-                            ScalarTypeOf(n->output(0)->type().dtype));
-      markers_[m.get()] = n.get();
-      ge_.Bind(n->output(0), m);
-    }
+    return NodeAt(n, sub);
   }
-
-  const std::vector<Buffer>& args() const { return args_; }
-  const Buffer& output_buffer(int j) const { return args_[g_.inputs().size() + j]; }
-  void Bind(const Value* v, const Buffer& b) {
-    bound_[v] = b;
-    ge_.Bind(v, b);
+  bool changed = false;
+  std::vector<Expr> args;
+  for (const Expr& a : e->args) {
+    ASSIGN_OR_RETURN(Expr r, Rewrite(a, idx));
+    changed = changed || r != a;
+    args.push_back(r);
   }
+  if (!changed) return e;
+  auto copy = std::make_shared<ExprNode>(*e);
+  copy->args = std::move(args);
+  return Expr(copy);
+}
 
-  absl::StatusOr<Expr> At(const Value* v, const std::vector<Expr>& idx) {
-    if (auto it = bound_.find(v); it != bound_.end()) return Load(it->second, idx);
-    const Node* n = v->producer();
-    if (n != nullptr && IsExprOp(n->op_type())) return NodeAt(*n, idx);
-    ASSIGN_OR_RETURN(Expr e, ge_.At(v, idx));
-    return Rewrite(e, idx);
+namespace {
+
+// Index `i` (any sign) normalised against extent `n` and clamped into
+// [0, n): the interpreter rejects out-of-range indices at run time, but a
+// kernel cannot report an error, so it must at least never read outside.
+Expr NormalizeIndex(const Expr& i, int64_t n) {
+  Expr pos = Select(Lt(i, IntImm(0)), Add(i, IntImm(n)), i);
+  return Min(Max(pos, IntImm(0)), IntImm(n - 1));
+}
+
+}  // namespace
+
+absl::StatusOr<Expr> IndexExpr::NodeAt(const Node& n, const std::vector<Expr>& idx) {
+  const std::string& op = n.op_type();
+  const Value* x = n.input(0);
+  std::vector<int64_t> xd = DimsOf(x);
+  const int64_t rank = static_cast<int64_t>(xd.size());
+  if (op == "Gather") {
+    ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(n.GetInt("axis", 0), rank, "axis"));
+    std::vector<int64_t> id = DimsOf(n.input(1));
+    const size_t q = id.size();
+    std::vector<Expr> j(idx.begin() + axis, idx.begin() + axis + q);
+    ASSIGN_OR_RETURN(Expr i, IntAt(n.input(1), FlatIndex(id, j)));
+    std::vector<Expr> sub(idx.begin(), idx.begin() + axis);
+    sub.push_back(NormalizeIndex(i, xd[axis]));
+    sub.insert(sub.end(), idx.begin() + axis + q, idx.end());
+    return At(x, sub);
   }
-
-  // Integer operand `v` (i64 graph input or integer constant) at flat index `flat`.
-  absl::StatusOr<Expr> IntAt(const Value* v, const Expr& flat) {
-    if (v->is_constant()) {
-      const Tensor& t = v->constant();
-      const int64_t count = t.num_elements();
-      if (count < 1) return absl::UnimplementedError(absl::StrCat("constant ", v->name(), " is empty"));
-      Expr r = IntImm(ops::ElementAsInt(t, count - 1));
-      for (int64_t k = count - 1; k-- > 0;) r = Select(Eq(flat, IntImm(k)), IntImm(ops::ElementAsInt(t, k)), r);
-      return r;
+  if (op == "GatherND") {
+    const int64_t b = n.GetInt("batch_dims", 0);
+    std::vector<int64_t> id = DimsOf(n.input(1));
+    const int64_t q = static_cast<int64_t>(id.size()), k = id[q - 1];
+    std::vector<Expr> sub(idx.begin(), idx.begin() + b);
+    for (int64_t j = 0; j < k; ++j) {
+      std::vector<Expr> at(idx.begin(), idx.begin() + (q - 1));
+      at.push_back(IntImm(j));
+      ASSIGN_OR_RETURN(Expr i, IntAt(n.input(1), FlatIndex(id, at)));
+      sub.push_back(NormalizeIndex(i, xd[b + j]));
     }
-    auto it = int_inputs_.find(v);
-    if (it == int_inputs_.end()) return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is not an i64 input"));
-    return Load(it->second, flat);
+    sub.insert(sub.end(), idx.begin() + (q - 1), idx.end());
+    return At(x, sub);
   }
-
- private:
-  // Replaces marker loads in `e` (built by GraphExpr at index `idx`).
-  absl::StatusOr<Expr> Rewrite(const Expr& e, const std::vector<Expr>& idx) {
-    if (e->kind == ExprKind::kLoad) {
-      auto it = markers_.find(e->buffer.get());
-      if (it == markers_.end()) return e;
-      const Node& n = *it->second;
-      std::vector<int64_t> dims = DimsOf(n.output(0));
-      const Expr& flat = e->args[0];
-      std::vector<Expr> sub;
-      if (dims.size() == idx.size() && Print(FlatIndex(dims, idx)) == Print(flat)) {
-        sub = idx;  // the common case: same-shape consumers
-      } else {
-        sub.assign(dims.size(), nullptr);
-        Expr rest = flat;
-        for (size_t d = dims.size(); d-- > 0;) {
-          sub[d] = d == 0 ? rest : Mod(rest, IntImm(dims[d]));
-          if (d > 0) rest = Div(rest, IntImm(dims[d]));
-        }
-      }
-      return NodeAt(n, sub);
-    }
-    bool changed = false;
-    std::vector<Expr> args;
-    for (const Expr& a : e->args) {
-      ASSIGN_OR_RETURN(Expr r, Rewrite(a, idx));
-      changed = changed || r != a;
-      args.push_back(r);
-    }
-    if (!changed) return e;
-    auto copy = std::make_shared<ExprNode>(*e);
-    copy->args = std::move(args);
-    return Expr(copy);
+  if (op == "GatherElements") {
+    ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(n.GetInt("axis", 0), rank, "axis"));
+    ASSIGN_OR_RETURN(Expr i, IntAt(n.input(1), FlatIndex(DimsOf(n.input(1)), idx)));
+    std::vector<Expr> sub = idx;
+    sub[axis] = NormalizeIndex(i, xd[axis]);
+    return At(x, sub);
   }
-
-  // Index `i` (any sign) normalised against extent `n` and clamped into
-  // [0, n): the interpreter rejects out-of-range indices at run time, but a
-  // kernel cannot report an error, so it must at least never read outside.
-  static Expr NormalizeIndex(const Expr& i, int64_t n) {
-    Expr pos = Select(Lt(i, IntImm(0)), Add(i, IntImm(n)), i);
-    return Min(Max(pos, IntImm(0)), IntImm(n - 1));
+  if (op == "DepthToSpace") {
+    const int64_t b = n.GetInt("blocksize", 1), oc = xd[1] / (b * b);
+    Expr bh = Mod(idx[2], IntImm(b)), bw = Mod(idx[3], IntImm(b));
+    Expr ic = n.GetString("mode", "DCR") == "DCR"
+                  ? Add(Mul(Add(Mul(bh, IntImm(b)), bw), IntImm(oc)), idx[1])
+                  : Add(Add(Mul(idx[1], IntImm(b * b)), Mul(bh, IntImm(b))), bw);
+    return At(x, {idx[0], ic, Div(idx[2], IntImm(b)), Div(idx[3], IntImm(b))});
   }
-
-  absl::StatusOr<Expr> NodeAt(const Node& n, const std::vector<Expr>& idx) {
-    const std::string& op = n.op_type();
-    const Value* x = n.input(0);
-    std::vector<int64_t> xd = DimsOf(x);
-    const int64_t rank = static_cast<int64_t>(xd.size());
-    if (op == "Gather") {
-      ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(n.GetInt("axis", 0), rank, "axis"));
-      std::vector<int64_t> id = DimsOf(n.input(1));
-      const size_t q = id.size();
-      std::vector<Expr> j(idx.begin() + axis, idx.begin() + axis + q);
-      ASSIGN_OR_RETURN(Expr i, IntAt(n.input(1), FlatIndex(id, j)));
-      std::vector<Expr> sub(idx.begin(), idx.begin() + axis);
-      sub.push_back(NormalizeIndex(i, xd[axis]));
-      sub.insert(sub.end(), idx.begin() + axis + q, idx.end());
-      return At(x, sub);
-    }
-    if (op == "GatherND") {
-      const int64_t b = n.GetInt("batch_dims", 0);
-      std::vector<int64_t> id = DimsOf(n.input(1));
-      const int64_t q = static_cast<int64_t>(id.size()), k = id[q - 1];
-      std::vector<Expr> sub(idx.begin(), idx.begin() + b);
-      for (int64_t j = 0; j < k; ++j) {
-        std::vector<Expr> at(idx.begin(), idx.begin() + (q - 1));
-        at.push_back(IntImm(j));
-        ASSIGN_OR_RETURN(Expr i, IntAt(n.input(1), FlatIndex(id, at)));
-        sub.push_back(NormalizeIndex(i, xd[b + j]));
-      }
-      sub.insert(sub.end(), idx.begin() + (q - 1), idx.end());
-      return At(x, sub);
-    }
-    if (op == "GatherElements") {
-      ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(n.GetInt("axis", 0), rank, "axis"));
-      ASSIGN_OR_RETURN(Expr i, IntAt(n.input(1), FlatIndex(DimsOf(n.input(1)), idx)));
-      std::vector<Expr> sub = idx;
-      sub[axis] = NormalizeIndex(i, xd[axis]);
-      return At(x, sub);
-    }
-    if (op == "DepthToSpace") {
-      const int64_t b = n.GetInt("blocksize", 1), oc = xd[1] / (b * b);
-      Expr bh = Mod(idx[2], IntImm(b)), bw = Mod(idx[3], IntImm(b));
-      Expr ic = n.GetString("mode", "DCR") == "DCR"
-                    ? Add(Mul(Add(Mul(bh, IntImm(b)), bw), IntImm(oc)), idx[1])
-                    : Add(Add(Mul(idx[1], IntImm(b * b)), Mul(bh, IntImm(b))), bw);
-      return At(x, {idx[0], ic, Div(idx[2], IntImm(b)), Div(idx[3], IntImm(b))});
-    }
-    if (op == "SpaceToDepth") {
-      const int64_t b = n.GetInt("blocksize", 1);
-      Expr block = Div(idx[1], IntImm(xd[1])), ch = Mod(idx[1], IntImm(xd[1]));
-      Expr bh = Div(block, IntImm(b)), bw = Mod(block, IntImm(b));
-      return At(x, {idx[0], ch, Add(Mul(idx[2], IntImm(b)), bh), Add(Mul(idx[3], IntImm(b)), bw)});
-    }
-    if (op == "Trilu") {
-      Expr k = IntImm(0);
-      if (n.input(1) != nullptr) {
-        ASSIGN_OR_RETURN(k, IntAt(n.input(1), IntImm(0)));
-      }
-      Expr diff = Sub(idx[rank - 1], idx[rank - 2]);
-      Expr keep = n.GetInt("upper", 1) != 0 ? Ge(diff, k) : Le(diff, k);
-      ASSIGN_OR_RETURN(Expr v, At(x, idx));
-      return Select(keep, v, FloatImm(0));
-    }
-    if (op == "Split") {
-      ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(n.GetInt("axis", 0), rank, "axis"));
-      ASSIGN_OR_RETURN(int64_t off, SplitOffset(n, axis));
-      std::vector<Expr> sub = idx;
-      sub[axis] = Add(idx[axis], IntImm(off));
-      return At(x, sub);
-    }
-    return NodeError(n, "not an index expression");
+  if (op == "SpaceToDepth") {
+    const int64_t b = n.GetInt("blocksize", 1);
+    Expr block = Div(idx[1], IntImm(xd[1])), ch = Mod(idx[1], IntImm(xd[1]));
+    Expr bh = Div(block, IntImm(b)), bw = Mod(block, IntImm(b));
+    return At(x, {idx[0], ch, Add(Mul(idx[2], IntImm(b)), bh), Add(Mul(idx[3], IntImm(b)), bw)});
   }
+  if (op == "Trilu") {
+    Expr k = IntImm(0);
+    if (n.input(1) != nullptr) {
+      ASSIGN_OR_RETURN(k, IntAt(n.input(1), IntImm(0)));
+    }
+    Expr diff = Sub(idx[rank - 1], idx[rank - 2]);
+    Expr keep = n.GetInt("upper", 1) != 0 ? Ge(diff, k) : Le(diff, k);
+    ASSIGN_OR_RETURN(Expr v, At(x, idx));
+    return Select(keep, v, FloatImm(0));
+  }
+  if (op == "Split") {
+    ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(n.GetInt("axis", 0), rank, "axis"));
+    ASSIGN_OR_RETURN(int64_t off, SplitOffset(n, axis));
+    std::vector<Expr> sub = idx;
+    sub[axis] = Add(idx[axis], IntImm(off));
+    return At(x, sub);
+  }
+  return NodeError(n, "not an index expression");
+}
 
-  const Graph& g_;
-  GraphExpr ge_;
-  std::vector<Buffer> args_;
-  std::map<const Value*, Buffer> int_inputs_;
-  std::map<const Value*, Buffer> bound_;
-  std::map<const BufferNode*, const Node*> markers_;
-};
-
-// Loop dims of a scan: its input's dims with the scanned axis set to 1.
-std::vector<int64_t> ScanDims(const Node& n, int64_t axis) {
-  std::vector<int64_t> d = DimsOf(n.input(0));
+std::vector<int64_t> ScanDims(const Node& scan, int64_t axis) {
+  std::vector<int64_t> d = DimsOf(scan.input(0));
   d[axis] = 1;
   return d;
 }
+
+// AnalyzeIndex checked the axis (CheckIndexNode): it normalises.
+std::optional<int64_t> ScanAxis(const Node& scan) {
+  const int64_t rank = Rank(scan.input(0));
+  if (scan.op_type() != "CumSum") return *ops::NormalizeAxis(scan.GetInt("axis", 0), rank, "axis");
+  if (!scan.input(1)->is_constant()) return std::nullopt;
+  return *ops::NormalizeAxis(ops::ElementAsInt(scan.input(1)->constant(), 0), rank, "axis");
+}
+
+absl::StatusOr<Expr> RuntimeScanAxis(IndexExpr& ie, const Node& scan) {
+  ASSIGN_OR_RETURN(Expr a, ie.IntAt(scan.input(1), IntImm(0)));
+  return Select(Lt(a, IntImm(0)), Add(a, IntImm(Rank(scan.input(0)))), a);
+}
+
+Expr ArgBetter(const Node& arg, const Expr& v, const Expr& best) {
+  const bool is_max = arg.op_type() == "ArgMax", last = arg.GetInt("select_last_index", 0) != 0;
+  return is_max ? (last ? Ge(v, best) : Gt(v, best)) : (last ? Le(v, best) : Lt(v, best));
+}
+
+namespace {
 
 // The dims whose innermost extent sizes the vector width and whose element
 // count decides on a parallel split.
 std::vector<int64_t> NestDims(const Graph& g, const IndexForm& f) {
   if (f.scan != nullptr) {
-    int64_t rank = Rank(f.scan->input(0));
-    int64_t axis = rank - 1;
-    if (f.scan->op_type() != "CumSum") {
-      axis = *ops::NormalizeAxis(f.scan->GetInt("axis", 0), rank, "axis");
-    } else if (f.scan->input(1)->is_constant()) {
-      axis = *ops::NormalizeAxis(ops::ElementAsInt(f.scan->input(1)->constant(), 0), rank, "axis");
-    }
+    // A run-time CumSum axis: sized as if it were the last.
+    const int64_t axis = ScanAxis(*f.scan).value_or(Rank(f.scan->input(0)) - 1);
     return ScanDims(*f.scan, axis);
   }
   return DimsOf(g.outputs()[0]);
@@ -378,7 +378,7 @@ bool SingleNest(const Graph& g, const IndexForm& f) {
 }
 
 std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
-  absl::StatusOr<IndexForm> f = Analyze(g);
+  absl::StatusOr<IndexForm> f = AnalyzeIndex(g);
   if (!f.ok()) return {};
   std::vector<int64_t> d = NestDims(g, *f);
   int64_t inner = 1;
@@ -399,7 +399,7 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
 }
 
 absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
-  RETURN_IF_ERROR(Analyze(g).status());
+  RETURN_IF_ERROR(AnalyzeIndex(g).status());
   return ValidateKnobs(g, c, target, {"vw", "tasks"});
 }
 
@@ -442,7 +442,6 @@ absl::StatusOr<Stmt> CumSumNest(IndexExpr& ie, const Node& n, int64_t axis, cons
 // ArgMax/ArgMin: the best index so far lives in the (i64) result.
 absl::StatusOr<Stmt> ArgNest(IndexExpr& ie, const Node& n, int64_t axis, const Buffer& out) {
   const int64_t len = DimsOf(n.input(0))[axis];
-  const bool is_max = n.op_type() == "ArgMax", last = n.GetInt("select_last_index", 0) != 0;
   std::vector<int64_t> dims = ScanDims(n, axis);
   absl::Status err = absl::OkStatus();
   Stmt nest = ForEachIndex(dims, "c_", [&](const std::vector<Expr>& idx) -> Stmt {
@@ -460,9 +459,7 @@ absl::StatusOr<Stmt> ArgNest(IndexExpr& ie, const Node& n, int64_t axis, const B
         err = !v.ok() ? v.status() : b.status();
         return Block({});
       }
-      // The interpreter's comparisons: NaN never wins.
-      Expr better = is_max ? (last ? Ge(*v, *b) : Gt(*v, *b)) : (last ? Le(*v, *b) : Lt(*v, *b));
-      st.push_back(For("s_", IntImm(len - 1), Store(out, o, Select(better, k, best))));
+      st.push_back(For("s_", IntImm(len - 1), Store(out, o, Select(ArgBetter(n, *v, *b), k, best))));
     }
     return Block(st);
   });
@@ -471,7 +468,7 @@ absl::StatusOr<Stmt> ArgNest(IndexExpr& ie, const Node& n, int64_t axis, const B
 }
 
 absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
-  ASSIGN_OR_RETURN(IndexForm f, Analyze(g));
+  ASSIGN_OR_RETURN(IndexForm f, AnalyzeIndex(g));
   RETURN_IF_ERROR(ValidateKnobs(g, config, target, {"vw", "tasks"}));
   IndexExpr ie(g);
   const int64_t vw = config.Get("vw", 1);
@@ -486,23 +483,16 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     const Buffer& out = ie.output_buffer(scan_out);
     const int64_t rank = Rank(n.input(0));
     if (NumElements(DimsOf(n.input(0))) > 0) {
-      if (n.op_type() == "CumSum" && !n.input(1)->is_constant()) {
+      if (!ScanAxis(n).has_value()) {
         // The axis is a run-time input: one guarded scan per possible axis.
-        ASSIGN_OR_RETURN(Expr a, ie.IntAt(n.input(1), IntImm(0)));
-        Expr axis = Select(Lt(a, IntImm(0)), Add(a, IntImm(rank)), a);
+        ASSIGN_OR_RETURN(Expr axis, RuntimeScanAxis(ie, n));
         for (int64_t ax = 0; ax < rank; ++ax) {
           ASSIGN_OR_RETURN(Stmt nest, CumSumNest(ie, n, ax, out));
           ASSIGN_OR_RETURN(nest, ScheduleNest(nest, ScanDims(n, ax), "c_", vw, rank == 1 ? tasks : 1));
           stmts.push_back(rank == 1 ? nest : IfThen(Eq(axis, IntImm(ax)), nest));
         }
       } else {
-        int64_t axis;
-        if (n.op_type() == "CumSum") {
-          ASSIGN_OR_RETURN(std::vector<int64_t> a, ops::ConstantIntInput(n, 1));
-          ASSIGN_OR_RETURN(axis, ops::NormalizeAxis(a[0], rank, "axis"));
-        } else {
-          ASSIGN_OR_RETURN(axis, ops::NormalizeAxis(n.GetInt("axis", 0), rank, "axis"));
-        }
+        const int64_t axis = *ScanAxis(n);
         ASSIGN_OR_RETURN(Stmt nest, n.op_type() == "CumSum" ? CumSumNest(ie, n, axis, out) : ArgNest(ie, n, axis, out));
         ASSIGN_OR_RETURN(nest, ScheduleNest(nest, ScanDims(n, axis), "c_", vw, tasks));
         stmts.push_back(nest);
@@ -537,7 +527,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
 WorkloadLowering IndexLowering() {
   WorkloadLowering l;
   l.kind = "index";
-  l.match = [](const Graph& g) { return Analyze(g).status(); };
+  l.match = [](const Graph& g) { return AnalyzeIndex(g).status(); };
   l.enumerate = Enumerate;
   l.default_schedule = [](const Graph& g, const CpuTarget& t) { return PickDefault(Enumerate(g, t), t); };
   l.validate = Validate;

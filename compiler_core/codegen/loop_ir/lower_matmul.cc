@@ -610,25 +610,55 @@ MatMulTiling TileMatMul(const MatMulSpec& s, const ScheduleConfig& config, const
   return t;
 }
 
+std::vector<Expr> MatMulBatchIndex(const MatMulSpec& s, const Expr& batch) {
+  std::vector<Expr> idx(s.batch_dims.size());
+  int64_t inner = 1;
+  for (size_t d = s.batch_dims.size(); d-- > 0;) {
+    Expr i = d == 0 ? Div(batch, IntImm(inner)) : Mod(Div(batch, IntImm(inner)), IntImm(s.batch_dims[d]));
+    idx[d] = Simplify(i);
+    inner *= s.batch_dims[d];
+  }
+  return idx;
+}
+
+absl::StatusOr<Stmt> MatMulOutputStores(const Graph& g, const MatMulSpec& s, GraphExpr& ge,
+                                        const std::vector<Expr>& batch_idx, Expr v, const Expr& mi, const Expr& nj,
+                                        const Expr& out_idx) {
+  if (s.alpha != 1.0f) v = Mul(v, FloatImm(s.alpha));
+  if (s.has_c && s.beta != 0.0f) {
+    Expr c = Load(ge.args()[s.c_arg], Add(Mul(mi, IntImm(s.c_stride_m)), Mul(nj, IntImm(s.c_stride_n))));
+    if (s.beta != 1.0f) c = Mul(c, FloatImm(s.beta));
+    v = Add(v, c);
+  }
+  std::vector<Expr> index = batch_idx;
+  if (!s.folded_batch_dims.empty()) {  // row mi of the folded M: its batch, then its row
+    std::vector<Expr> folded;
+    Expr rest = Div(mi, IntImm(s.m_rows));
+    for (size_t d = s.folded_batch_dims.size(); d-- > 0;) {
+      folded.insert(folded.begin(), d == 0 ? rest : Mod(rest, IntImm(s.folded_batch_dims[d])));
+      rest = Div(rest, IntImm(s.folded_batch_dims[d]));
+    }
+    index.insert(index.end(), folded.begin(), folded.end());
+    index.push_back(Mod(mi, IntImm(s.m_rows)));
+  } else if (s.has_m_dim) {
+    index.push_back(mi);
+  }
+  if (s.has_n_dim) index.push_back(nj);
+  // Every read of the anchor's value in the epilogue is the product itself.
+  ge.BindValue(s.anchor->output(0), v);
+  std::vector<Stmt> stores;
+  for (size_t o = 0; o < g.outputs().size(); ++o) {
+    ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[o], index));
+    const Buffer& out = ge.output_buffer(static_cast<int>(o));
+    stores.push_back(Store(out, out_idx, Cast(out->dtype, e)));
+  }
+  return Block(std::move(stores));
+}
+
 namespace {
 
 Expr I(int64_t v) { return IntImm(v); }
 Expr V(const std::string& name) { return Var(name); }
-
-// `e` with every load of `from` replaced by `with`.
-Expr ReplaceLoads(const Expr& e, const BufferNode* from, const Expr& with) {
-  if (e->kind == ExprKind::kLoad && e->buffer.get() == from) return with;
-  bool changed = false;
-  std::vector<Expr> args;
-  for (const Expr& a : e->args) {
-    args.push_back(ReplaceLoads(a, from, with));
-    changed = changed || args.back() != a;
-  }
-  if (!changed) return e;
-  auto copy = std::make_shared<ExprNode>(*e);
-  copy->args = std::move(args);
-  return copy;
-}
 
 // How a register tile starts and ends over one K block.
 enum class Init { kZero, kPartial, kFirstBlock };  // kFirstBlock: zero when kb == 0, else partial
@@ -648,25 +678,18 @@ class MatMulBuilder {
 
   absl::StatusOr<LoopFunc> Build() {
     const Node* anchor = s_.anchor;
-    view_ = MakeBuffer("mm_result", DimsOf(anchor->output(0)), BufferRole::kTemp);
-    ge_.Bind(anchor->output(0), view_);
     a_ = ge_.args()[s_.a_arg];
     b_ = ge_.args()[s_.b_arg];
-    if (s_.has_c) c_ = ge_.args()[s_.c_arg];
     for (size_t j = 0; j < g_.outputs().size(); ++j) outs_.push_back(ge_.output_buffer(static_cast<int>(j)));
     if (t_.num_tasks <= 0) return absl::UnimplementedError(absl::StrCat("node ", anchor->name(), ": empty matmul"));
     nf_ = s_.n / t_.nb * t_.nb;
     if (t_.kc > 0) packed_ = MakeBuffer("packed_b", {t_.pack_floats}, BufferRole::kTemp);
 
     Expr a_off = I(0), b_off = I(0);
-    int64_t inner = 1;
-    for (size_t d = s_.batch_dims.size(); d-- > 0;) {
-      Expr idx = Mod(Div(V("batch"), I(inner)), I(s_.batch_dims[d]));
-      if (d == 0) idx = Div(V("batch"), I(inner));
-      batch_idx_.insert(batch_idx_.begin(), Simplify(idx));
-      if (s_.a_batch_strides[d] != 0) a_off = Add(a_off, Mul(batch_idx_.front(), I(s_.a_batch_strides[d])));
-      if (s_.b_batch_strides[d] != 0) b_off = Add(b_off, Mul(batch_idx_.front(), I(s_.b_batch_strides[d])));
-      inner *= s_.batch_dims[d];
+    batch_idx_ = MatMulBatchIndex(s_, V("batch"));
+    for (size_t d = 0; d < s_.batch_dims.size(); ++d) {
+      if (s_.a_batch_strides[d] != 0) a_off = Add(a_off, Mul(batch_idx_[d], I(s_.a_batch_strides[d])));
+      if (s_.b_batch_strides[d] != 0) b_off = Add(b_off, Mul(batch_idx_[d], I(s_.b_batch_strides[d])));
     }
     std::vector<Stmt> parts;
     if (t_.gemv) {
@@ -857,35 +880,9 @@ class MatMulBuilder {
     return Allocate(acc, Block(std::move(body)));
   }
 
-  // Every output at (mi, nj) (flat index out_idx) from the product v:
-  // alpha * v + beta * C through the epilogue.
+  // Every output at (mi, nj) (flat index out_idx) from the product v.
   absl::StatusOr<Stmt> FinalStores(Expr v, const Expr& mi, const Expr& nj, const Expr& out_idx) {
-    if (s_.alpha != 1.0f) v = Mul(v, FloatImm(s_.alpha));
-    if (s_.has_c && s_.beta != 0.0f) {
-      Expr c = Load(c_, Add(Mul(mi, I(s_.c_stride_m)), Mul(nj, I(s_.c_stride_n))));
-      if (s_.beta != 1.0f) c = Mul(c, FloatImm(s_.beta));
-      v = Add(v, c);
-    }
-    std::vector<Expr> index = batch_idx_;
-    if (!s_.folded_batch_dims.empty()) {  // row mi of the folded M: its batch, then its row
-      std::vector<Expr> folded;
-      Expr rest = Div(mi, I(s_.m_rows));
-      for (size_t d = s_.folded_batch_dims.size(); d-- > 0;) {
-        folded.insert(folded.begin(), d == 0 ? rest : Mod(rest, I(s_.folded_batch_dims[d])));
-        rest = Div(rest, I(s_.folded_batch_dims[d]));
-      }
-      index.insert(index.end(), folded.begin(), folded.end());
-      index.push_back(Mod(mi, I(s_.m_rows)));
-    } else if (s_.has_m_dim) {
-      index.push_back(mi);
-    }
-    if (s_.has_n_dim) index.push_back(nj);
-    std::vector<Stmt> stores;
-    for (size_t o = 0; o < outs_.size(); ++o) {
-      ASSIGN_OR_RETURN(Expr e, ge_.At(g_.outputs()[o], index));
-      stores.push_back(Store(outs_[o], out_idx, ReplaceLoads(e, view_.get(), v)));
-    }
-    return Block(std::move(stores));
+    return MatMulOutputStores(g_, s_, ge_, batch_idx_, std::move(v), mi, nj, out_idx);
   }
 
   // The dot-form GEMV (gv=2) of one task: its columns n0 + j, ku at a
@@ -1012,7 +1009,7 @@ class MatMulBuilder {
   const MatMulSpec& s_;
   const MatMulTiling t_;
   GraphExpr ge_;
-  Buffer view_, a_, b_, c_, packed_;
+  Buffer a_, b_, packed_;
   std::vector<Buffer> outs_;
   std::vector<Expr> batch_idx_;
   int64_t lanes_ = 1;

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
 #include "compiler_core/codegen/schedule_config.h"
 #include "compiler_core/codegen/target.h"
@@ -90,6 +91,19 @@ struct MatMulSpec {
 // INVALID_ARGUMENT when it is one but malformed (shapes that do not agree,
 // inputs that are not static f32, outputs not of the anchor's shape).
 absl::StatusOr<MatMulSpec> AnalyzeMatMul(const Graph& workload);
+
+// The index over spec.batch_dims (one expression per dim) of the flat batch
+// number `batch` (row-major over batch_dims).
+std::vector<Expr> MatMulBatchIndex(const MatMulSpec& spec, const Expr& batch);
+
+// The stores of every workload output at row mi, column nj of the batch at
+// `batch_idx` (MatMulBatchIndex), flat output offset out_idx, from the raw
+// product v = sum_k A*B: alpha * v + beta * C (C broadcast), then the
+// epilogue, which reads the anchor's value as that. Shared by the CPU and
+// GPU (loop_ir/gpu/lower_matmul.h) lowerings; binds the anchor's value in `ge`.
+absl::StatusOr<Stmt> MatMulOutputStores(const Graph& workload, const MatMulSpec& spec, GraphExpr& ge,
+                                        const std::vector<Expr>& batch_idx, Expr v, const Expr& mi, const Expr& nj,
+                                        const Expr& out_idx);
 
 // Largest buffer a matmul kernel packs B into.
 inline constexpr int64_t kMaxPackedBytes = 256 * 1024;

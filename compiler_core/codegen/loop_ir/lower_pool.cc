@@ -16,18 +16,6 @@ namespace {
 
 constexpr int64_t kMaxPackFloats = 128 * 1024;
 
-
-struct PoolForm {
-  const Node* pool = nullptr;
-  const Value* indices = nullptr;  // MaxPool's Indices output (i64), if used
-  int indices_out = -1;            // its position among the workload outputs
-  bool col_major = false;          // storage_order=1
-  bool is_max = true;
-  bool include_pad = false;
-  WindowGeometry geo;
-  int x_arg = -1;
-};
-
 // CheckWorkloadBasics, with MaxPool's Indices value (a static i64 workload
 // output that nothing inside the workload reads) allowed.
 absl::Status CheckBasics(const Graph& g, const Value* indices) {
@@ -45,7 +33,9 @@ absl::Status CheckBasics(const Graph& g, const Value* indices) {
       "f32 tensor");
 }
 
-absl::StatusOr<PoolForm> Analyze(const Graph& g) {
+}  // namespace
+
+absl::StatusOr<PoolForm> AnalyzePool(const Graph& g) {
   if (g.nodes().empty() || g.outputs().empty()) return CheckWorkloadBasics(g);
   PoolForm f;
   for (const auto& n : g.nodes()) {
@@ -99,6 +89,8 @@ absl::StatusOr<PoolForm> Analyze(const Graph& g) {
   return f;
 }
 
+namespace {
+
 void PackDims(const PoolForm& f, int64_t vw, int64_t rows, int64_t* rin, int64_t* wq, int64_t* owr) {
   const WindowGeometry& s = f.geo;
   *rin = (rows - 1) * s.sh + (s.kh - 1) * s.dh + 1;
@@ -119,7 +111,7 @@ absl::Status CheckKnobs(const PoolForm& f, int64_t vw, int64_t rows, const CpuTa
 }
 
 std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
-  absl::StatusOr<PoolForm> f = Analyze(g);
+  absl::StatusOr<PoolForm> f = AnalyzePool(g);
   if (!f.ok()) return {};
   std::vector<int64_t> vws = VectorWidths(target, f->geo.ow);
   if (vws.size() > 2) vws.erase(vws.begin(), vws.end() - 2);
@@ -145,7 +137,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
 }
 
 absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
-  ASSIGN_OR_RETURN(PoolForm f, Analyze(g));
+  ASSIGN_OR_RETURN(PoolForm f, AnalyzePool(g));
   for (const auto& [key, v] : c.knobs) {
     if (key != "vw" && key != "rows") {
       return absl::InvalidArgumentError(absl::StrCat("schedule ", c.ToString(), ": knob ", key,
@@ -158,7 +150,7 @@ absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& 
 Expr I(int64_t v) { return IntImm(v); }
 
 absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
-  ASSIGN_OR_RETURN(PoolForm f, Analyze(g));
+  ASSIGN_OR_RETURN(PoolForm f, AnalyzePool(g));
   const int64_t vw = config.Get("vw", 1), rows = config.Get("rows", 1);
   RETURN_IF_ERROR(CheckKnobs(f, vw, rows, target));
   const WindowGeometry& s = f.geo;
@@ -290,7 +282,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
 WorkloadLowering PoolLowering() {
   WorkloadLowering l;
   l.kind = "pool";
-  l.match = [](const Graph& g) { return Analyze(g).status(); };
+  l.match = [](const Graph& g) { return AnalyzePool(g).status(); };
   l.enumerate = Enumerate;
   l.default_schedule = Default;
   l.validate = Validate;

@@ -21,17 +21,9 @@ namespace {
 Expr I(int64_t v) { return IntImm(v); }
 Expr F(double v) { return FloatImm(v); }
 
-// Operand positions of kiln.Recurrence.
-enum Operand { kXp = 0, kRt, kRbh, kLens, kH0, kC0, kPeep, kNumOperands };
+using Operand = RecurrenceOperand;
 
-struct RecurrenceForm {
-  const Node* node = nullptr;
-  ops::RnnSpec spec;
-  int64_t T = 0, B = 0, H = 0, G = 0, ND = 0;
-  std::vector<int> arg;                        // per operand: workload input position, -1 if absent
-  std::optional<std::vector<int32_t>> lens;    // constant sequence_lens (not all T)
-  std::vector<int> out;                        // per output Y, Y_h, Y_c: workload output position or -1
-};
+}  // namespace
 
 absl::StatusOr<RecurrenceForm> AnalyzeRecurrence(const Graph& g) {
   if (g.nodes().size() != 1 || g.nodes()[0]->domain() != kKilnDomain ||
@@ -45,8 +37,8 @@ absl::StatusOr<RecurrenceForm> AnalyzeRecurrence(const Graph& g) {
   if (!spec.ok()) return absl::InvalidArgumentError(absl::StrCat(NodeContext(n), spec.status().message()));
   f.spec = *std::move(spec);
   if (f.spec.batch_first) return NodeError(n, "layout 1 (the pass makes time-major recurrences)");
-  f.arg.assign(kNumOperands, -1);
-  for (int i = 0; i < n.num_inputs() && i < kNumOperands; ++i) {
+  f.arg.assign(kRecNumOperands, -1);
+  for (int i = 0; i < n.num_inputs() && i < kRecNumOperands; ++i) {
     const Value* v = n.input(i);
     if (v == nullptr) continue;
     if (!v->type().known || !v->type().IsStatic()) return NodeError(n, absl::StrCat("operand ", i, " is not static"));
@@ -54,14 +46,14 @@ absl::StatusOr<RecurrenceForm> AnalyzeRecurrence(const Graph& g) {
       if (g.inputs()[k] == v) f.arg[i] = k;
     }
     if (f.arg[i] >= 0) continue;
-    if (i == kLens && v->is_constant() && v->constant().dtype() == DType::kInt32) {
+    if (i == kRecLens && v->is_constant() && v->constant().dtype() == DType::kInt32) {
       const Tensor& t = v->constant();
       f.lens = std::vector<int32_t>(t.data<int32_t>(), t.data<int32_t>() + t.num_elements());
       continue;
     }
     return NodeError(n, absl::StrCat("operand ", i, " is not a workload input"));
   }
-  const std::vector<int64_t> xp = n.input(kXp)->type().StaticDims();
+  const std::vector<int64_t> xp = n.input(kRecXp)->type().StaticDims();
   if (xp.size() != 3) return NodeError(n, "XP is not 3-D");
   f.T = xp[0];
   f.B = xp[1];
@@ -89,6 +81,8 @@ absl::StatusOr<RecurrenceForm> AnalyzeRecurrence(const Graph& g) {
   if (f.out[0] < 0 && f.out[1] < 0 && f.out[2] < 0) return NodeError(n, "no outputs");
   return f;
 }
+
+namespace {
 
 std::vector<ScheduleConfig> EnumerateRecurrence(const Graph& g, const CpuTarget& target) {
   absl::StatusOr<RecurrenceForm> f = AnalyzeRecurrence(g);
@@ -141,6 +135,13 @@ Expr Activate(const ops::RnnActivation& a, const Expr& x) {
   return x;  // ParseRnn admits only the activations above
 }
 
+// Pre-activations clipped to [-clip, clip] (clip > 0).
+Expr Clip(const RecurrenceForm& f, const Expr& x) {
+  return f.spec.clip > 0 ? Min(Max(x, F(-f.spec.clip)), F(f.spec.clip)) : x;
+}
+
+}  // namespace
+
 bool SameActivations(const std::vector<ops::RnnActivation>& a, const std::vector<ops::RnnActivation>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -148,6 +149,58 @@ bool SameActivations(const std::vector<ops::RnnActivation>& a, const std::vector
   }
   return true;
 }
+
+Expr GruResetState(const RecurrenceForm& f, const std::vector<ops::RnnActivation>& acts,
+                   const RecurrenceCellAccess& io, const Expr& j) {
+  Expr r = Activate(acts[0], Clip(f, Add(io.xp(1, j), io.acc(1, j))));
+  return Mul(r, io.h(j));
+}
+
+Stmt RecurrenceCell(const RecurrenceForm& f, const std::vector<ops::RnnActivation>& acts,
+                    const RecurrenceCellAccess& io, const Expr& j) {
+  const ops::RnnSpec& s = f.spec;
+  auto act = [&](int which, const Expr& x) { return Activate(acts[which], Clip(f, x)); };
+  auto pre = [&](int64_t gate) { return Add(io.xp(gate, j), io.acc(gate, j)); };
+  Expr h_old = io.h(j);
+  std::vector<Stmt> stores;
+  if (s.kind == ops::RnnKind::kLstm) {  // gates i, o, f, c; peepholes i, o, f
+    Expr c_old = io.c(j);
+    Expr gi = pre(0);
+    Expr gf = pre(2);
+    if (io.peep) {
+      gi = Add(gi, Mul(io.peep(0, j), c_old));
+      gf = Add(gf, Mul(io.peep(2, j), c_old));
+    }
+    Expr i_t = act(0, gi);
+    Expr f_t = s.input_forget ? Sub(F(1), i_t) : act(0, gf);
+    Expr g_t = act(1, pre(3));
+    Expr c_new = Add(Mul(f_t, c_old), Mul(i_t, g_t));
+    Expr go = pre(1);
+    if (io.peep) go = Add(go, Mul(io.peep(1, j), c_new));
+    // Statements lower one by one: h (which reads the old c) before c.
+    stores.push_back(io.store_h(j, Mul(act(0, go), Activate(acts[2], c_new))));
+    stores.push_back(io.store_c(j, c_new));
+  } else if (s.kind == ops::RnnKind::kGru) {  // gates z, r, h
+    Expr z = act(0, pre(0));
+    Expr cand;
+    if (s.linear_before_reset) {
+      Expr r = act(0, pre(1));
+      Expr rec = io.acc(2, j);
+      if (io.rbh) rec = Add(rec, io.rbh(j));
+      cand = Add(io.xp(2, j), Mul(r, rec));
+    } else {
+      cand = pre(2);  // acc holds (r h) R_h^T there
+    }
+    Expr hh = act(1, cand);
+    stores.push_back(io.store_h(j, Add(hh, Mul(z, Sub(h_old, hh)))));
+  } else {
+    stores.push_back(io.store_h(j, act(0, pre(0))));
+  }
+  if (io.store_y) stores.push_back(io.store_y(j));
+  return Block(stores);
+}
+
+namespace {
 
 // The kernel's statements for one (direction d_, batch entry b_) task.
 class RecurrenceKernel {
@@ -174,12 +227,11 @@ class RecurrenceKernel {
   bool Has(Operand o) const { return in_[o] != nullptr; }
   // XP[t, b, (d*G + gate)*H + j]
   Expr Xp(int64_t gate, const Expr& j) const {
-    return Load(In(kXp), {t(), b(), Add(Mul(d(), I(f_.G * f_.H)), Add(I(gate * f_.H), j))});
+    return Load(In(kRecXp), {t(), b(), Add(Mul(d(), I(f_.G * f_.H)), Add(I(gate * f_.H), j))});
   }
   Expr Acc(int64_t gate, const Expr& j) const { return Load(acc_, Add(I(gate * f_.H), j)); }
-  Expr Clip(const Expr& x) const {
-    return f_.spec.clip > 0 ? Min(Max(x, F(-f_.spec.clip)), F(f_.spec.clip)) : x;
-  }
+  // The cell's operands and state: the task's temps.
+  RecurrenceCellAccess Access() const;
   // acc[c0 + j] = sum_k src[k] * RT[d, k, c0 + j] for j in [0, n).
   absl::StatusOr<Stmt> Gemv(const Buffer& src, int64_t c0, int64_t n) const;
   // for (name, 0, H) vectorized by vw (tail lanes masked): body(j).
@@ -202,7 +254,7 @@ absl::StatusOr<Stmt> RecurrenceKernel::Gemv(const Buffer& src, int64_t c0, int64
   Expr j = Add(Add(Mul(Var(jo), I(block)), Mul(Var(ju), I(vw_))), Var(jv));
   Expr col = Add(I(c0), j);
   auto guarded = [&](Stmt s) { return n % block == 0 ? s : IfThen(Lt(j, I(n)), s); };
-  Expr rt = Load(In(kRt), Add(Mul(Add(Mul(d(), I(f_.H)), Var(k)), I(GH)), col));
+  Expr rt = Load(In(kRecRt), Add(Mul(Add(Mul(d(), I(f_.H)), Var(k)), I(GH)), col));
   Stmt fma = guarded(Store(acc_, col, Call("fma", {Load(src, Var(k)), rt, Load(acc_, col)})));
   Stmt lanes = For(ju, I(unroll_), For(jv, I(vw_), fma, vw_ > 1 ? ForKind::kVectorized : ForKind::kSerial),
                    ForKind::kUnrolled);
@@ -222,54 +274,29 @@ absl::StatusOr<Stmt> RecurrenceKernel::OverHidden(const std::string& name,
   return Vectorize(s, inner);
 }
 
-Stmt RecurrenceKernel::Cell(const Expr& j, const Acts& acts) const {
-  const ops::RnnSpec& s = f_.spec;
+RecurrenceCellAccess RecurrenceKernel::Access() const {
   const int64_t H = f_.H;
-  auto act = [&](int which, const Expr& x) { return Activate(acts[which], x); };
-  Expr h_old = Load(h_, j);
-  Expr c_old = Load(c_, j);
-  auto p = [&](int64_t part) { return Load(In(kPeep), Add(Mul(d(), I(3 * H)), Add(I(part * H), j))); };
-  std::vector<Stmt> stores;
-  Expr h_new;
-  if (s.kind == ops::RnnKind::kLstm) {  // gates i, o, f, c; peepholes i, o, f
-    Expr gi = Add(Xp(0, j), Acc(0, j));
-    Expr gf = Add(Xp(2, j), Acc(2, j));
-    if (Has(kPeep)) {
-      gi = Add(gi, Mul(p(0), c_old));
-      gf = Add(gf, Mul(p(2), c_old));
-    }
-    Expr i_t = act(0, Clip(gi));
-    Expr f_t = s.input_forget ? Sub(F(1), i_t) : act(0, Clip(gf));
-    Expr g_t = act(1, Clip(Add(Xp(3, j), Acc(3, j))));
-    Expr c_new = Add(Mul(f_t, c_old), Mul(i_t, g_t));
-    Expr go = Add(Xp(1, j), Acc(1, j));
-    if (Has(kPeep)) go = Add(go, Mul(p(1), c_new));
-    h_new = Mul(act(0, Clip(go)), act(2, c_new));
-    // Statements lower one by one: h (which reads the old c) before c.
-    stores.push_back(Store(h_, j, h_new));
-    stores.push_back(Store(c_, j, c_new));
-  } else if (s.kind == ops::RnnKind::kGru) {  // gates z, r, h
-    Expr z = act(0, Clip(Add(Xp(0, j), Acc(0, j))));
-    Expr cand;
-    if (s.linear_before_reset) {
-      Expr r = act(0, Clip(Add(Xp(1, j), Acc(1, j))));
-      Expr rec = Acc(2, j);
-      if (Has(kRbh)) rec = Add(rec, Load(In(kRbh), Add(Mul(d(), I(H)), j)));
-      cand = Add(Xp(2, j), Mul(r, rec));
-    } else {
-      cand = Add(Xp(2, j), Acc(2, j));  // acc holds (r h) R_h^T there
-    }
-    Expr hh = act(1, Clip(cand));
-    h_new = Add(hh, Mul(z, Sub(h_old, hh)));
-  } else {
-    h_new = act(0, Clip(Add(Xp(0, j), Acc(0, j))));
+  RecurrenceCellAccess io;
+  io.xp = [this](int64_t gate, const Expr& j) { return Xp(gate, j); };
+  io.acc = [this](int64_t gate, const Expr& j) { return Acc(gate, j); };
+  io.h = [this](const Expr& j) { return Load(h_, j); };
+  io.c = [this](const Expr& j) { return Load(c_, j); };
+  if (Has(kRecPeep)) {
+    io.peep = [this, H](int64_t part, const Expr& j) {
+      return Load(In(kRecPeep), Add(Mul(d(), I(3 * H)), Add(I(part * H), j)));
+    };
   }
-  if (s.kind != ops::RnnKind::kLstm) stores.push_back(Store(h_, j, h_new));
-  if (!out_[0]) return Block(stores);
-  // Y[t, d, b, j] = the new state (read back: h_new is not recomputed).
-  stores.push_back(Store(out_[0], {t(), d(), b(), j}, Load(h_, j)));
-  return Block(stores);
+  if (Has(kRecRbh)) io.rbh = [this, H](const Expr& j) { return Load(In(kRecRbh), Add(Mul(d(), I(H)), j)); };
+  io.store_h = [this](const Expr& j, const Expr& v) { return Store(h_, j, v); };
+  io.store_c = [this](const Expr& j, const Expr& v) { return Store(c_, j, v); };
+  if (out_[0]) {
+    // Y[t, d, b, j] = the new state (read back: h_new is not recomputed).
+    io.store_y = [this](const Expr& j) { return Store(out_[0], {t(), d(), b(), j}, Load(h_, j)); };
+  }
+  return io;
 }
+
+Stmt RecurrenceKernel::Cell(const Expr& j, const Acts& acts) const { return RecurrenceCell(f_, acts, Access(), j); }
 
 absl::StatusOr<Stmt> RecurrenceKernel::Step(const Acts& acts) const {
   const ops::RnnSpec& s = f_.spec;
@@ -280,8 +307,7 @@ absl::StatusOr<Stmt> RecurrenceKernel::Step(const Acts& acts) const {
     ASSIGN_OR_RETURN(Stmt zr, Gemv(h_, 0, 2 * H));
     body.push_back(zr);
     ASSIGN_OR_RETURN(Stmt rh, OverHidden("jr", [&](const Expr& j) {
-      Expr r = Activate(acts[0], Clip(Add(Xp(1, j), Acc(1, j))));
-      return Store(rh_, j, Mul(r, Load(h_, j)));
+      return Store(rh_, j, GruResetState(f_, acts, Access(), j));
     }));
     body.push_back(rh);
     ASSIGN_OR_RETURN(Stmt hrow, Gemv(rh_, 2 * H, H));
@@ -305,17 +331,17 @@ absl::StatusOr<Stmt> RecurrenceKernel::Task() const {
   };
   // The length of this entry's sequence.
   Expr len = I(T);
-  if (Has(kLens)) {
-    len = Cast(ScalarType::kI64, Load(In(kLens), b()));
+  if (Has(kRecLens)) {
+    len = Cast(ScalarType::kI64, Load(In(kRecLens), b()));
   } else if (f_.lens.has_value()) {
     for (int64_t e = 0; e < B; ++e) body.push_back(Store(lens_, I(e), I((*f_.lens)[e])));
     len = Load(lens_, b());
   }
-  const bool masked = Has(kLens) || f_.lens.has_value();
-  ASSIGN_OR_RETURN(Stmt hi, state_init(h_, kH0));
+  const bool masked = Has(kRecLens) || f_.lens.has_value();
+  ASSIGN_OR_RETURN(Stmt hi, state_init(h_, kRecH0));
   body.push_back(hi);
   if (f_.spec.kind == ops::RnnKind::kLstm) {
-    ASSIGN_OR_RETURN(Stmt ci, state_init(c_, kC0));
+    ASSIGN_OR_RETURN(Stmt ci, state_init(c_, kRecC0));
     body.push_back(ci);
   }
   if (out_[0] && masked) {  // steps past the sequence's end stay zero
@@ -369,8 +395,8 @@ absl::StatusOr<LoopFunc> LowerRecurrence(const Graph& g, const ScheduleConfig& c
       if (f.out[o] == j) outs[o] = b;
     }
   }
-  std::vector<Buffer> in(kNumOperands);
-  for (int o = 0; o < kNumOperands; ++o) {
+  std::vector<Buffer> in(kRecNumOperands);
+  for (int o = 0; o < kRecNumOperands; ++o) {
     if (f.arg[o] >= 0) in[o] = args[f.arg[o]];
   }
   RecurrenceKernel kernel(f, in, outs, config.Get("vw", 1), config.Get("unroll", 1));

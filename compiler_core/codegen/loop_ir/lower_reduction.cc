@@ -18,10 +18,6 @@
 #include "compiler_core/frontend/ops/op_helpers.h"
 
 namespace kiln::loop_ir {
-namespace {
-
-constexpr int64_t kMaxTempElements = 16384;
-constexpr int64_t kAccumulators = 4;
 
 bool IsReductionOp(const std::string& op) {
   return op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin" || op == "ReduceProd" ||
@@ -35,6 +31,16 @@ bool IsNormOp(const std::string& op) { return op == "LayerNormalization" || op =
 
 // The row-wise ops (reduce, then write a result the input's shape).
 bool IsRowWiseOp(const std::string& op) { return op == "Softmax" || op == "LogSoftmax" || IsNormOp(op); }
+
+namespace {
+
+constexpr int64_t kMaxTempElements = 16384;
+constexpr int64_t kAccumulators = 4;
+
+bool IsDataMovementOp(const std::string& op) {
+  return op == "Transpose" || op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
+         op == "Identity" || op == "Slice" || op == "Concat" || op == "Pad";
+}
 
 // Reduced-axis mask of a Reduce* / global pool node.
 absl::StatusOr<std::vector<bool>> ReducedAxes(const Node& n) {
@@ -64,23 +70,6 @@ absl::StatusOr<std::vector<bool>> ReducedAxes(const Node& n) {
   return mask;
 }
 
-struct Combine {
-  ExprKind kind = ExprKind::kAdd;  // kAdd, kMul, or kMax/kMin (NaN-propagating fmax/fmin)
-  double init = 0;
-  // kMax only: a plain compare-and-select max (one vmaxps) that may drop a
-  // NaN, for softmax's row max, whose NaN reaches the output through the
-  // sum of exp(x - max) anyway.
-  bool nan_free = false;
-};
-
-Expr Apply(const Combine& c, Expr a, Expr b) {
-  if (c.kind == ExprKind::kMax && c.nan_free) return Select(Gt(b, a), b, a);
-  if (c.kind == ExprKind::kMax) return Call("fmax", {a, b});
-  if (c.kind == ExprKind::kMin) return Call("fmin", {a, b});
-  if (c.kind == ExprKind::kMul) return Mul(a, b);
-  return Add(a, b);
-}
-
 // Optional extra store of each reduced value (index, value) -> the store,
 // e.g. softmax's exp written to its output.
 using Tee = std::function<Stmt(const std::vector<Expr>&, Expr)>;
@@ -91,7 +80,7 @@ class StageBuilder {
 
   // acc[0] = combine over the `rdims` loops (vars rprefix<k>) of value(idx);
   // value receives the per-reduced-axis index expressions.
-  absl::StatusOr<Stmt> Reduce(const std::string& name, const Combine& c, const std::vector<int64_t>& rdims,
+  absl::StatusOr<Stmt> Reduce(const std::string& name, const ReduceCombine& c, const std::vector<int64_t>& rdims,
                               const std::function<absl::StatusOr<Expr>(const std::vector<Expr>&)>& value,
                               Stmt* alloc_body_hole, Buffer* acc_out, const Tee& tee = nullptr) {
     (void)alloc_body_hole;
@@ -121,9 +110,9 @@ class StageBuilder {
         // back the lane-masked store would wait for it: no store forwarding).
         const std::string tv = name + "_t";
         Expr t = Var(tv, ScalarType::kF32);
-        return LetStmt(tv, *v, Block({tee(idx, t), Store(acc, li, Apply(c, Load(acc, li), t))}));
+        return LetStmt(tv, *v, Block({tee(idx, t), Store(acc, li, ApplyCombine(c, Load(acc, li), t))}));
       }
-      return Store(acc, li, Apply(c, Load(acc, li), *v));
+      return Store(acc, li, ApplyCombine(c, Load(acc, li), *v));
     });
     RETURN_IF_ERROR(err);
     std::vector<Stmt> out;
@@ -151,7 +140,7 @@ class StageBuilder {
         std::string a = name + "_u", l = name + "_ul";
         Expr other = Add(Mul(Add(Var(a), IntImm(1)), IntImm(w)), Var(l));
         out.push_back(For(a, IntImm(u - 1),
-                          For(l, IntImm(w), Store(acc, Var(l), Apply(c, Load(acc, Var(l)), Load(acc, other))),
+                          For(l, IntImm(w), Store(acc, Var(l), ApplyCombine(c, Load(acc, Var(l)), Load(acc, other))),
                               ForKind::kVectorized),
                           ForKind::kUnrolled));
       }
@@ -162,13 +151,15 @@ class StageBuilder {
       while (half % 2 == 0 && half > 1) {
         half /= 2;
         Expr hi = Add(Var(h), IntImm(half));
-        out.push_back(half > 1 ? For(h, IntImm(half), Store(acc, Var(h), Apply(c, Load(acc, Var(h)), Load(acc, hi))),
+        out.push_back(half > 1 ? For(h, IntImm(half),
+                                     Store(acc, Var(h), ApplyCombine(c, Load(acc, Var(h)), Load(acc, hi))),
                                      ForKind::kVectorized)
-                               : Store(acc, IntImm(0), Apply(c, Load(acc, IntImm(0)), Load(acc, IntImm(1)))));
+                               : Store(acc, IntImm(0), ApplyCombine(c, Load(acc, IntImm(0)), Load(acc, IntImm(1)))));
       }
       if (half > 1) {
         out.push_back(For(h, IntImm(half - 1),
-                          Store(acc, IntImm(0), Apply(c, Load(acc, IntImm(0)), Load(acc, Add(Var(h), IntImm(1))))),
+                          Store(acc, IntImm(0),
+                                ApplyCombine(c, Load(acc, IntImm(0)), Load(acc, Add(Var(h), IntImm(1))))),
                           ForKind::kUnrolled));
       }
     } else {
@@ -208,21 +199,7 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
   std::vector<int64_t> d = DimsOf(x);
   std::string sp = absl::StrCat("s", stage, "_");
   StageBuilder sb(vw);
-  std::vector<bool> mask;
-  if (IsRowWiseOp(op)) {
-    int64_t rank = static_cast<int64_t>(d.size());
-    int64_t axis = op == "InstanceNormalization" ? 2 : n.GetInt("axis", -1);
-    if (op == "InstanceNormalization" && rank < 3) return NodeError(n, "input rank below 3");
-    if (op != "LayerNormalization" && n.GetInt("_kiln_opset", 13) < 13) return NodeError(n, "legacy softmax");
-    if (axis < 0) axis += rank;
-    if (axis < 0 || axis >= rank) return NodeError(n, "bad axis");
-    mask.assign(rank, false);
-    for (int64_t i = axis; i < rank; ++i) {
-      if (IsNormOp(op) || i == axis) mask[i] = true;
-    }
-  } else {
-    ASSIGN_OR_RETURN(mask, ReducedAxes(n));
-  }
+  ASSIGN_OR_RETURN(std::vector<bool> mask, ReductionMask(n));
   std::vector<int64_t> kept, red;
   SplitDims(d, mask, &kept, &red);
   int64_t count = NumElements(red);
@@ -255,7 +232,8 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
       if (IsRowWiseOp(op)) {
         Buffer a1, a2;
         bool ln = IsNormOp(op);
-        Combine c1 = ln ? Combine{ExprKind::kAdd, 0} : Combine{ExprKind::kMax, -INFINITY, /*nan_free=*/true};
+        ReduceCombine c1 =
+            ln ? ReduceCombine{ExprKind::kAdd, 0} : ReduceCombine{ExprKind::kMax, -INFINITY, /*nan_free=*/true};
         ASSIGN_OR_RETURN(Stmt s1, rsb.Reduce(sp + "a", c1, red,
                                              [&](const std::vector<Expr>& r) { return xat(kidx, r); }, nullptr, &a1));
         std::string fv = sp + "f";
@@ -273,18 +251,10 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
           // exp(x - max) goes to dst in this pass; the output pass only scales it.
           tee = [&](const std::vector<Expr>& r, Expr v) { return Store(dst, Merge(mask, kidx, unflat(r)), v); };
         }
-        ASSIGN_OR_RETURN(Stmt s2, rsb.Reduce(sp + "b", Combine{ExprKind::kAdd, 0}, red, second, nullptr, &a2, tee));
+        ASSIGN_OR_RETURN(Stmt s2,
+                         rsb.Reduce(sp + "b", ReduceCombine{ExprKind::kAdd, 0}, red, second, nullptr, &a2, tee));
         // Loop-invariant factor of the output pass, bound once per row.
-        Expr s = Load(a2, IntImm(0));
-        Expr factor;
-        if (op == "Softmax") {
-          factor = Div(FloatImm(1), s);
-        } else if (op == "LogSoftmax") {
-          factor = Add(m, Call("log", {s}));
-        } else {
-          factor = Div(FloatImm(1), Call("sqrt", {Add(Div(s, FloatImm(static_cast<double>(std::max<int64_t>(count, 1)))),
-                                                      FloatImm(n.GetFloat("epsilon", 1e-5f)))}));
-        }
+        Expr factor = RowFactor(n, m, Load(a2, IntImm(0)), count);
         // Output loop over the reduced axes, vectorized like the reductions.
         std::string op_prefix = sp + "w";
         Stmt w = ForEachIndex(red, op_prefix, [&](const std::vector<Expr>& r) -> Stmt {
@@ -293,37 +263,14 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
             err = v.status();
             return Block({});
           }
-          Expr y;
-          Expr f = Var(fv, ScalarType::kF32);
-          if (op == "Softmax") {
-            y = Mul(Load(dst, Merge(mask, kidx, unflat(r))), f);
-          } else if (op == "LogSoftmax") {
-            y = Sub(*v, f);
-          } else {
-            y = Mul(Sub(*v, Var(mv, ScalarType::kF32)), f);
-            // Scale and bias broadcast against the normalised axes
-            // (InstanceNormalization: per channel, the kept axis 1).
-            for (int i = 1; i < 3; ++i) {
-              const Value* p = n.input(i);
-              if (p == nullptr) continue;
-              std::vector<int64_t> pd = DimsOf(p);
-              std::vector<Expr> pidx;
-              if (op == "InstanceNormalization") {
-                pidx.push_back(pd.size() == 1 && pd[0] == 1 ? IntImm(0) : kidx[1]);
-              } else {
-                for (size_t k = 0; k < pd.size(); ++k) {
-                  pidx.push_back(pd[k] == 1 ? IntImm(0) : r[k + r.size() - pd.size()]);
-                }
-              }
-              absl::StatusOr<Expr> pv = ge.At(p, pidx);
-              if (!pv.ok()) {
-                err = pv.status();
-                return Block({});
-              }
-              y = i == 1 ? Mul(y, *pv) : Add(y, *pv);
-            }
+          // Softmax scales the exp(x - max) its sum pass stored.
+          Expr e = op == "Softmax" ? Load(dst, Merge(mask, kidx, unflat(r))) : nullptr;
+          absl::StatusOr<Expr> y = RowOutput(n, ge, *v, e, m, Var(fv, ScalarType::kF32), kidx, unflat(r));
+          if (!y.ok()) {
+            err = y.status();
+            return Block({});
           }
-          return Store(dst, Merge(mask, kidx, unflat(r)), y);
+          return Store(dst, Merge(mask, kidx, unflat(r)), *y);
         });
         RETURN_IF_ERROR(err);
         ASSIGN_OR_RETURN(w, ScheduleNest(w, red, op_prefix, rvw > 1 && red.back() > 1 ? rvw : 1, 1));
@@ -342,30 +289,14 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
         return Allocate(a1, Allocate(a2, Block({s1, rest})));
       }
       // Reduce* and global pools.
-      Combine c;
-      std::string fin;
-      auto map = [&](Expr v) { return v; };
-      (void)map;
-      bool square = op == "ReduceL2" || op == "ReduceSumSquare";
-      bool absval = op == "ReduceL1";
-      if (op == "ReduceMax" || op == "GlobalMaxPool") c = {ExprKind::kMax, -INFINITY};
-      else if (op == "ReduceMin") c = {ExprKind::kMin, INFINITY};
-      else if (op == "ReduceProd") c = {ExprKind::kMul, 1};
       Buffer acc;
-      ASSIGN_OR_RETURN(Stmt s1, rsb.Reduce(sp + "a", c, red,
+      ASSIGN_OR_RETURN(Stmt s1, rsb.Reduce(sp + "a", ReduceCombineOf(op), red,
                                            [&](const std::vector<Expr>& r) -> absl::StatusOr<Expr> {
                                              ASSIGN_OR_RETURN(Expr v, xat(kidx, r));
-                                             if (square) return Mul(v, v);
-                                             if (absval) return Call("abs", {v});
-                                             return v;
+                                             return ReduceElement(op, v);
                                            },
                                            nullptr, &acc));
-      Expr y = Load(acc, IntImm(0));
-      if (op == "ReduceMean" || op == "GlobalAveragePool") {
-        y = Div(y, FloatImm(static_cast<double>(std::max<int64_t>(count, 1))));
-      }
-      if (op == "ReduceL2") y = Call("sqrt", {y});
-      if (op == "ReduceLogSum") y = Call("log", {y});
+      Expr y = ReduceResult(op, Load(acc, IntImm(0)), count);
       // dst has the output's shape: kept dims with or without the size-1 reduced ones.
       Expr flat = FlatIndex(kept, kidx);
       return Allocate(acc, Block({s1, Store(dst, flat, y)}));
@@ -382,7 +313,9 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
   return nest;
 }
 
-absl::Status Match(const Graph& g) {
+}  // namespace
+
+absl::Status MatchReduction(const Graph& g) {
   RETURN_IF_ERROR(CheckWorkloadBasics(g));
   int reductions = 0;
   int64_t temp = 0;
@@ -413,6 +346,120 @@ absl::Status Match(const Graph& g) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<bool>> ReductionMask(const Node& n) {
+  const std::string& op = n.op_type();
+  if (!IsRowWiseOp(op)) return ReducedAxes(n);
+  const int64_t rank = static_cast<int64_t>(DimsOf(n.input(0)).size());
+  int64_t axis = op == "InstanceNormalization" ? 2 : n.GetInt("axis", -1);
+  if (op == "InstanceNormalization" && rank < 3) return NodeError(n, "input rank below 3");
+  if (op != "LayerNormalization" && n.GetInt("_kiln_opset", 13) < 13) return NodeError(n, "legacy softmax");
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return NodeError(n, "bad axis");
+  std::vector<bool> mask(rank, false);
+  for (int64_t i = axis; i < rank; ++i) {
+    if (IsNormOp(op) || i == axis) mask[i] = true;
+  }
+  return mask;
+}
+
+int RowLocalAxes(const Graph& g) {
+  std::set<const Value*> inputs(g.inputs().begin(), g.inputs().end());
+  for (const Value* v : g.outputs()) {
+    if (inputs.count(v) > 0) return 0;
+  }
+  std::vector<int64_t> prefix;  // the extents every computed value shares
+  bool first = true;
+  size_t axes = 0;
+  for (const auto& n : g.nodes()) {
+    if (IsDataMovementOp(n->op_type())) return 0;
+    for (int i = 0; i < n->num_outputs(); ++i) {
+      if (n->output(i) == nullptr) continue;
+      std::vector<int64_t> d = DimsOf(n->output(i));
+      if (first) {
+        prefix = d;
+        axes = d.size();
+        first = false;
+      }
+      if (d.size() != prefix.size()) return 0;
+      size_t same = 0;
+      while (same < axes && d[same] == prefix[same]) ++same;
+      axes = same;
+    }
+    if (!IsReductionOp(n->op_type())) continue;
+    absl::StatusOr<std::vector<bool>> mask = ReductionMask(*n);
+    if (!mask.ok() || mask->size() != prefix.size()) return 0;
+    size_t lead = 0;
+    while (lead < mask->size() && !(*mask)[lead]) ++lead;
+    axes = std::min(axes, lead);
+  }
+  return static_cast<int>(axes);
+}
+
+ReduceCombine ReduceCombineOf(const std::string& op) {
+  if (op == "ReduceMax" || op == "GlobalMaxPool") return {ExprKind::kMax, -INFINITY};
+  if (op == "ReduceMin") return {ExprKind::kMin, INFINITY};
+  if (op == "ReduceProd") return {ExprKind::kMul, 1};
+  return {ExprKind::kAdd, 0};
+}
+
+Expr ApplyCombine(const ReduceCombine& c, Expr a, Expr b) {
+  if (c.kind == ExprKind::kMax && c.nan_free) return Select(Gt(b, a), b, a);
+  if (c.kind == ExprKind::kMax) return Call("fmax", {a, b});
+  if (c.kind == ExprKind::kMin) return Call("fmin", {a, b});
+  if (c.kind == ExprKind::kMul) return Mul(a, b);
+  return Add(a, b);
+}
+
+Expr ReduceElement(const std::string& op, Expr x) {
+  if (op == "ReduceL2" || op == "ReduceSumSquare") return Mul(x, x);
+  if (op == "ReduceL1") return Call("abs", {x});
+  return x;
+}
+
+Expr ReduceResult(const std::string& op, Expr acc, int64_t count) {
+  if (op == "ReduceMean" || op == "GlobalAveragePool") {
+    return Div(acc, FloatImm(static_cast<double>(std::max<int64_t>(count, 1))));
+  }
+  if (op == "ReduceL2") return Call("sqrt", {acc});
+  if (op == "ReduceLogSum") return Call("log", {acc});
+  return acc;
+}
+
+Expr RowFactor(const Node& n, Expr first, Expr second, int64_t count) {
+  if (n.op_type() == "Softmax") return Div(FloatImm(1), second);
+  if (n.op_type() == "LogSoftmax") return Add(first, Call("log", {second}));
+  return Div(FloatImm(1), Call("sqrt", {Add(Div(second, FloatImm(static_cast<double>(std::max<int64_t>(count, 1)))),
+                                             FloatImm(n.GetFloat("epsilon", 1e-5f)))}));
+}
+
+absl::StatusOr<Expr> RowOutput(const Node& n, GraphExpr& ge, Expr x, Expr exp_shifted, Expr first, Expr factor,
+                               const std::vector<Expr>& kidx, const std::vector<Expr>& ridx) {
+  const std::string& op = n.op_type();
+  if (op == "Softmax") return Mul(exp_shifted, factor);
+  if (op == "LogSoftmax") return Sub(x, factor);
+  Expr y = Mul(Sub(x, first), factor);
+  // Scale and bias broadcast against the normalised axes
+  // (InstanceNormalization: per channel, the kept axis 1).
+  for (int i = 1; i < 3; ++i) {
+    const Value* p = n.input(i);
+    if (p == nullptr) continue;
+    std::vector<int64_t> pd = DimsOf(p);
+    std::vector<Expr> pidx;
+    if (op == "InstanceNormalization") {
+      pidx.push_back(pd.size() == 1 && pd[0] == 1 ? IntImm(0) : kidx[1]);
+    } else {
+      for (size_t k = 0; k < pd.size(); ++k) {
+        pidx.push_back(pd[k] == 1 ? IntImm(0) : ridx[k + ridx.size() - pd.size()]);
+      }
+    }
+    ASSIGN_OR_RETURN(Expr pv, ge.At(p, pidx));
+    y = i == 1 ? Mul(y, pv) : Add(y, pv);
+  }
+  return y;
+}
+
+namespace {
+
 const Node* LastReduction(const Graph& g) {
   const Node* last = nullptr;
   for (const auto& n : g.nodes()) {
@@ -428,45 +475,13 @@ bool SingleStage(const Graph& g) {
   return count == 1 && g.outputs().size() == 1 && LastReduction(g)->output(0) == g.outputs()[0];
 }
 
-bool IsDataMovementOp(const std::string& op) {
-  return op == "Transpose" || op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
-         op == "Identity" || op == "Slice" || op == "Concat" || op == "Pad";
-}
-
-// Rows of a multi-stage workload whose every stage and output is row-local:
-// every computed value has the same rank (>= 2) and leading extent R >= 2,
-// no data movement, and no reduction over axis 0. Then row r of every result
-// depends on row r of the computed values only, and the stages can run fused
-// per block of rows, in parallel. 0 when the workload is not of that form.
+// Rows of a multi-stage workload whose stages can run fused per block of
+// rows, in parallel: the leading extent when it is row-local along axis 0
+// (RowLocalAxes) and at least 2, else 0.
 int64_t RowParallelRows(const Graph& g) {
-  std::set<const Value*> inputs(g.inputs().begin(), g.inputs().end());
-  int64_t rank = -1, rows = -1;
-  for (const auto& n : g.nodes()) {
-    if (IsDataMovementOp(n->op_type())) return 0;
-    for (int i = 0; i < n->num_outputs(); ++i) {
-      std::vector<int64_t> d = DimsOf(n->output(i));
-      if (rank < 0) {
-        rank = static_cast<int64_t>(d.size());
-        rows = d.empty() ? 0 : d[0];
-      }
-      if (static_cast<int64_t>(d.size()) != rank || rank < 2 || d[0] != rows || rows < 2) return 0;
-    }
-    if (!IsReductionOp(n->op_type())) continue;
-    const std::string& op = n->op_type();
-    if (IsRowWiseOp(op)) {
-      int64_t r = static_cast<int64_t>(DimsOf(n->input(0)).size());
-      int64_t axis = op == "InstanceNormalization" ? 2 : n->GetInt("axis", -1);
-      if (axis < 0) axis += r;
-      if (axis < 1 || r != rank) return 0;
-    } else {
-      absl::StatusOr<std::vector<bool>> mask = ReducedAxes(*n);
-      if (!mask.ok() || mask->empty() || (*mask)[0] || static_cast<int64_t>(mask->size()) != rank) return 0;
-    }
-  }
-  for (const Value* v : g.outputs()) {
-    if (inputs.count(v) > 0) return 0;
-  }
-  return rows;
+  if (RowLocalAxes(g) < 1) return 0;
+  const int64_t rows = DimsOf(g.nodes().front()->output(0))[0];
+  return rows >= 2 ? rows : 0;
 }
 
 std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
@@ -486,7 +501,7 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
 }
 
 absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
-  RETURN_IF_ERROR(Match(g));
+  RETURN_IF_ERROR(MatchReduction(g));
   GraphExpr ge(g);
   int64_t vw = config.Get("vw", 1);
   bool single = SingleStage(g);
@@ -593,7 +608,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
 WorkloadLowering ReductionLowering() {
   WorkloadLowering l;
   l.kind = "reduction";
-  l.match = Match;
+  l.match = MatchReduction;
   l.enumerate = Enumerate;
   l.default_schedule = [](const Graph& g, const CpuTarget& t) { return PickDefault(Enumerate(g, t), t); };
   l.validate = [](const Graph& g, const ScheduleConfig& c, const CpuTarget& t) {

@@ -60,25 +60,7 @@ bool IsIdentityAxis(const ResizePlan& p, int axis, int64_t n_in, int64_t n_out) 
   return true;
 }
 
-// The tables of one resized axis, slot-major: entry k * out + o is tap k of
-// output index o. Index -1 marks a position outside the crop.
-struct AxisTable {
-  int axis = 0;
-  int64_t taps = 1;
-  int64_t out = 1;
-  bool weighted = true;   // false for nearest (weight 1)
-  bool has_outside = false;
-  std::vector<int64_t> index;
-  std::vector<double> weight;
-};
-
-struct ResizeForm {
-  const Node* resize = nullptr;
-  const Value* x = nullptr;
-  std::vector<int64_t> in_dims, out_dims;
-  ResizePlan plan;
-  std::vector<AxisTable> tables;
-};
+}  // namespace
 
 absl::StatusOr<ResizeForm> AnalyzeResize(const Graph& g) {
   RETURN_IF_ERROR(CheckWorkloadBasics(g));
@@ -147,6 +129,8 @@ absl::StatusOr<ResizeForm> AnalyzeResize(const Graph& g) {
   }
   return f;
 }
+
+namespace {
 
 // The innermost and outermost non-unit extents of `dims` (1 when none).
 int64_t InnerExtent(const std::vector<int64_t>& dims) {

@@ -17,15 +17,7 @@ namespace {
 
 Expr I(int64_t v) { return IntImm(v); }
 
-struct TopKForm {
-  const Node* topk = nullptr;
-  std::vector<int64_t> dims;
-  int64_t axis = 0, k = 0;
-  bool largest = true;
-  int64_t outer = 1, n = 1, inner = 1;
-  int x_arg = -1;
-  int values_out = -1, indices_out = -1;  // graph output positions, -1 if absent
-};
+}  // namespace
 
 absl::StatusOr<TopKForm> AnalyzeTopK(const Graph& g) {
   if (g.nodes().size() != 1 || g.nodes()[0]->op_type() != "TopK") {
@@ -70,6 +62,8 @@ absl::StatusOr<TopKForm> AnalyzeTopK(const Graph& g) {
   if (f.values_out < 0 && f.indices_out < 0) return NodeError(t, "no outputs");
   return f;
 }
+
+namespace {
 
 std::vector<ScheduleConfig> EnumerateTopK(const Graph& g, const CpuTarget&) {
   absl::StatusOr<TopKForm> f = AnalyzeTopK(g);

@@ -18,13 +18,6 @@ using ops::WinogradTransform;
 
 Expr I(int64_t v) { return IntImm(v); }
 
-struct WinogradForm {
-  const Node* node = nullptr;
-  const WinogradTransform* t = nullptr;
-  WinogradGrid grid;
-  int x_arg = -1, bias_arg = -1;  // workload inputs: X (input) or M (output), the bias
-};
-
 int InputIndex(const Graph& g, const Value* v) {
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     if (g.inputs()[i] == v) return static_cast<int>(i);
@@ -54,7 +47,9 @@ const Node* FindKilnNode(const Graph& g, const char* op) {
   return nullptr;
 }
 
-absl::StatusOr<WinogradForm> AnalyzeInput(const Graph& g) {
+}  // namespace
+
+absl::StatusOr<WinogradForm> AnalyzeWinogradInput(const Graph& g) {
   const Node* n = FindKilnNode(g, "WinogradInput");
   if (n == nullptr) return absl::UnimplementedError(absl::StrCat("workload ", g.name(), " has no kiln.WinogradInput"));
   if (g.nodes().size() != 1) return NodeError(*n, "not alone in its workload");
@@ -73,7 +68,7 @@ absl::StatusOr<WinogradForm> AnalyzeInput(const Graph& g) {
   return f;
 }
 
-absl::StatusOr<WinogradForm> AnalyzeOutput(const Graph& g) {
+absl::StatusOr<WinogradForm> AnalyzeWinogradOutput(const Graph& g) {
   const Node* n = FindKilnNode(g, "WinogradOutput");
   if (n == nullptr) return absl::UnimplementedError(absl::StrCat("workload ", g.name(), " has no kiln.WinogradOutput"));
   RETURN_IF_ERROR(CheckValues(g));
@@ -102,6 +97,8 @@ absl::StatusOr<WinogradForm> AnalyzeOutput(const Graph& g) {
   }
   return f;
 }
+
+namespace {
 
 // Tiles per vector: 4, 8 or 16 (up to the target's lanes), none twice as wide
 // as a tile row needs.
@@ -147,9 +144,9 @@ absl::Status CheckVw(const WinogradForm& f, const ScheduleConfig& c, const CpuTa
   return absl::OkStatus();
 }
 
-// sum_i coef[i] * e[i] over the non-zero coefficients (adds and subtracts for
-// +-1, fma otherwise); 0 when every coefficient is.
-Expr Combine(const std::vector<double>& coef, const std::vector<Expr>& e) {
+}  // namespace
+
+Expr WinogradCombine(const std::vector<double>& coef, const std::vector<Expr>& e) {
   Expr acc;
   for (size_t i = 0; i < coef.size(); ++i) {
     const double c = coef[i];
@@ -167,41 +164,31 @@ Expr Combine(const std::vector<double>& coef, const std::vector<Expr>& e) {
   return acc != nullptr ? acc : FloatImm(0);
 }
 
-// Values computed once per vector: each binding a let (an f32 variable)
-// around the statements that read it, so that shared terms of the transforms
-// are not lowered again at every use.
-class Bindings {
- public:
-  explicit Bindings(std::string prefix) : prefix_(std::move(prefix)) {}
-  Expr Bind(Expr value) {
-    names_.push_back(absl::StrCat(prefix_, names_.size(), "_"));
-    values_.push_back(std::move(value));
-    return Var(names_.back(), ScalarType::kF32);
-  }
-  Stmt Around(Stmt body) const {
-    for (size_t i = names_.size(); i-- > 0;) body = LetStmt(names_[i], values_[i], body);
-    return body;
-  }
+Expr WinogradBindings::Bind(Expr value) {
+  names_.push_back(absl::StrCat(prefix_, names_.size(), "_"));
+  values_.push_back(std::move(value));
+  return Var(names_.back(), ScalarType::kF32);
+}
 
- private:
-  std::string prefix_;
-  std::vector<std::string> names_;
-  std::vector<Expr> values_;
-};
+Stmt WinogradBindings::Around(Stmt body) const {
+  for (size_t i = names_.size(); i-- > 0;) body = LetStmt(names_[i], values_[i], body);
+  return body;
+}
 
-// coef x (a matrix of expressions), every element bound once.
-std::vector<std::vector<Expr>> LeftMultiply(const std::vector<std::vector<double>>& coef,
-                                            const std::vector<std::vector<Expr>>& x, Bindings& let) {
+std::vector<std::vector<Expr>> WinogradLeftMultiply(const std::vector<std::vector<double>>& coef,
+                                                    const std::vector<std::vector<Expr>>& x, WinogradBindings& let) {
   std::vector<std::vector<Expr>> out(coef.size(), std::vector<Expr>(x[0].size()));
   for (size_t a = 0; a < coef.size(); ++a) {
     for (size_t j = 0; j < x[0].size(); ++j) {
       std::vector<Expr> col;
       for (size_t i = 0; i < x.size(); ++i) col.push_back(x[i][j]);
-      out[a][j] = let.Bind(Combine(coef[a], col));
+      out[a][j] = let.Bind(WinogradCombine(coef[a], col));
     }
   }
   return out;
 }
+
+namespace {
 
 // `f` with `config`'s tile width checked against it.
 absl::StatusOr<WinogradForm> FormAt(absl::StatusOr<WinogradForm> f, const ScheduleConfig& config,
@@ -222,7 +209,7 @@ Stmt ForEachTile(const WinogradGrid& g, int64_t vw, const std::function<Stmt(Exp
 }
 
 absl::StatusOr<LoopFunc> LowerInput(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
-  ASSIGN_OR_RETURN(WinogradForm f, FormAt(AnalyzeInput(g), config, target));
+  ASSIGN_OR_RETURN(WinogradForm f, FormAt(AnalyzeWinogradInput(g), config, target));
   const int64_t vw = config.Get("vw", 4);
   const WinogradGrid& s = f.grid;
   const WinogradTransform& t = *f.t;
@@ -251,20 +238,20 @@ absl::StatusOr<LoopFunc> LowerInput(const Graph& g, const ScheduleConfig& config
   // The plane is wide enough for every lane of the last chunk: the loads need
   // no guard, only the stores.
   Stmt transform = ForEachTile(s, vw, [&](Expr th, Expr tw, Expr guard) {
-    Bindings let("d");
+    WinogradBindings let("d");
     std::vector<std::vector<Expr>> d(al, std::vector<Expr>(al));
     for (int64_t i = 0; i < al; ++i) {
       for (int64_t j = 0; j < al; ++j) {
         d[i][j] = let.Bind(Load(xp, Add(Mul(Add(Mul(th, I(m)), I(i)), I(wq)), Add(Mul(tw, I(m)), I(j)))));
       }
     }
-    const std::vector<std::vector<Expr>> bd = LeftMultiply(t.bt, d, let);  // B^T d
+    const std::vector<std::vector<Expr>> bd = WinogradLeftMultiply(t.bt, d, let);  // B^T d
     Expr tile = Add(Mul(Add(Mul(n, I(s.tiles_h)), th), I(s.tiles_w)), tw);
     std::vector<Stmt> stores;
     for (int64_t a = 0; a < al; ++a) {
       for (int64_t b = 0; b < al; ++b) {
         Expr at = Add(Mul(Add(I((a * al + b) * s.c), c), I(s.tiles())), tile);
-        stores.push_back(Store(v, at, Combine(t.bt[b], bd[a])));
+        stores.push_back(Store(v, at, WinogradCombine(t.bt[b], bd[a])));
       }
     }
     Stmt st = Block(stores);
@@ -275,7 +262,7 @@ absl::StatusOr<LoopFunc> LowerInput(const Graph& g, const ScheduleConfig& config
 }
 
 absl::StatusOr<LoopFunc> LowerOutput(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
-  ASSIGN_OR_RETURN(WinogradForm f, FormAt(AnalyzeOutput(g), config, target));
+  ASSIGN_OR_RETURN(WinogradForm f, FormAt(AnalyzeWinogradOutput(g), config, target));
   const int64_t vw = config.Get("vw", 4);
   const WinogradGrid& s = f.grid;
   const WinogradTransform& t = *f.t;
@@ -296,21 +283,21 @@ absl::StatusOr<LoopFunc> LowerOutput(const Graph& g, const ScheduleConfig& confi
   {
     Expr tw = Add(Mul(Var("tc_"), I(vw)), Var("tl_"));
     Expr tile = Add(Mul(Add(Mul(n, I(s.tiles_h)), th), I(s.tiles_w)), tw);
-    Bindings let("m");
+    WinogradBindings let("m");
     std::vector<std::vector<Expr>> mv(al, std::vector<Expr>(al));
     for (int64_t a = 0; a < al; ++a) {
       for (int64_t b = 0; b < al; ++b) {
         mv[a][b] = let.Bind(Load(mm, Add(Mul(Add(I((a * al + b) * kc), k), I(s.tiles())), tile)));
       }
     }
-    const std::vector<std::vector<Expr>> am = LeftMultiply(t.at, mv, let);  // A^T M
+    const std::vector<std::vector<Expr>> am = WinogradLeftMultiply(t.at, mv, let);  // A^T M
     std::vector<Stmt> rows;
     for (int64_t i = 0; i < m; ++i) {
       Expr oh = Add(Mul(th, I(m)), I(i));
       std::vector<Stmt> st;
       for (int64_t j = 0; j < m; ++j) {
         Expr ow = Add(Mul(tw, I(m)), I(j));
-        Expr y = Combine(t.at[j], am[i]);
+        Expr y = WinogradCombine(t.at[j], am[i]);
         if (bias != nullptr) y = Add(y, bias);
         Stmt store = Store(raw, Add(plane, Add(Mul(oh, I(s.ow)), ow)), y);
         if (s.ow % m != 0) store = IfThen(Lt(ow, I(s.ow)), store);
@@ -372,7 +359,7 @@ WorkloadLowering MakeLowering(const char* kind, std::function<absl::StatusOr<Win
 
 }  // namespace
 
-WorkloadLowering WinogradInputLowering() { return MakeLowering("winograd_input", AnalyzeInput, LowerInput); }
-WorkloadLowering WinogradOutputLowering() { return MakeLowering("winograd_output", AnalyzeOutput, LowerOutput); }
+WorkloadLowering WinogradInputLowering() { return MakeLowering("winograd_input", AnalyzeWinogradInput, LowerInput); }
+WorkloadLowering WinogradOutputLowering() { return MakeLowering("winograd_output", AnalyzeWinogradOutput, LowerOutput); }
 
 }  // namespace kiln::loop_ir

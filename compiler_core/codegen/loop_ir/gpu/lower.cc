@@ -4,14 +4,28 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/codegen/loop_ir/gpu/lower_conv.h"
+#include "compiler_core/codegen/loop_ir/gpu/lower_conv_pair.h"
 #include "compiler_core/codegen/loop_ir/gpu/lower_elementwise.h"
+#include "compiler_core/codegen/loop_ir/gpu/lower_index.h"
+#include "compiler_core/codegen/loop_ir/gpu/lower_matmul.h"
+#include "compiler_core/codegen/loop_ir/gpu/lower_pool.h"
+#include "compiler_core/codegen/loop_ir/gpu/lower_recurrence.h"
+#include "compiler_core/codegen/loop_ir/gpu/lower_reduction.h"
+#include "compiler_core/codegen/loop_ir/gpu/lower_resize.h"
+#include "compiler_core/codegen/loop_ir/gpu/lower_topk.h"
+#include "compiler_core/codegen/loop_ir/gpu/lower_winograd.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
 
 namespace kiln::loop_ir::gpu {
 
 const std::vector<GpuWorkloadLowering>& AllGpuLowerings() {
   static const std::vector<GpuWorkloadLowering>* all =
-      new std::vector<GpuWorkloadLowering>{GpuElementwiseLowering(), GpuDataMovementLowering()};
+      new std::vector<GpuWorkloadLowering>{GpuElementwiseLowering(), GpuDataMovementLowering(), GpuMatMulLowering(),
+                                           GpuReductionLowering(), GpuPoolLowering(), GpuTopKLowering(),
+                                           GpuIndexLowering(), GpuResizeLowering(), GpuRecurrenceLowering(),
+                                           GpuConvLowering(), GpuConvTransposeLowering(), GpuConvPairLowering(),
+                                           GpuWinogradInputLowering(), GpuWinogradOutputLowering()};
   return *all;
 }
 
@@ -33,6 +47,23 @@ const GpuWorkloadLowering* FindGpuLowering(const Graph& workload, absl::Status* 
 }
 
 std::vector<int64_t> GpuBlockSizes() { return {128, 256, 512}; }
+
+std::vector<ScheduleConfig> FlatSpace(int64_t max_vw, int64_t inner, const std::vector<int64_t>& unrolls) {
+  std::vector<ScheduleConfig> out;
+  for (int64_t vw = 1; vw <= max_vw; vw *= 2) {
+    if (vw > 1 && vw > inner) break;
+    for (int64_t bt : GpuBlockSizes()) {
+      for (int64_t un : unrolls) {
+        ScheduleConfig c;
+        c.Set("vw", vw);
+        c.Set("bt", bt);
+        c.Set("un", un);
+        out.push_back(c);
+      }
+    }
+  }
+  return out;
+}
 
 int64_t FlatGrid::blocks() const {
   const int64_t per_block = threads * unroll;

@@ -45,8 +45,20 @@ const GpuWorkloadLowering* FindGpuLowering(const Graph& workload, absl::Status* 
 
 // ---- shared by the GPU lowerings ------------------------------------------
 
+// What the heuristic defaults size their grids for: an H100 SXM's 132 SMs
+// (an A100's 108 are filled by as many blocks), and the threads in flight
+// that keep them busy (4 blocks of 128 per SM). Tuning finds the rest.
+inline constexpr int64_t kDefaultGpuSms = 132;
+inline constexpr int64_t kGpuFillThreads = kDefaultGpuSms * 512;
+inline constexpr int64_t kWarpSize = 32;
+
 // Threads per block the flat (one item per thread) lowerings choose from.
 std::vector<int64_t> GpuBlockSizes();
+
+// The space of a flat lowering: vw from 1 to max_vw in powers of two (none
+// wider than `inner`, the row its vectors run along), every GpuBlockSizes()
+// bt, and each of `unrolls` as un.
+std::vector<ScheduleConfig> FlatSpace(int64_t max_vw, int64_t inner, const std::vector<int64_t>& unrolls);
 
 // How a flat lowering spreads `items` independent work items over the grid:
 // `threads` per block, each thread `unroll` items `threads` apart, so that a

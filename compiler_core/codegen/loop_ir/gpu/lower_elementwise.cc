@@ -19,21 +19,7 @@ int64_t MaxVw(const Graph& g) { return std::clamp<int64_t>(16 / WidestElementByt
 int64_t InnerExtent(const std::vector<int64_t>& dims) { return dims.empty() ? 1 : dims.back(); }
 
 std::vector<ScheduleConfig> Enumerate(const Graph& g, const GpuTarget&) {
-  std::vector<ScheduleConfig> out;
-  const int64_t inner = InnerExtent(DimsOf(g.outputs()[0]));
-  for (int64_t vw = 1; vw <= MaxVw(g); vw *= 2) {
-    if (vw > 1 && vw > inner) break;
-    for (int64_t bt : GpuBlockSizes()) {
-      for (int64_t un : {1, 2, 4}) {
-        ScheduleConfig c;
-        c.Set("vw", vw);
-        c.Set("bt", bt);
-        c.Set("un", un);
-        out.push_back(c);
-      }
-    }
-  }
-  return out;
+  return FlatSpace(MaxVw(g), InnerExtent(DimsOf(g.outputs()[0])), {1, 2, 4});
 }
 
 // The widest vw that divides the rows of the first output (no masked
@@ -117,20 +103,19 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& c, const Gp
       });
     }
   }
-  if (bodies.empty()) return absl::InvalidArgumentError(absl::StrCat("workload ", g.name(), " has no elements"));
+  if (bodies.empty()) {
+    // Every output is empty (a Slice past the end): nothing to write, but a
+    // grid cannot be empty: one block of one thread that does nothing.
+    return LoopFunc{"data_movement", ge.args(),
+                    For("blk", IntImm(1), For("tid", IntImm(1), Block({}), ForKind::kGpuThread), ForKind::kGpuBlock)};
+  }
   Stmt body = FlatKernel(bodies, bt, un);
   RETURN_IF_ERROR(err);
   return LoopFunc{"data_movement", ge.args(), body};
 }
 
 GpuWorkloadLowering Make(const std::string& kind) {
-  GpuWorkloadLowering l;
-  l.kind = kind;
-  l.enumerate = Enumerate;
-  l.default_schedule = Default;
-  l.validate = Validate;
-  l.lower = Lower;
-  return l;
+  return GpuWorkloadLowering{kind, Enumerate, Default, Validate, Lower};
 }
 
 }  // namespace

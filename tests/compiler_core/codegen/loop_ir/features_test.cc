@@ -100,3 +100,45 @@ TEST(FeaturesTest, AConfigOutOfRangeIsAnError) {
 
 }  // namespace
 }  // namespace kiln::loop_ir
+
+namespace kiln::loop_ir {
+namespace {
+
+// Every knob of every CPU and GPU space has its own column (a knob without
+// one would be invisible to the cost model), and a GPU schedule's features
+// carry its launch: blocks as tasks, threads per block, shared memory.
+TEST(FeaturesTest, EveryKnobOfEverySpaceHasAColumnOnEveryTarget) {
+  const std::set<std::string> names(FeatureNames().begin(), FeatureNames().end());
+  std::vector<std::unique_ptr<Graph>> workloads;
+  workloads.push_back(MakeWorkload("MatMul", {{64, 96}, {96, 80}}, {64, 80}));
+  workloads.push_back(MakeWorkload("MatMul", {{1, 512}, {512, 300}}, {1, 300}));
+  workloads.push_back(MakeWorkload("Relu", {{3, 33}}, {3, 33}));
+  workloads.push_back(MakeWorkload("Softmax", {{8, 100}}, {8, 100}, {{"axis", AttrValue(int64_t{-1})}}));
+  workloads.push_back(MakeWorkload("Conv", {{1, 8, 12, 12}, {16, 8, 3, 3}}, {1, 16, 12, 12},
+                                   {{"pads", AttrValue(std::vector<int64_t>{1, 1, 1, 1})}}));
+  workloads.push_back(MakeWorkload("Conv", {{1, 8, 12, 12}, {8, 1, 3, 3}}, {1, 8, 12, 12},
+                                   {{"pads", AttrValue(std::vector<int64_t>{1, 1, 1, 1})},
+                                    {"group", AttrValue(int64_t{8})}}));
+  for (const auto& g : workloads) {
+    for (const Target& target : {Target(CpuTarget::Host()), Target(GpuTarget{90})}) {
+      std::vector<ScheduleConfig> space = EnumerateSchedules(*g, target);
+      ASSERT_FALSE(space.empty()) << target.Key() << "\n" << g->ToText();
+      for (const ScheduleConfig& c : space) {
+        for (const auto& [knob, value] : c.knobs) {
+          EXPECT_TRUE(names.count("knob." + knob)) << "knob " << knob << " of " << c.ToString() << " on "
+                                                   << target.Key() << " has no feature column";
+        }
+      }
+      absl::StatusOr<std::vector<float>> v = ScheduleFeatures(*g, space.front(), target);
+      ASSERT_TRUE(v.ok()) << v.status();
+      if (target.is_gpu()) {
+        EXPECT_GT(Feature(*v, "ir.gpu_threads"), 0.0f) << space.front().ToString();
+      } else {
+        EXPECT_EQ(Feature(*v, "ir.gpu_threads"), 0.0f);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::loop_ir
