@@ -129,7 +129,8 @@ std::string FileNameFor(const std::string& tensor_name) {
 }
 
 absl::StatusOr<std::unique_ptr<FarmConnection>> FarmConnection::Open(const std::string& server, const std::string& db,
-                                                                     int workers, int worker_threads) {
+                                                                     int workers, int worker_threads,
+                                                                     const std::string& target) {
   std::unique_ptr<FarmConnection> c(new FarmConnection());
   c->address_ = server;
   if (server.empty()) {
@@ -137,6 +138,12 @@ absl::StatusOr<std::unique_ptr<FarmConnection>> FarmConnection::Open(const std::
     options.server.db_path = db.empty() ? DefaultKilnHome() + "/tuning.db" : db;
     options.workers = workers;
     options.worker_threads = std::max(1, worker_threads);
+    if (workers > 0 && absl::StartsWith(target, "cuda")) {
+      options.gpu_device = "cuda:0";
+      std::error_code self_ec;
+      options.worker_executable =
+          (std::filesystem::read_symlink("/proc/self/exe", self_ec).parent_path() / "kiln-worker").string();
+    }
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(options.server.db_path).parent_path(), ec);
     ASSIGN_OR_RETURN(c->farm_, server::EmbeddedFarm::Start(options));

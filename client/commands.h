@@ -139,6 +139,8 @@ struct InspectOptions {
   int group = -1;                       // >= 0: print this group's workload, schedule and loop IR instead
   std::string schedule;                 // with group: this schedule instead of the default
   bool llvm_ir = false;                 // with group: also the kernel's optimized LLVM IR
+  std::string target = "cpu";           // partition, schedule and lower for it (Target::Named)
+  bool ptx = false;                     // with group and a GPU target: also the kernel's PTX
 };
 
 int RunCompile(const CompileOptions& options);
@@ -158,11 +160,15 @@ class KilnClient;
 // The farm a command talks to: --server's address, or an embedded farm (the
 // server and `workers` CPU workers in this process, each measuring on up to
 // `worker_threads` threads) on the database `db` (default
-// ~/.kiln/tuning.db), for as long as the connection lives.
+// ~/.kiln/tuning.db), for as long as the connection lives. A compile for a
+// GPU (`target` "cuda...") adds, with workers > 0, a GPU worker for cuda:0
+// through the kiln-worker installed beside this program (without a GPU it
+// does not start, and the compile says it compiled untuned).
 class FarmConnection {
  public:
   static absl::StatusOr<std::unique_ptr<FarmConnection>> Open(const std::string& server, const std::string& db,
-                                                               int workers, int worker_threads = 1);
+                                                               int workers, int worker_threads = 1,
+                                                               const std::string& target = "");
   ~FarmConnection();
   const std::string& address() const { return address_; }
   // A client of the farm: the embedded one in plaintext, --server as

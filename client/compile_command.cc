@@ -163,7 +163,7 @@ void PrintCompileSummary(const kiln::v1::CompileResult& result, const std::strin
 int RunCompile(const CompileOptions& o) {
   auto request = CompileRequestFor(o);
   if (!request.ok()) return ReportError("compile", request.status());
-  auto farm = FarmConnection::Open(o.server, o.db, /*workers=*/1, /*worker_threads=*/o.threads);
+  auto farm = FarmConnection::Open(o.server, o.db, /*workers=*/1, /*worker_threads=*/o.threads, o.target);
   if (!farm.ok()) return ReportError("compile", farm.status());
   auto client = (*farm)->Connect(o.connect_timeout_s);
   if (!client.ok()) return ReportError("compile", client.status());

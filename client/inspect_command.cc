@@ -3,8 +3,9 @@
 // outputs, workload key, estimated bytes, schedule space size and default)
 // and the totals; --json for tools, --dot for Graphviz with one cluster per
 // group. Given a package (.kpkg), it prints the package's manifest instead:
-// target, tensors, sections, and every group's schedule with the tuning
-// records it came from.
+// target (for a CUDA package its SM, PTX and cubin, device plan and every
+// step's launch), tensors, sections, and every group's schedule with the
+// tuning records it came from.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -25,6 +26,7 @@
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/kernel_emitter.h"
 #include "compiler_core/codegen/loop_ir/printer.h"
+#include "compiler_core/codegen/ptx_emitter.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/driver/compile_driver.h"
 #include "compiler_core/package/manifest_reader.h"
@@ -56,7 +58,9 @@ absl::StatusOr<PreparedModel> Inspect(const InspectOptions& o) {
   }
   auto graph = ImportModel(source);
   if (!graph.ok()) return graph.status();
-  PrepareOptions options;
+  absl::StatusOr<Target> target = Target::Named(o.target);
+  if (!target.ok()) return absl::InvalidArgumentError(absl::StrCat("--target: ", target.status().message()));
+  PrepareOptions options = PrepareOptionsFor(*target);
   options.passes.dump_after = std::set<std::string>(o.dump_after.begin(), o.dump_after.end());
   options.passes.dump = [](const std::string& pass, const std::string& text) {
     std::fprintf(stderr, "// after %s\n%s", pass.c_str(), text.c_str());
@@ -122,7 +126,10 @@ std::string Dot(const PreparedModel& in) {
   return s + "}\n";
 }
 
-std::string Json(const PreparedModel& in) {
+// The --target the model was prepared for (Inspect checked it parses).
+Target InspectTarget(const InspectOptions& o) { return *Target::Named(o.target); }
+
+std::string Json(const PreparedModel& in, const Target& target) {
   std::string s = "{\n";
   absl::StrAppend(&s, "  \"nodes_before\": ", in.imported_nodes, ",\n");
   absl::StrAppend(&s, "  \"nodes_after\": ", in.graph->nodes().size(), ",\n");
@@ -149,15 +156,15 @@ std::string Json(const PreparedModel& in) {
                     JsonString(in.workloads[gi].key), ", \"bytes_fused\": ",
                     absl::StrFormat("%.0f", g.bytes_fused), ", \"bytes_unfused\": ",
                     absl::StrFormat("%.0f", g.bytes_unfused), ", \"schedules\": ",
-                    EnumerateSchedules(*in.workloads[gi].graph, CpuTarget::Host()).size(),
+                    EnumerateSchedules(*in.workloads[gi].graph, target).size(),
                     ", \"default_schedule\": ",
-                    JsonString(DefaultSchedule(*in.workloads[gi].graph, CpuTarget::Host()).ToString()), "}");
+                    JsonString(DefaultSchedule(*in.workloads[gi].graph, target).ToString()), "}");
   }
   s += "\n  ]\n}\n";
   return s;
 }
 
-std::string Text(const PreparedModel& in) {
+std::string Text(const PreparedModel& in, const Target& target) {
   std::string s = "optimised graph:\n";
   s += in.graph->ToText();
   s += "\nfusion groups:\n";
@@ -176,8 +183,8 @@ std::string Text(const PreparedModel& in) {
     absl::StrAppend(&s, "    workload: ", in.workloads[gi].key, "  bytes: ", Megabytes(g.bytes_fused),
                     " (unfused ", Megabytes(g.bytes_unfused), ")\n");
     const Graph& wg = *in.workloads[gi].graph;
-    absl::StrAppend(&s, "    schedules: ", EnumerateSchedules(wg, CpuTarget::Host()).size(), ", default ",
-                    DefaultSchedule(wg, CpuTarget::Host()).ToString(), "\n");
+    absl::StrAppend(&s, "    schedules: ", EnumerateSchedules(wg, target).size(), ", default ",
+                    DefaultSchedule(wg, target).ToString(), "\n");
   }
   double saved = in.partition.bytes_unfused > 0 ? 100.0 * (1.0 - in.partition.bytes_fused / in.partition.bytes_unfused) : 0;
   s += "\nsummary:\n";
@@ -185,7 +192,8 @@ std::string Text(const PreparedModel& in) {
                   " after\n");
   absl::StrAppend(&s, "  groups (kernels):   ", in.partition.groups.size(), "\n");
   absl::StrAppend(&s, "  distinct workloads: ", in.distinct_workloads, "\n");
-  if (absl::Status compilable = CheckCompilable(in, CpuTarget::Host()); !compilable.ok()) {
+  absl::StrAppend(&s, "  target:             ", target.Key(), "\n");
+  if (absl::Status compilable = CheckCompilable(in, target); !compilable.ok()) {
     absl::StrAppend(&s, "  code generation:    ", compilable.message(), "\n");
   }
   absl::StrAppend(&s, "  memory traffic:     ", Megabytes(in.partition.bytes_fused), " fused, ",
@@ -204,7 +212,11 @@ absl::StatusOr<std::string> GroupText(const PreparedModel& in, const InspectOpti
   }
   const FusionGroup& g = in.partition.groups[o.group];
   const Graph& wg = *in.workloads[o.group].graph;
-  const CpuTarget target = CpuTarget::Host();
+  const Target target = InspectTarget(o);
+  if (o.ptx && !target.is_gpu()) return absl::InvalidArgumentError("--ptx needs a GPU --target (cuda:sm_XY)");
+  if (o.llvm_ir && target.is_gpu()) {
+    return absl::InvalidArgumentError("--llvm-ir is for CPU targets; a GPU kernel's code is its --ptx");
+  }
   ScheduleConfig config = DefaultSchedule(wg, target);
   if (!o.schedule.empty()) {
     auto parsed = ScheduleConfig::Parse(o.schedule);
@@ -220,10 +232,20 @@ absl::StatusOr<std::string> GroupText(const PreparedModel& in, const InspectOpti
   absl::StrAppend(&s, "\nworkload graph:\n", wg.ToText());
   absl::StrAppend(&s, "\nschedule: ", config.ToString(), o.schedule.empty() ? " (default)" : "", " of ",
                   EnumerateSchedules(wg, target).size(), "\n\nloop IR:\n", loop_ir::Print(*lowered));
+  if (target.is_gpu()) {
+    const loop_ir::GpuLaunch launch = loop_ir::GpuLaunchOf(*lowered);
+    absl::StrAppend(&s, "\nlaunch: ", launch.blocks, " blocks of ", launch.threads, " threads, ", launch.shared_bytes,
+                    " bytes of shared memory\n");
+  }
   if (o.llvm_ir) {
-    auto kernel = JitCompile(wg, config, target);
+    auto kernel = JitCompile(wg, config, target.cpu());
     if (!kernel.ok()) return kernel.status();
-    absl::StrAppend(&s, "\noptimized LLVM IR (", target.cpu, "):\n", (*kernel)->llvm_ir());
+    absl::StrAppend(&s, "\noptimized LLVM IR (", target.cpu().cpu, "):\n", (*kernel)->llvm_ir());
+  }
+  if (o.ptx) {
+    auto ptx = LoopFuncToPtx(*lowered, target.gpu());
+    if (!ptx.ok()) return ptx.status();
+    absl::StrAppend(&s, "\nPTX (", target.gpu().Arch(), "):\n", *ptx);
   }
   return s;
 }
@@ -249,21 +271,53 @@ std::string ProvenanceText(const kiln::v1::PackageGroup& g) {
                       " measured");
 }
 
-std::string PackageText(const std::string& path, const PackageInfo& info) {
-  const kiln::v1::PackageManifest& m = info.manifest;
-  std::string s = absl::StrCat("package ", path, "\n");
-  absl::StrAppend(&s, "  digest    ", info.digest, "\n");
-  absl::StrAppend(&s, "  size      ", info.size, " bytes, checksum ok\n");
-  absl::StrAppend(&s, "  format    ", m.format_version(), ", compiled by ", m.compiler_version(), "\n");
-  absl::StrAppend(&s, "  target    ", m.target_triple(), ", cpu ", m.target_cpu(),
-                  m.isa_level().empty() ? "" : absl::StrCat(", ISA level ", m.isa_level()), ", tuned for ",
+// A CUDA package's device, sections and device plan (the lines that replace
+// a CPU package's target and sections).
+std::string CudaText(const kiln::v1::PackageManifest& m) {
+  const kiln::v1::PackageCuda& c = m.cuda();
+  std::string s;
+  absl::StrAppend(&s, "  device    CUDA sm_", c.sm(), " (host ", m.target_triple(), "), tuned for ",
                   std::max(1, m.tuned_threads()), m.tuned_threads() > 1 ? " threads" : " thread", "\n");
   absl::StrAppend(&s, "  model     ", m.model_name().empty() ? "(unnamed)" : m.model_name(), "\n");
   for (const auto& t : m.inputs()) absl::StrAppend(&s, "  input     ", TensorText(t), "\n");
   for (const auto& t : m.outputs()) absl::StrAppend(&s, "  output    ", TensorText(t), "\n");
-  absl::StrAppend(&s, "  sections  code ", Kilobytes(m.code_size()), ", weights ", Kilobytes(m.weights_size()),
-                  ", arena ", Kilobytes(m.arena_bytes()), "; ", m.buffers_size(), " buffers, ", m.steps_size(),
+  absl::StrAppend(&s, "  sections  PTX ", Kilobytes(c.ptx_size()), ", cubin ",
+                  c.cubin_size() > 0 ? absl::StrCat(Kilobytes(c.cubin_size()), " for sm_", c.sm(), " (",
+                                                    c.ptxas_version(), ")")
+                                     : absl::StrCat("none: ", c.cubin_missing()),
+                  ", weights ", Kilobytes(m.weights_size()), "\n");
+  absl::StrAppend(&s, "  memory    device arena ", Kilobytes(c.arena_bytes()), " (inputs, outputs, scratch), every buffer ",
+                  c.buffer_alignment(), "-byte aligned; ", m.buffers_size(), " buffers, ", m.steps_size(),
                   " steps\n");
+  return s;
+}
+
+std::string LaunchText(const kiln::v1::PackageStep& step) {
+  const kiln::v1::PackageLaunch& l = step.launch();
+  return absl::StrCat(step.symbol(), ": ", l.blocks(), l.blocks() == 1 ? " block" : " blocks", " x ", l.threads(),
+                      " threads, ", l.shared_bytes(), " B shared, args [", absl::StrJoin(step.args(), ", "), "]");
+}
+
+std::string PackageText(const std::string& path, const PackageInfo& info) {
+  const kiln::v1::PackageManifest& m = info.manifest;
+  const bool cuda = m.device() == kiln::v1::DEVICE_CUDA;
+  std::string s = absl::StrCat("package ", path, "\n");
+  absl::StrAppend(&s, "  digest    ", info.digest, "\n");
+  absl::StrAppend(&s, "  size      ", info.size, " bytes, checksum ok\n");
+  absl::StrAppend(&s, "  format    ", m.format_version(), ", compiled by ", m.compiler_version(), "\n");
+  if (cuda) {
+    s += CudaText(m);
+  } else {
+    absl::StrAppend(&s, "  target    ", m.target_triple(), ", cpu ", m.target_cpu(),
+                    m.isa_level().empty() ? "" : absl::StrCat(", ISA level ", m.isa_level()), ", tuned for ",
+                    std::max(1, m.tuned_threads()), m.tuned_threads() > 1 ? " threads" : " thread", "\n");
+    absl::StrAppend(&s, "  model     ", m.model_name().empty() ? "(unnamed)" : m.model_name(), "\n");
+    for (const auto& t : m.inputs()) absl::StrAppend(&s, "  input     ", TensorText(t), "\n");
+    for (const auto& t : m.outputs()) absl::StrAppend(&s, "  output    ", TensorText(t), "\n");
+    absl::StrAppend(&s, "  sections  code ", Kilobytes(m.code_size()), ", weights ", Kilobytes(m.weights_size()),
+                    ", arena ", Kilobytes(m.arena_bytes()), "; ", m.buffers_size(), " buffers, ", m.steps_size(),
+                    " steps\n");
+  }
   int from_records = 0;
   for (const auto& g : m.groups()) {
     from_records += g.provenance().source() == kiln::v1::ScheduleProvenance::RECORDS ? 1 : 0;
@@ -276,6 +330,10 @@ std::string PackageText(const std::string& path, const PackageInfo& info) {
     absl::StrAppend(&s, "    schedule  ", g.schedule_config(), "\n");
     absl::StrAppend(&s, "    from      ", ProvenanceText(g), "\n");
     for (const std::string& key : g.provenance().record_keys()) absl::StrAppend(&s, "    record    ", key, "\n");
+    if (!cuda) continue;
+    for (const kiln::v1::PackageStep& step : m.steps()) {
+      if (step.group() == i) absl::StrAppend(&s, "    launch    ", LaunchText(step), "\n");
+    }
   }
   return s;
 }
@@ -334,7 +392,7 @@ int RunInspect(const InspectOptions& o) {
     std::fwrite(text->data(), 1, text->size(), stdout);
     return 0;
   }
-  std::string out = o.json ? Json(*in) : Text(*in);
+  std::string out = o.json ? Json(*in, InspectTarget(o)) : Text(*in, InspectTarget(o));
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }

@@ -230,6 +230,11 @@ int main(int argc, char** argv) {
       ->needs(group_opt);
   in->add_flag("--llvm-ir", inspect.llvm_ir, "with --group: also print the kernel's optimized LLVM IR")
       ->needs(group_opt);
+  in->add_option("--target", inspect.target,
+                 "prepare, schedule and lower for this target: cpu, an x86-64 level or LLVM CPU name, or "
+                 "cuda:sm_XY")
+      ->capture_default_str();
+  in->add_flag("--ptx", inspect.ptx, "with --group and a cuda target: also print the kernel's PTX")->needs(group_opt);
   RejectRepeatedNames(in, &inspect.shapes, nullptr);
 
   LookupOptions lookup;

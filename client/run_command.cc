@@ -1,5 +1,6 @@
 // `kiln run`: load a package with the runtime, bind inputs from files, run,
-// write outputs as .npy, optionally time repeated runs.
+// write outputs as .npy, optionally time repeated runs. A CUDA package runs
+// on CUDA device 0 (loading it fails, saying why, without a GPU or driver).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
 #include "client/json_output.h"
@@ -76,7 +78,8 @@ double MeasureTriadGBs(runtime::ThreadPool& pool) {
 }
 
 // Per group: time, share, achieved GFLOP/s and GB/s (from the package's
-// estimates), and the GB/s as a share of the triad bandwidth measured now.
+// estimates), and the GB/s as a share of the triad bandwidth measured now
+// (a GPU run has none: triad_gbs 0, and its column stays empty).
 void PrintProfile(const std::vector<GroupTime>& groups, int top, double triad_gbs) {
   double total = 0;
   for (const GroupTime& g : groups) total += g.ms;
@@ -86,12 +89,17 @@ void PrintProfile(const std::vector<GroupTime>& groups, int top, double triad_gb
     const GroupTime& g = groups[i];
     const double s = g.ms / 1e3;
     const double gflops = s > 0 ? g.flops / s / 1e9 : 0, gbs = s > 0 ? g.bytes / s / 1e9 : 0;
-    std::printf("%-6d %-14s %9.3f %5.1f%% %8.1f %8.1f %5.0f%%  %s\n", g.group, g.kind.c_str(), g.ms,
-                total > 0 ? 100.0 * g.ms / total : 0.0, gflops, gbs, triad_gbs > 0 ? 100.0 * gbs / triad_gbs : 0.0,
-                g.nodes.c_str());
+    const std::string triad = triad_gbs > 0 ? absl::StrFormat("%5.0f%%", 100.0 * gbs / triad_gbs) : "     -";
+    std::printf("%-6d %-14s %9.3f %5.1f%% %8.1f %8.1f %s  %s\n", g.group, g.kind.c_str(), g.ms,
+                total > 0 ? 100.0 * g.ms / total : 0.0, gflops, gbs, triad.c_str(), g.nodes.c_str());
   }
-  std::printf("%-6s %-14s %9.3f %5.1f%%  %zu groups; triad %.1f GB/s on this pool\n", "all", "", total, 100.0,
-              groups.size(), triad_gbs);
+  if (triad_gbs > 0) {
+    std::printf("%-6s %-14s %9.3f %5.1f%%  %zu groups; triad %.1f GB/s on this pool\n", "all", "", total, 100.0,
+                groups.size(), triad_gbs);
+  } else {
+    std::printf("%-6s %-14s %9.3f %5.1f%%  %zu groups; device time from CUDA events\n", "all", "", total, 100.0,
+                groups.size());
+  }
 }
 
 }  // namespace
@@ -157,10 +165,14 @@ int RunRun(const RunOptions& o) {
   }
   if (o.json || !times_ms.empty()) {
     JsonObject json;
-    json.Add("package", pkg->digest())
-        .Add("threads", pool.num_threads())
-        .Add("repeat", static_cast<int64_t>(times_ms.size()))
-        .Add("arena_bytes", pkg->manifest().arena_bytes);
+    json.Add("package", pkg->digest());
+    if (s.on_cuda()) {
+      json.Add("device", s.device());
+    } else {
+      json.Add("threads", pool.num_threads());
+    }
+    json.Add("repeat", static_cast<int64_t>(times_ms.size()))
+        .Add("arena_bytes", s.on_cuda() ? pkg->manifest().cuda.arena_bytes : pkg->manifest().arena_bytes);
     if (!times_ms.empty()) {
       json.Add("median_ms", Percentile(times_ms, 0.5))
           .Add("p10_ms", Percentile(times_ms, 0.1))
@@ -177,7 +189,7 @@ int RunRun(const RunOptions& o) {
       json.AddRaw("profile", list + "]");
     }
     std::printf("%s\n", json.str().c_str());
-    if (profile != nullptr && !o.json) PrintProfile(groups, o.profile, MeasureTriadGBs(pool));
+    if (profile != nullptr && !o.json) PrintProfile(groups, o.profile, s.on_cuda() ? 0.0 : MeasureTriadGBs(pool));
   } else if (o.output_dir.empty()) {
     for (int i = 0; i < s.num_outputs(); ++i) {
       std::printf("output %s: %zu bytes\n", s.output_info(i).name.c_str(), s.OutputBytes(i));

@@ -19,7 +19,8 @@ int RunTune(const TuneOptions& o) {
   const std::string report_path =
       o.report.empty() ? absl::StrCat(std::filesystem::path(compile.model).stem().string(), ".tuning.html") : o.report;
 
-  auto farm = FarmConnection::Open(compile.server, compile.db, /*workers=*/1, /*worker_threads=*/compile.threads);
+  auto farm = FarmConnection::Open(compile.server, compile.db, /*workers=*/1, /*worker_threads=*/compile.threads,
+                                   compile.target);
   if (!farm.ok()) return ReportError("tune", farm.status());
   auto connected = (*farm)->Connect(compile.connect_timeout_s);
   if (!connected.ok()) return ReportError("tune", connected.status());

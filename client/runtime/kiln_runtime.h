@@ -1,5 +1,6 @@
-/* The Kiln runtime's C API: load a package, bind inputs, run, read outputs.
- * Plain C99; everything a deployment needs without C++ or the compiler. */
+/* The Kiln runtime's C API: load a package, bind inputs, run, read outputs,
+ * on the CPU or on a CUDA GPU. Plain C99; everything a deployment needs
+ * without C++, the compiler or the CUDA toolkit. */
 #ifndef KILN_RUNTIME_H_
 #define KILN_RUNTIME_H_
 
@@ -49,13 +50,24 @@ typedef enum kiln_dtype_t {
  * it serves every header with the same major ABI version and a lower or equal
  * minor one (docs/runtime-abi.md). */
 #define KILN_RUNTIME_ABI_MAJOR 1
-#define KILN_RUNTIME_ABI_MINOR 1
+#define KILN_RUNTIME_ABI_MINOR 2
 
 /* Capacity a caller's dims array must have for kiln_session_*_info/output. */
 #define KILN_MAX_RANK 16
 
 typedef struct kiln_package_t kiln_package_t;
 typedef struct kiln_session_t kiln_session_t;
+
+/* The device a package runs on (ABI 1.2); numerically equal to
+ * kiln.v1.PackageDevice. */
+typedef enum kiln_device_t {
+  KILN_DEVICE_CPU = 0,
+  KILN_DEVICE_CUDA = 1
+} kiln_device_t;
+
+/* CUDA device memory: the driver API's CUdeviceptr (a pointer from
+ * cudaMalloc, cast to an integer) (ABI 1.2). */
+typedef uint64_t kiln_device_ptr_t;
 
 /* The message of the last failing call on this thread ("" if none). Valid until
  * the next call on this thread. */
@@ -66,14 +78,18 @@ KILN_API const char* kiln_runtime_version(void);
 /* The library's ABI as major * 1000 + minor (KILN_RUNTIME_ABI_MAJOR/MINOR). */
 KILN_API int kiln_runtime_abi_version(void);
 
-/* Loads and verifies a .kpkg (checksum, bounds). */
+/* Loads and verifies a .kpkg (checksum, bounds). A CUDA package also needs
+ * the CUDA driver (libcuda.so.1, loaded at run time): without one, or
+ * without a GPU, it is KILN_FAILED_PRECONDITION ("this package is for a CUDA
+ * GPU (sm_90) and no CUDA driver could be loaded: ..."). */
 KILN_API kiln_status_t kiln_package_load(const char* path, kiln_package_t** out_package);
 /* Loads and verifies a package from memory; the bytes are copied. */
 KILN_API kiln_status_t kiln_package_load_bytes(const void* data, size_t bytes, kiln_package_t** out_package);
 /* The CPU the package was compiled for: its ISA level and microarchitecture,
  * e.g. "x86-64-v4 znver4", or "x86-64-v3" for a package compiled for a level;
- * owned by the package. Loading refuses a package
- * whose CPU features this host lacks (KILN_FAILED_PRECONDITION). */
+ * a CUDA package's GPU, e.g. "cuda:sm_90"; owned by the package. Loading
+ * refuses a package whose CPU features this host lacks
+ * (KILN_FAILED_PRECONDITION). */
 KILN_API const char* kiln_package_target(const kiln_package_t* package);
 /* "sha256:<hex>" of the package file; owned by the package. */
 KILN_API const char* kiln_package_digest(const kiln_package_t* package);
@@ -114,6 +130,60 @@ KILN_API kiln_status_t kiln_session_output(const kiln_session_t* session, int in
                                            size_t* bytes, kiln_dtype_t* dtype, int64_t* dims, int* rank);
 /* NULL is ignored. */
 KILN_API void kiln_session_release(kiln_session_t* session);
+
+/* ---- CUDA packages (ABI 1.2) ------------------------------------------
+ * A CUDA package's session runs on a GPU: every function above works as it
+ * does on the CPU, with host memory (inputs are copied to the device and
+ * outputs back at each run; kiln_session_run returns when the run is done).
+ * kiln_session_create uses CUDA device 0 and a stream of the session's own.
+ * The functions below also let inputs and outputs stay in device memory.
+ * They return KILN_FAILED_PRECONDITION for a CPU package's session. */
+
+/* The device the package runs on; for a CUDA package, *sm (if sm is not
+ * NULL) gets its SM as major * 10 + minor (90 for sm_90), else 0. */
+KILN_API kiln_device_t kiln_package_device(const kiln_package_t* package, int* sm);
+/* A session of a CUDA package on CUDA device `device` (an ordinal), whose
+ * runs go on `stream`: a CUstream (or cudaStream_t) of the device's primary
+ * context (the one the CUDA runtime API uses), which the caller owns and
+ * keeps alive while the session lives; NULL: the session makes its own.
+ * The package's kernels load on the device (the cubin when its SM is the
+ * package's, else the PTX, which the driver compiles), and its weights are
+ * copied there, once per package and device. KILN_FAILED_PRECONDITION for a
+ * CPU package, or a GPU older than the package's SM; KILN_INVALID_ARGUMENT
+ * for a device that does not exist. */
+KILN_API kiln_status_t kiln_session_create_cuda(kiln_package_t* package, int device, void* stream,
+                                                kiln_session_t** out_session);
+/* Binds an input to device memory the caller owns: kernels read it in
+ * place at every run (no copy), until the input is bound or set again; it
+ * must stay valid and unchanged while runs read it. `bytes` must equal the
+ * input's size; `data` must be aligned to 256 bytes (as cudaMalloc gives) and
+ * lie inside one allocation (KILN_INVALID_ARGUMENT). */
+KILN_API kiln_status_t kiln_session_bind_input_device(kiln_session_t* session, const char* name,
+                                                      kiln_device_ptr_t data, size_t bytes);
+/* Makes runs write output `index` straight into device memory the caller
+ * owns (same rules), copying nothing to the host: kiln_session_output then
+ * gives NULL data, kiln_session_output_device `data`. 0 returns the output to
+ * the session's memory, copied to the host. Two arguments of one kernel may
+ * not overlap: a run refuses bindings that make them (KILN_INVALID_ARGUMENT). */
+KILN_API kiln_status_t kiln_session_bind_output_device(kiln_session_t* session, int index,
+                                                       kiln_device_ptr_t data, size_t bytes);
+/* keep != 0: runs leave output `index` in the session's device memory
+ * (kiln_session_output_device), copying nothing to the host; keep == 0:
+ * runs copy it to the host (the default). Undoes a binding of the output. */
+KILN_API kiln_status_t kiln_session_keep_output_on_device(kiln_session_t* session, int index, int keep);
+/* Where output `index` is in device memory after a run: the session's
+ * memory, or the caller's it is bound to. Valid until the next run or the
+ * session's release. */
+KILN_API kiln_status_t kiln_session_output_device(const kiln_session_t* session, int index,
+                                                  kiln_device_ptr_t* data);
+/* Enqueues a run on the session's stream and returns without waiting for
+ * it. Its outputs (host or device) are ready, and memory bound to the
+ * session may change, once the stream has run it (cuStreamSynchronize or
+ * cudaStreamSynchronize on kiln_session_cuda_stream). A CPU session runs
+ * synchronously, as kiln_session_run. */
+KILN_API kiln_status_t kiln_session_run_async(kiln_session_t* session);
+/* The CUstream a CUDA session's runs go on; NULL for a CPU session. */
+KILN_API void* kiln_session_cuda_stream(const kiln_session_t* session);
 
 #ifdef __cplusplus
 }  /* extern "C" */

@@ -51,6 +51,13 @@ class Package {
   }
   std::string digest() const { return kiln_package_digest(handle_.get()); }
   std::string target() const { return kiln_package_target(handle_.get()); }
+  kiln_device_t device() const { return kiln_package_device(handle_.get(), nullptr); }
+  // A CUDA package's SM (90 for sm_90); 0 for a CPU package.
+  int cuda_sm() const {
+    int sm = 0;
+    kiln_package_device(handle_.get(), &sm);
+    return sm;
+  }
   kiln_package_t* get() const { return handle_.get(); }
 
  private:
@@ -66,6 +73,13 @@ class Session {
     kiln_session_t* s = nullptr;
     Check(kiln_session_create(package.get(), threads, &s));
     handle_.reset(s);
+  }
+  // A CUDA package's session on CUDA device `device`, running on `stream`
+  // (a CUstream or cudaStream_t the caller owns; null: the session's own).
+  static Session OnCuda(const Package& package, int device = 0, void* stream = nullptr) {
+    kiln_session_t* s = nullptr;
+    Check(kiln_session_create_cuda(package.get(), device, stream, &s));
+    return Session(s);
   }
 
   std::vector<TensorInfo> inputs() const {
@@ -108,6 +122,26 @@ class Session {
   }
   void Run() { Check(kiln_session_run(handle_.get())); }
 
+  // CUDA sessions (kiln_runtime.h has the rules): device memory the caller
+  // owns, read or written in place; outputs left on the device; runs that
+  // return before the stream has run them.
+  void BindInputDevice(const std::string& name, kiln_device_ptr_t data, size_t bytes) {
+    Check(kiln_session_bind_input_device(handle_.get(), name.c_str(), data, bytes));
+  }
+  void BindOutputDevice(int index, kiln_device_ptr_t data, size_t bytes) {
+    Check(kiln_session_bind_output_device(handle_.get(), index, data, bytes));
+  }
+  void KeepOutputOnDevice(int index, bool keep = true) {
+    Check(kiln_session_keep_output_on_device(handle_.get(), index, keep ? 1 : 0));
+  }
+  kiln_device_ptr_t OutputDevice(int index) const {
+    kiln_device_ptr_t data = 0;
+    Check(kiln_session_output_device(handle_.get(), index, &data));
+    return data;
+  }
+  void RunAsync() { Check(kiln_session_run_async(handle_.get())); }
+  void* cuda_stream() const { return kiln_session_cuda_stream(handle_.get()); }
+
   // Output `index` of the last run: valid until the next run.
   std::pair<const void*, size_t> Output(int index) const {
     const void* data = nullptr;
@@ -117,6 +151,7 @@ class Session {
   }
 
  private:
+  explicit Session(kiln_session_t* s) { handle_.reset(s); }
   struct Release {
     void operator()(kiln_session_t* s) const { kiln_session_release(s); }
   };

@@ -23,6 +23,9 @@ namespace {
 
 using kiln::runtime::Cat;
 
+static_assert(KILN_DEVICE_CPU == static_cast<int>(kiln::runtime::Device::kCpu) &&
+              KILN_DEVICE_CUDA == static_cast<int>(kiln::runtime::Device::kCuda));
+
 thread_local std::string t_last_error;
 
 kiln_status_t Fail(kiln_status_t code, std::string message) {
@@ -51,10 +54,27 @@ kiln_status_t TensorInfo(const kiln::runtime::ManifestTensor& t, kiln_dtype_t* d
 kiln_package_t* NewPackage(std::unique_ptr<kiln::runtime::Package> package) {
   auto* handle = new kiln_package_t{std::shared_ptr<const kiln::runtime::Package>(std::move(package)), ""};
   const kiln::runtime::Manifest& m = handle->package->manifest();
+  if (handle->package->is_cuda()) {
+    handle->target = Cat("cuda:sm_", m.cuda.sm);
+    return handle;
+  }
   // A level target's CPU is the level itself: say it once.
   handle->target = m.isa_level.empty() || m.isa_level == m.target_cpu ? m.target_cpu
                                                                       : m.isa_level + " " + m.target_cpu;
   return handle;
+}
+
+kiln_status_t NewSession(kiln_package_t* package, int num_threads, const kiln::runtime::CudaSessionOptions& cuda,
+                         kiln_session_t** out_session) {
+  *out_session = nullptr;
+  auto handle = std::make_unique<kiln_session_t>();
+  // A CUDA session runs nothing on the pool: it gets no threads.
+  handle->pool = std::make_unique<kiln::runtime::ThreadPool>(package->package->is_cuda() ? 1 : num_threads);
+  auto session = kiln::runtime::Session::Create(package->package, handle->pool.get(), cuda);
+  if (!session.ok()) return FromStatus(session.status());
+  handle->session = std::move(*session);
+  *out_session = handle.release();
+  return KILN_OK;
 }
 
 }  // namespace
@@ -103,14 +123,7 @@ kiln_status_t kiln_session_create(kiln_package_t* package, int num_threads, kiln
     return Fail(KILN_INVALID_ARGUMENT, "kiln_session_create: null argument");
   }
   if (num_threads < 0) return Fail(KILN_INVALID_ARGUMENT, Cat("kiln_session_create: ", num_threads, " threads"));
-  *out_session = nullptr;
-  auto handle = std::make_unique<kiln_session_t>();
-  handle->pool = std::make_unique<kiln::runtime::ThreadPool>(num_threads);
-  auto session = kiln::runtime::Session::Create(package->package, handle->pool.get());
-  if (!session.ok()) return FromStatus(session.status());
-  handle->session = std::move(*session);
-  *out_session = handle.release();
-  return KILN_OK;
+  return NewSession(package, num_threads, {}, out_session);
 }
 
 int kiln_session_num_inputs(const kiln_session_t* session) {
@@ -176,5 +189,65 @@ kiln_status_t kiln_session_output(const kiln_session_t* session, int index, cons
 }
 
 void kiln_session_release(kiln_session_t* session) { delete session; }
+
+kiln_device_t kiln_package_device(const kiln_package_t* package, int* sm) {
+  const bool cuda = package != nullptr && package->package->is_cuda();
+  if (sm != nullptr) *sm = cuda ? package->package->manifest().cuda.sm : 0;
+  return cuda ? KILN_DEVICE_CUDA : KILN_DEVICE_CPU;
+}
+
+kiln_status_t kiln_session_create_cuda(kiln_package_t* package, int device, void* stream,
+                                       kiln_session_t** out_session) {
+  if (package == nullptr || out_session == nullptr) {
+    return Fail(KILN_INVALID_ARGUMENT, "kiln_session_create_cuda: null argument");
+  }
+  *out_session = nullptr;
+  if (!package->package->is_cuda()) {
+    return Fail(KILN_FAILED_PRECONDITION, Cat("kiln_session_create_cuda: package '", package->package->name(),
+                                              "' is for the CPU (", package->target, "), not a CUDA GPU"));
+  }
+  kiln::runtime::CudaSessionOptions cuda;
+  cuda.device = device;
+  cuda.stream = stream;
+  return NewSession(package, 1, cuda, out_session);
+}
+
+kiln_status_t kiln_session_bind_input_device(kiln_session_t* session, const char* name, kiln_device_ptr_t data,
+                                             size_t bytes) {
+  if (session == nullptr || name == nullptr) {
+    return Fail(KILN_INVALID_ARGUMENT, "kiln_session_bind_input_device: null argument");
+  }
+  return FromStatus(session->session->BindInputDevice(name, data, bytes));
+}
+
+kiln_status_t kiln_session_bind_output_device(kiln_session_t* session, int index, kiln_device_ptr_t data,
+                                              size_t bytes) {
+  if (session == nullptr) return Fail(KILN_INVALID_ARGUMENT, "kiln_session_bind_output_device: null session");
+  return FromStatus(session->session->BindOutputDevice(index, data, bytes));
+}
+
+kiln_status_t kiln_session_keep_output_on_device(kiln_session_t* session, int index, int keep) {
+  if (session == nullptr) return Fail(KILN_INVALID_ARGUMENT, "kiln_session_keep_output_on_device: null session");
+  return FromStatus(session->session->KeepOutputOnDevice(index, keep != 0));
+}
+
+kiln_status_t kiln_session_output_device(const kiln_session_t* session, int index, kiln_device_ptr_t* data) {
+  if (session == nullptr || data == nullptr) {
+    return Fail(KILN_INVALID_ARGUMENT, "kiln_session_output_device: null argument");
+  }
+  auto ptr = session->session->OutputDevicePtr(index);
+  if (!ptr.ok()) return FromStatus(ptr.status());
+  *data = *ptr;
+  return KILN_OK;
+}
+
+kiln_status_t kiln_session_run_async(kiln_session_t* session) {
+  if (session == nullptr) return Fail(KILN_INVALID_ARGUMENT, "kiln_session_run_async: null session");
+  return FromStatus(session->session->RunAsync());
+}
+
+void* kiln_session_cuda_stream(const kiln_session_t* session) {
+  return session == nullptr ? nullptr : session->session->cuda_stream();
+}
 
 }  // extern "C"

@@ -17,6 +17,7 @@ class WireReader {
       : p_(data), end_(data + size), context_(std::move(context)) {}
 
   bool done() const { return p_ >= end_ || !status_.ok(); }
+  const std::string& context() const { return context_; }
   const Status& status() const { return status_; }
 
   // The next field's number and wire type; false at the end or on error.
@@ -188,6 +189,25 @@ void DecodeBuffer(WireReader& r, ManifestBuffer* b) {
   }
 }
 
+void DecodeLaunch(WireReader& r, ManifestLaunch* l) {
+  int number, wire;
+  while (r.NextField(&number, &wire)) {
+    switch (number) {
+      case 1:
+        if (r.Expect(number, wire, kVarint)) l->blocks = static_cast<int64_t>(r.Varint());
+        break;
+      case 2:
+        if (r.Expect(number, wire, kVarint)) l->threads = static_cast<int32_t>(r.Varint());
+        break;
+      case 3:
+        if (r.Expect(number, wire, kVarint)) l->shared_bytes = static_cast<int32_t>(r.Varint());
+        break;
+      default:
+        r.Skip(wire);
+    }
+  }
+}
+
 void DecodeStep(WireReader& r, ManifestStep* s) {
   int number, wire;
   while (r.NextField(&number, &wire)) {
@@ -203,6 +223,52 @@ void DecodeStep(WireReader& r, ManifestStep* s) {
         break;
       case 4:
         if (r.Expect(number, wire, kVarint)) s->group = static_cast<int32_t>(r.Varint());
+        break;
+      case 5:
+        r.Message(number, wire, r.context() + " launch", [&](WireReader& n) { DecodeLaunch(n, &s->launch); });
+        break;
+      default:
+        r.Skip(wire);
+    }
+  }
+}
+
+void DecodeCuda(WireReader& r, ManifestCuda* c) {
+  int number, wire;
+  auto i64 = [&](int64_t* out) {
+    if (r.Expect(number, wire, kVarint)) *out = static_cast<int64_t>(r.Varint());
+  };
+  auto str = [&](std::string* out) {
+    if (r.Expect(number, wire, kLengthDelimited)) *out = r.String();
+  };
+  while (r.NextField(&number, &wire)) {
+    switch (number) {
+      case 1:
+        if (r.Expect(number, wire, kVarint)) c->sm = static_cast<int32_t>(r.Varint());
+        break;
+      case 2:
+        i64(&c->ptx_offset);
+        break;
+      case 3:
+        i64(&c->ptx_size);
+        break;
+      case 4:
+        i64(&c->cubin_offset);
+        break;
+      case 5:
+        i64(&c->cubin_size);
+        break;
+      case 6:
+        str(&c->cubin_missing);
+        break;
+      case 7:
+        str(&c->ptxas_version);
+        break;
+      case 8:
+        i64(&c->arena_bytes);
+        break;
+      case 9:
+        i64(&c->buffer_alignment);
         break;
       default:
         r.Skip(wire);
@@ -381,6 +447,13 @@ Result<Manifest> DecodeManifest(const uint8_t* data, size_t size) {
         break;
       case 18:
         str(number, wire, &m.isa_level);
+        break;
+      case 19:
+        if (r.Expect(number, wire, kVarint)) m.device = static_cast<Device>(static_cast<int32_t>(r.Varint()));
+        break;
+      case 20:
+        m.has_cuda = true;
+        r.Message(number, wire, "cuda", [&](WireReader& n) { DecodeCuda(n, &m.cuda); });
         break;
       default:
         r.Skip(wire);

@@ -54,11 +54,35 @@ struct ManifestBuffer {
   std::string name;
 };
 
+// kiln.v1.PackageLaunch: a CUDA step's grid.
+struct ManifestLaunch {
+  int64_t blocks = 0;
+  int32_t threads = 0;
+  int32_t shared_bytes = 0;
+};
+
 struct ManifestStep {
   std::string symbol;
   std::vector<int32_t> args;
-  int64_t num_tasks = 0;
+  int64_t num_tasks = 0;  // CPU packages
   int32_t group = 0;
+  ManifestLaunch launch;  // CUDA packages
+};
+
+// kiln.v1.PackageDevice.
+enum class Device : int32_t { kCpu = 0, kCuda = 1 };
+
+// kiln.v1.PackageCuda: a CUDA package's SM, sections and device plan.
+struct ManifestCuda {
+  int32_t sm = 0;
+  int64_t ptx_offset = 0;
+  int64_t ptx_size = 0;
+  int64_t cubin_offset = 0;
+  int64_t cubin_size = 0;
+  std::string cubin_missing;
+  std::string ptxas_version;
+  int64_t arena_bytes = 0;
+  int64_t buffer_alignment = 0;
 };
 
 struct ManifestGroup {
@@ -89,6 +113,9 @@ struct Manifest {
   int64_t weights_offset = 0;
   int64_t weights_size = 0;
   int32_t tuned_threads = 0;
+  Device device = Device::kCpu;  // may hold a value this runtime does not know
+  bool has_cuda = false;         // whether the manifest has a PackageCuda
+  ManifestCuda cuda;
 };
 
 // INVALID_ARGUMENT naming the field for malformed wire data (truncated varint or

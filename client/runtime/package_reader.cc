@@ -61,13 +61,14 @@ Status CheckHostRuns(const Manifest& m, const std::string& ctx) {
 
 }  // namespace
 
-Result<std::unique_ptr<Package>> Package::Load(const std::string& path) {
+Result<std::unique_ptr<Package>> Package::Load(const std::string& path, const CudaDriver* cuda) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
     return NotFoundError(Cat("package '", path, "': cannot open: ", std::strerror(errno)));
   }
   std::unique_ptr<Package> pkg(new Package());
   pkg->name_ = path;
+  pkg->cuda_ = cuda;
   Status status;
   struct stat st;
   if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -91,9 +92,11 @@ Result<std::unique_ptr<Package>> Package::Load(const std::string& path) {
   return pkg;
 }
 
-Result<std::unique_ptr<Package>> Package::FromBytes(std::string_view bytes, const std::string& name) {
+Result<std::unique_ptr<Package>> Package::FromBytes(std::string_view bytes, const std::string& name,
+                                                    const CudaDriver* cuda) {
   std::unique_ptr<Package> pkg(new Package());
   pkg->name_ = name;
+  pkg->cuda_ = cuda;
   pkg->size_ = bytes.size();
   pkg->data_ = AllocateAligned(bytes.size());
   if (pkg->data_ == nullptr) {
@@ -105,6 +108,7 @@ Result<std::unique_ptr<Package>> Package::FromBytes(std::string_view bytes, cons
 }
 
 Package::~Package() {
+  cuda_modules_.clear();
   object_.reset();
   std::free(weights_copy_);
   std::free(data_);
@@ -153,7 +157,12 @@ Status Package::Verify() {
   if (m.format_version != 0 && m.format_version != static_cast<int32_t>(package::kFormatVersion)) {
     return invalid(Cat("manifest format version ", m.format_version, " is unsupported"));
   }
-  RT_RETURN_IF_ERROR(CheckHostRuns(m, ctx));
+  if (m.device != Device::kCpu && m.device != Device::kCuda) {
+    return FailedPreconditionError(Cat(ctx, ": the package is for device kind ", static_cast<int>(m.device),
+                                       ", which this runtime does not know (it runs CPU and CUDA packages)"));
+  }
+  // A CUDA package runs no host code: the host's CPU features do not matter.
+  if (!is_cuda()) RT_RETURN_IF_ERROR(CheckHostRuns(m, ctx));
   if (!InRange(m.code_offset, m.code_size, body)) {
     return invalid(Cat("code section (offset ", m.code_offset, ", size ", m.code_size, ") out of range of the file (",
                        size, " bytes)"));
@@ -165,7 +174,9 @@ Status Package::Verify() {
   if (m.arena_bytes < 0 || m.arena_bytes > kMaxBytes) {
     return invalid(Cat("arena size ", m.arena_bytes, " is invalid"));
   }
-  if (static_cast<int>(m.steps.size()) > 0 && m.code_size == 0) return invalid("package has steps but no code");
+  if (!is_cuda() && static_cast<int>(m.steps.size()) > 0 && m.code_size == 0) {
+    return invalid("package has steps but no code");
+  }
 
   const int num_buffers = static_cast<int>(m.buffers.size());
   for (int i = 0; i < num_buffers; ++i) {
@@ -181,7 +192,7 @@ Status Package::Verify() {
       return invalid(Cat(bctx, ": constant (offset ", b.offset, ", size ", b.size_bytes,
                          ") out of range of the weights (", m.weights_size, " bytes)"));
     }
-    if (b.kind == ManifestBuffer::kScratch && !InRange(b.offset, b.size_bytes, m.arena_bytes)) {
+    if (b.kind == ManifestBuffer::kScratch && !is_cuda() && !InRange(b.offset, b.size_bytes, m.arena_bytes)) {
       return invalid(Cat(bctx, ": scratch (offset ", b.offset, ", size ", b.size_bytes, ") out of range of the arena (",
                          m.arena_bytes, " bytes)"));
     }
@@ -253,7 +264,97 @@ Status Package::Verify() {
     std::memcpy(weights_copy_, weights_, static_cast<size_t>(m.weights_size));
     weights_ = weights_copy_;
   }
+  if (is_cuda()) RT_RETURN_IF_ERROR(VerifyCuda(ctx));
   return OkStatus();
+}
+
+Status Package::VerifyCuda(const std::string& ctx) {
+  auto invalid = [&](const std::string& what) { return InvalidArgumentError(Cat(ctx, ": ", what)); };
+  const Manifest& m = manifest_;
+  if (!m.has_cuda) return invalid("a CUDA package without its CUDA section (kiln.v1.PackageCuda)");
+  const ManifestCuda& c = m.cuda;
+  const int64_t body = static_cast<int64_t>(size_) - package::kTrailerSize;
+  if (c.sm <= 0 || c.sm >= 1000) return invalid(Cat("CUDA SM ", c.sm, " is invalid"));
+  if (!InRange(c.ptx_offset, c.ptx_size, body)) {
+    return invalid(Cat("PTX section (offset ", c.ptx_offset, ", size ", c.ptx_size, ") out of range of the file (",
+                       size_, " bytes)"));
+  }
+  if (!InRange(c.cubin_offset, c.cubin_size, body)) {
+    return invalid(Cat("cubin section (offset ", c.cubin_offset, ", size ", c.cubin_size,
+                       ") out of range of the file (", size_, " bytes)"));
+  }
+  if (!m.steps.empty() && c.ptx_size == 0) return invalid("package has steps but no PTX");
+  if (ptx().find('\0') != std::string_view::npos) return invalid("the PTX section contains a NUL byte");
+  if (c.arena_bytes < 0 || c.arena_bytes > kMaxBytes) return invalid(Cat("device arena size ", c.arena_bytes, " is invalid"));
+  const int64_t align = c.buffer_alignment;
+  if (align < 1 || align > 4096 || (align & (align - 1)) != 0) {
+    return invalid(Cat("device buffer alignment ", align, " is not a power of two up to 4096"));
+  }
+  for (size_t i = 0; i < m.buffers.size(); ++i) {
+    const ManifestBuffer& b = m.buffers[i];
+    const std::string bctx = Cat("buffer ", i, b.name.empty() ? "" : Cat(" '", b.name, "'"));
+    if (b.offset % align != 0) {
+      return invalid(Cat(bctx, ": device offset ", b.offset, " is not a multiple of ", align));
+    }
+    if (b.kind != ManifestBuffer::kConstant && !InRange(b.offset, b.size_bytes, c.arena_bytes)) {
+      return invalid(Cat(bctx, ": (offset ", b.offset, ", size ", b.size_bytes, ") out of range of the device arena (",
+                         c.arena_bytes, " bytes)"));
+    }
+  }
+  for (size_t s = 0; s < m.steps.size(); ++s) {
+    const ManifestStep& step = m.steps[s];
+    const ManifestLaunch& l = step.launch;
+    const std::string sctx = Cat("step ", s, " ('", step.symbol, "')");
+    if (l.blocks < 0 || l.blocks > INT32_MAX || l.threads < 1 || l.threads > 1024 || l.shared_bytes < 0) {
+      return invalid(Cat(sctx, ": launch of ", l.blocks, " blocks of ", l.threads, " threads with ", l.shared_bytes,
+                         " bytes of shared memory is invalid"));
+    }
+    std::vector<DeviceRange> ranges;
+    for (int32_t a : step.args) {
+      const ManifestBuffer& b = m.buffers[static_cast<size_t>(a)];
+      const bool constant = b.kind == ManifestBuffer::kConstant;
+      ranges.push_back(DeviceRange{constant ? 1 : 0, static_cast<uint64_t>(b.offset),
+                                   static_cast<uint64_t>(b.offset + b.size_bytes)});
+    }
+    const auto [x, y] = FirstOverlap(ranges);
+    if (x >= 0) {
+      return invalid(Cat(sctx, ": arguments ", x, " (buffer ", step.args[static_cast<size_t>(x)], ") and ", y,
+                         " (buffer ", step.args[static_cast<size_t>(y)],
+                         ") overlap in the device plan; its kernel assumes they do not"));
+    }
+  }
+  // The structure is sound: now the machine must be able to run it.
+  if (cuda_ == nullptr) {
+    Result<const CudaDriver*> driver = CudaDriver::Get();
+    if (!driver.ok()) {
+      return FailedPreconditionError(
+          Cat(ctx, ": this package is for a CUDA GPU (sm_", c.sm, ") and ", driver.status().message()));
+    }
+    cuda_ = *driver;
+  }
+  return OkStatus();
+}
+
+std::string_view Package::ptx() const {
+  return std::string_view(reinterpret_cast<const char*>(data_) + manifest_.cuda.ptx_offset,
+                          static_cast<size_t>(manifest_.cuda.ptx_size));
+}
+
+std::string_view Package::cubin() const {
+  return std::string_view(reinterpret_cast<const char*>(data_) + manifest_.cuda.cubin_offset,
+                          static_cast<size_t>(manifest_.cuda.cubin_size));
+}
+
+Result<const CudaModule*> Package::Cuda(int ordinal) const {
+  if (!is_cuda()) return FailedPreconditionError(Cat("package '", name_, "' is for the CPU, not a CUDA GPU"));
+  std::lock_guard<std::mutex> lock(cuda_mutex_);
+  auto it = cuda_modules_.find(ordinal);
+  if (it != cuda_modules_.end()) return static_cast<const CudaModule*>(it->second.get());
+  RT_ASSIGN_OR_RETURN(std::unique_ptr<CudaModule> module,
+                      CudaModule::Load(*cuda_, manifest_, ptx(), cubin(), weights_, ordinal, name_));
+  const CudaModule* loaded = module.get();
+  cuda_modules_[ordinal] = std::move(module);
+  return loaded;
 }
 
 Result<const LoadedObject*> Package::Object() const {

@@ -43,12 +43,23 @@ std::string Describe(const ManifestTensor& t) {
 
 }  // namespace
 
-Result<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Package> package, ThreadPool* pool) {
+Result<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Package> package, ThreadPool* pool,
+                                                 const CudaSessionOptions& cuda) {
   if (package == nullptr) return InvalidArgumentError("session: null package");
   const Manifest& m = package->manifest();
   std::unique_ptr<Session> s(new Session());
   s->package_ = package;
   s->pool_ = pool;
+  s->input_bound_.assign(m.inputs.size(), false);
+  if (package->is_cuda()) {
+    RT_ASSIGN_OR_RETURN(const CudaModule* module, package->Cuda(cuda.device));
+    RT_ASSIGN_OR_RETURN(s->cuda_, CudaSession::Create(package, module, static_cast<cu::Stream>(cuda.stream)));
+    return s;
+  }
+  if (cuda.device != 0 || cuda.stream != nullptr) {
+    return FailedPreconditionError(
+        Cat("package '", package->name(), "' is for the CPU: it takes no CUDA device or stream"));
+  }
   auto allocate = [&](int64_t bytes, const std::string& what) -> Result<void*> {
     void* p = AllocateZeroed(bytes);
     if (p == nullptr) {
@@ -81,7 +92,6 @@ Result<std::unique_ptr<Session>> Session::Create(std::shared_ptr<const Package> 
         return InternalError("unverified buffer kind");
     }
   }
-  s->input_bound_.assign(m.inputs.size(), false);
   if (!m.steps.empty()) {
     RT_ASSIGN_OR_RETURN(const LoadedObject* object, package->Object());
     for (size_t i = 0; i < m.steps.size(); ++i) {
@@ -139,6 +149,11 @@ void Session::Rebind(int index, void* data) {
 Status Session::SetInput(const std::string& name, const void* data, size_t bytes) {
   RT_ASSIGN_OR_RETURN(int i, CheckInput(name, data, bytes));
   const int buffer = input_info(i).buffer;
+  if (cuda_ != nullptr) {
+    RT_RETURN_IF_ERROR(cuda_->SetInput(buffer, data, bytes));
+    input_bound_[i] = true;
+    return OkStatus();
+  }
   Rebind(buffer, own_buffers_[buffer]);
   if (bytes > 0) std::memcpy(buffers_[buffer], data, bytes);
   input_bound_[i] = true;
@@ -153,13 +168,22 @@ Status Session::BindInput(const std::string& name, const void* data, size_t byte
     return InvalidArgumentError(
         Cat("input '", name, "': data at ", data, " is not aligned to its ", element, "-byte elements"));
   }
+  if (cuda_ != nullptr) {
+    if (bytes > 0) {
+      cuda_->BindHostInput(t.buffer, data);
+    } else {
+      RT_RETURN_IF_ERROR(cuda_->SetInput(t.buffer, data, 0));
+    }
+    input_bound_[i] = true;
+    return OkStatus();
+  }
   // Kernels take void* const*, and never write an input buffer.
   Rebind(t.buffer, bytes > 0 ? const_cast<void*>(data) : own_buffers_[t.buffer]);
   input_bound_[i] = true;
   return OkStatus();
 }
 
-Status Session::BindOutput(int index, void* data, size_t bytes) {
+Status Session::CheckBindableOutput(int index) const {
   if (index < 0 || index >= num_outputs()) return OutOfRangeError(Cat("output index ", index, " out of range"));
   const Manifest& m = package_->manifest();
   const ManifestTensor& t = m.outputs[index];
@@ -171,8 +195,20 @@ Status Session::BindOutput(int index, void* data, size_t bytes) {
                                        b.name.empty() ? "a shared buffer" : "buffer '" + b.name + "'",
                                        "); read it after the run instead of binding it"));
   }
+  return OkStatus();
+}
+
+Status Session::BindOutput(int index, void* data, size_t bytes) {
+  RT_RETURN_IF_ERROR(CheckBindableOutput(index));
+  const Manifest& m = package_->manifest();
+  const ManifestTensor& t = m.outputs[index];
+  const ManifestBuffer& b = m.buffers[t.buffer];
   if (data == nullptr) {
-    Rebind(t.buffer, own_buffers_[t.buffer]);
+    if (cuda_ != nullptr) {
+      cuda_->BindHostOutput(t.buffer, nullptr);
+    } else {
+      Rebind(t.buffer, own_buffers_[t.buffer]);
+    }
     return OkStatus();
   }
   if (static_cast<int64_t>(bytes) != b.size_bytes) {
@@ -184,16 +220,79 @@ Status Session::BindOutput(int index, void* data, size_t bytes) {
     return InvalidArgumentError(
         Cat("output '", t.name, "': data at ", data, " is not aligned to its ", element, "-byte elements"));
   }
+  if (cuda_ != nullptr) {
+    cuda_->BindHostOutput(t.buffer, data);
+    return OkStatus();
+  }
   Rebind(t.buffer, data);
   return OkStatus();
 }
 
-Status Session::Run(std::vector<double>* step_seconds) {
+Status Session::CheckCuda(const char* call) const {
+  if (cuda_ != nullptr) return OkStatus();
+  return FailedPreconditionError(
+      Cat(call, ": package '", package_->name(), "' runs on the CPU; device memory is for CUDA packages"));
+}
+
+Status Session::BindInputDevice(const std::string& name, uint64_t data, size_t bytes) {
+  RT_RETURN_IF_ERROR(CheckCuda("binding an input to device memory"));
+  // The size check; `data` is not a host pointer, only its nullness counts.
+  RT_ASSIGN_OR_RETURN(int i, CheckInput(name, reinterpret_cast<const void*>(static_cast<uintptr_t>(data)), bytes));
+  const ManifestTensor& t = input_info(i);
+  if (bytes == 0) {
+    RT_RETURN_IF_ERROR(cuda_->SetInput(t.buffer, nullptr, 0));
+  } else {
+    RT_RETURN_IF_ERROR(cuda_->BindDevice(t.buffer, data, Cat("input '", name, "'")));
+  }
+  input_bound_[i] = true;
+  return OkStatus();
+}
+
+Status Session::BindOutputDevice(int index, uint64_t data, size_t bytes) {
+  RT_RETURN_IF_ERROR(CheckCuda("binding an output to device memory"));
+  RT_RETURN_IF_ERROR(CheckBindableOutput(index));
+  const ManifestTensor& t = output_info(index);
+  const int64_t expected = package_->manifest().buffers[t.buffer].size_bytes;
+  if (data != 0 && static_cast<int64_t>(bytes) != expected) {
+    return InvalidArgumentError(
+        Cat("output '", t.name, "': expected ", expected, " bytes (", Describe(t), "), got ", bytes));
+  }
+  return cuda_->BindDevice(t.buffer, data, Cat("output '", t.name, "'"));
+}
+
+Status Session::KeepOutputOnDevice(int index, bool keep) {
+  RT_RETURN_IF_ERROR(CheckCuda("keeping an output on the device"));
+  RT_RETURN_IF_ERROR(CheckBindableOutput(index));
+  cuda_->KeepOnDevice(output_info(index).buffer, keep);
+  return OkStatus();
+}
+
+Result<uint64_t> Session::OutputDevicePtr(int index) const {
+  RT_RETURN_IF_ERROR(CheckCuda("an output's device memory"));
+  if (index < 0 || index >= num_outputs()) return OutOfRangeError(Cat("output index ", index, " out of range"));
+  return static_cast<uint64_t>(cuda_->DeviceData(output_info(index).buffer));
+}
+
+void* Session::cuda_stream() const { return cuda_ != nullptr ? static_cast<void*>(cuda_->stream()) : nullptr; }
+
+Status Session::CheckInputsBound() const {
   for (int i = 0; i < num_inputs(); ++i) {
     if (!input_bound_[i]) {
       return FailedPreconditionError(Cat("input '", input_info(i).name, "' is not bound"));
     }
   }
+  return OkStatus();
+}
+
+Status Session::RunAsync() {
+  if (cuda_ == nullptr) return Run();
+  RT_RETURN_IF_ERROR(CheckInputsBound());
+  return cuda_->Run(/*wait=*/false, nullptr);
+}
+
+Status Session::Run(std::vector<double>* step_seconds) {
+  RT_RETURN_IF_ERROR(CheckInputsBound());
+  if (cuda_ != nullptr) return cuda_->Run(/*wait=*/true, step_seconds);
   if (step_seconds != nullptr) step_seconds->resize(steps_.size(), 0.0);
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& step = steps_[i];
@@ -213,7 +312,10 @@ Status Session::Run(std::vector<double>* step_seconds) {
   return OkStatus();
 }
 
-const void* Session::OutputData(int index) const { return buffers_[output_info(index).buffer]; }
+const void* Session::OutputData(int index) const {
+  if (cuda_ != nullptr) return cuda_->HostData(output_info(index).buffer);
+  return buffers_[output_info(index).buffer];
+}
 
 size_t Session::OutputBytes(int index) const {
   return static_cast<size_t>(package_->manifest().buffers[output_info(index).buffer].size_bytes);

@@ -1,7 +1,10 @@
 // kiln_conformance: runs the ONNX node-test suite through the interpreter and
 // the compiled path and prints "N passed, N failed, N skipped".
 //   kiln_conformance [--data DIR] [--filter SUBSTR] [--verbose] [--no-compiled]
+//                    [--target cuda:sm_XY [--ptxas PATH]]
 //                    [--expected FILE]... [--write-expected FILE]
+// With --target the compiled path builds CUDA packages and runs them on the
+// fake CUDA driver (their kernels' CPU emulations; no GPU needed).
 // With --expected (repeatable: the lists are merged), exits 1 when a failure,
 // or an interpreter pass the compiled path does not match, is not listed, or
 // when a listed test passes.
@@ -13,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler_core/codegen/target.h"
 #include "tests/conformance/conformance_runner.h"
 
 namespace {
@@ -20,11 +24,16 @@ namespace {
 int Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--data DIR] [--filter SUBSTR] [--verbose] [--no-compiled]\n"
-               "          [--expected FILE] [--write-expected FILE]\n"
+               "          [--target cuda:sm_XY [--ptxas PATH]] [--expected FILE] [--write-expected FILE]\n"
                "  --data DIR            ONNX node tests (default %s)\n"
                "  --filter SUBSTR       only tests whose name contains SUBSTR\n"
                "  --verbose             one line per test with its outcome and reason\n"
                "  --no-compiled         skip the compiled (package + runtime) path\n"
+               "  --target cuda:sm_XY   compiled path for this GPU: CUDA packages with the default GPU\n"
+               "                        schedules, run on a fake CUDA device by their kernels' CPU\n"
+               "                        emulations (default: this CPU)\n"
+               "  --ptxas PATH          with --target: assemble each package's cubin with this ptxas\n"
+               "                        (default: PTX only)\n"
                "  --expected FILE       reviewed expected failures (repeatable); exit 1 on any difference\n"
                "  --write-expected FILE write the current failures and compiled-path gaps, with\n"
                "                        reasons, to FILE\n",
@@ -47,6 +56,19 @@ int main(int argc, char** argv) {
       verbose = true;
     } else if (a == "--no-compiled") {
       options.compiled = false;
+    } else if (a == "--target") {
+      const char* v = next();
+      if (v == nullptr) return Usage(argv[0]);
+      auto gpu = kiln::GpuTarget::Named(v);
+      if (!gpu.ok()) {
+        std::fprintf(stderr, "kiln_conformance: --target: %s\n", std::string(gpu.status().message()).c_str());
+        return 2;
+      }
+      options.gpu = *gpu;
+    } else if (a == "--ptxas") {
+      const char* v = next();
+      if (v == nullptr) return Usage(argv[0]);
+      options.ptxas = v;
     } else if (a == "--data" || a == "--filter" || a == "--expected" || a == "--write-expected") {
       const char* v = next();
       if (v == nullptr) return Usage(argv[0]);
@@ -56,6 +78,10 @@ int main(int argc, char** argv) {
     } else {
       return Usage(argv[0]);
     }
+  }
+  if (!options.ptxas.empty() && !options.gpu) {
+    std::fprintf(stderr, "kiln_conformance: --ptxas needs --target cuda:sm_XY\n");
+    return 2;
   }
   auto report = RunSuite(options);
   if (!report.ok()) {
@@ -114,8 +140,9 @@ int main(int argc, char** argv) {
     if (!check.ok()) status = 1;
   }
   std::printf("interpreter time: %.3f s\n", report->interpreter_seconds);
-  std::printf("compiled: %d passed, %d failed, %d skipped\n", report->compiled.passed, report->compiled.failed,
-              report->compiled.skipped);
+  const std::string compiled_for = options.gpu ? absl::StrCat(" for ", options.gpu->Key()) : "";
+  std::printf("compiled%s: %d passed, %d failed, %d skipped\n", compiled_for.c_str(), report->compiled.passed,
+              report->compiled.failed, report->compiled.skipped);
   std::printf("%d passed, %d failed, %d skipped\n", report->interpreted.passed, report->interpreted.failed,
               report->interpreted.skipped);
   return status;

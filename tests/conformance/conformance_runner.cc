@@ -26,6 +26,8 @@
 #include "compiler_core/frontend/op_registry.h"
 #include "compiler_core/ir/float16.h"
 #include "onnx/onnx.pb.h"
+#include "tests/client/runtime/fake_cuda/fake_cuda_driver.h"
+#include "tests/client/runtime/fake_cuda/package_kernels.h"
 
 namespace kiln::conformance {
 namespace fs = std::filesystem;
@@ -158,18 +160,10 @@ std::string NotCompilable(const Graph& graph) {
   return "";
 }
 
-// Compiles like the compile pipeline does (optimise, fuse what the code
-// generator takes, default schedules), runs the package and compares. A group
-// the code generator cannot take is UNIMPLEMENTED: the case is skipped.
-absl::Status RunCompiled(const Graph& original, const std::vector<DataSet>& sets) {
-  PackageOptions po;
-  po.model_name = original.name();
-  po.target = CpuTarget::Host();
-  ASSIGN_OR_RETURN(PackageBytes bytes, CompileWithDefaultSchedules(original.Clone(), po));
-  ASSIGN_OR_RETURN(std::unique_ptr<runtime::Package> pkg, runtime::ToAbsl(runtime::Package::FromBytes(bytes.bytes)));
-  std::shared_ptr<const runtime::Package> shared(std::move(pkg));
+// Runs `package` over every data set and compares its outputs.
+absl::Status RunPackage(std::shared_ptr<const runtime::Package> package, const std::vector<DataSet>& sets) {
   ASSIGN_OR_RETURN(std::unique_ptr<runtime::Session> session,
-                   runtime::ToAbsl(runtime::Session::Create(shared, nullptr)));
+                   runtime::ToAbsl(runtime::Session::Create(std::move(package), nullptr)));
   for (const DataSet& ds : sets) {
     for (const auto& [name, t] : ds.inputs) RETURN_IF_ERROR(runtime::ToAbsl(session->SetInput(name, t.raw(), t.size_bytes())));
     RETURN_IF_ERROR(runtime::ToAbsl(session->Run()));
@@ -191,6 +185,64 @@ absl::Status RunCompiled(const Graph& original, const std::vector<DataSet>& sets
     }
   }
   return absl::OkStatus();
+}
+
+// Compiles like the compile pipeline does (optimise, fuse what the code
+// generator takes, default schedules), runs the package and compares. A group
+// the code generator cannot take is UNIMPLEMENTED: the case is skipped.
+absl::Status RunCompiledOnCpu(const Graph& original, const std::vector<DataSet>& sets) {
+  PackageOptions po;
+  po.model_name = original.name();
+  po.target = CpuTarget::Host();
+  ASSIGN_OR_RETURN(PackageBytes bytes, CompileWithDefaultSchedules(original.Clone(), po));
+  ASSIGN_OR_RETURN(std::unique_ptr<runtime::Package> pkg, runtime::ToAbsl(runtime::Package::FromBytes(bytes.bytes)));
+  return RunPackage(std::move(pkg), sets);
+}
+
+// The same for `gpu`: the stages of CompileWithDefaultSchedules, kept apart
+// because the fake driver needs the workloads to emulate the package's
+// kernels. The package runs through the runtime's CUDA path on a fake device
+// of `gpu`'s SM; any misuse of the driver the fake saw (a launch unlike the
+// kernel's, arguments outside device memory) fails the case, as does memory
+// the runtime leaves allocated. `*launches`: the kernels launched (0 when
+// the optimiser folded every output to a constant).
+absl::Status RunCompiledOnGpu(const Graph& original, const std::vector<DataSet>& sets, const GpuTarget& gpu,
+                              const std::string& ptxas, int* launches) {
+  const Target target(gpu);
+  ASSIGN_OR_RETURN(PreparedModel model, PrepareModel(original.Clone(), PrepareOptionsFor(target)));
+  RETURN_IF_ERROR(CheckCompilable(model, target));
+  PackageOptions po;
+  po.model_name = original.name();
+  po.target = CpuTarget::Host();
+  po.gpu = GpuPackageOptions{gpu, ptxas, !ptxas.empty()};
+  ASSIGN_OR_RETURN(PackageBytes bytes, BuildPackage(model, DefaultSchedules(model, target), po));
+  ASSIGN_OR_RETURN(std::vector<testing::EmulatedKernel> kernels,
+                   testing::EmulatePackageKernels(bytes.bytes, model.workloads));
+  testing::FakeCudaDriver fake(testing::FakeCudaDriver::Options{gpu.sm, 1});
+  testing::RegisterKernels(fake, kernels);
+  absl::Status run = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Package> pkg,
+                     runtime::ToAbsl(runtime::Package::FromBytes(bytes.bytes, po.model_name, fake.driver())));
+    return RunPackage(std::move(pkg), sets);
+  }();
+  *launches += fake.counts().launches;
+  if (!fake.misuse().empty()) {
+    return absl::InternalError(absl::StrCat(run.ok() ? "" : absl::StrCat(run.message(), "; "),
+                                            "CUDA driver misuse: ", absl::StrJoin(fake.misuse(), "; ")));
+  }
+  if (run.ok() && fake.live_allocations() + fake.retained_contexts() + fake.context_depth() != 0) {
+    return absl::InternalError(absl::StrCat("the runtime left ", fake.live_allocations(), " allocations, ",
+                                            fake.retained_contexts(), " retained contexts and ",
+                                            fake.context_depth(), " pushed contexts behind"));
+  }
+  return run;
+}
+
+// `*launches` counts the GPU kernels launched (left alone on the CPU).
+absl::Status RunCompiled(const Graph& original, const std::vector<DataSet>& sets, const Options& options,
+                         int* launches) {
+  return options.gpu ? RunCompiledOnGpu(original, sets, *options.gpu, options.ptxas, launches)
+                     : RunCompiledOnCpu(original, sets);
 }
 
 // Node tests feed shape operands (Reshape's shape, Slice's starts, Range's
@@ -233,7 +285,7 @@ const char* OutcomeName(Outcome o) {
   return "?";
 }
 
-CaseResult RunCase(const std::string& case_dir, bool compiled) {
+CaseResult RunCase(const std::string& case_dir, const Options& options) {
   CaseResult r;
   r.name = fs::path(case_dir).filename().string();
   auto fail = [&r](absl::string_view msg) {
@@ -295,20 +347,21 @@ CaseResult RunCase(const std::string& case_dir, bool compiled) {
   }
   r.outcome = Outcome::kPassed;
   if (per_set) r.message = "shape operands bound as constants";
-  if (!compiled) {
+  if (!options.compiled) {
     r.compiled_message = "compiled path disabled";
     return r;
   }
   // The compiled path sees the graph the interpreter ran: with shape operands
   // bound per data set, one package per set.
   absl::Status s = absl::OkStatus();
+  int launches = 0;
   if (per_set) {
     for (const auto& [g, ds] : variants) {
       if (std::string why = NotCompilable(*g); !why.empty()) {
         r.compiled_message = why;
         return r;
       }
-      s = RunCompiled(*g, {ds});
+      s = RunCompiled(*g, {ds}, options, &launches);
       if (!s.ok()) break;
     }
   } else {
@@ -316,7 +369,7 @@ CaseResult RunCase(const std::string& case_dir, bool compiled) {
       r.compiled_message = why;
       return r;
     }
-    s = RunCompiled(**graph, *sets);
+    s = RunCompiled(**graph, *sets, options, &launches);
   }
   if (absl::StartsWith(s.message(), "unsupported: ")) {
     r.compiled_message = Oneline(std::string(s.message()));  // not compiled: must be a reviewed gap
@@ -324,6 +377,7 @@ CaseResult RunCase(const std::string& case_dir, bool compiled) {
   }
   r.compiled = s.ok() ? Outcome::kPassed : Outcome::kFailed;
   r.compiled_message = s.ok() ? "" : Oneline(std::string(s.message()));
+  if (s.ok() && options.gpu && launches == 0) r.compiled_message = "no kernel ran: every output is a constant";
   return r;
 }
 
@@ -343,7 +397,7 @@ absl::StatusOr<Report> RunSuite(const Options& options) {
   Report report;
   report.compiled_ran = options.compiled;
   for (const std::string& d : dirs) {
-    CaseResult c = RunCase(d, options.compiled);
+    CaseResult c = RunCase(d, options);
     report.interpreter_seconds += c.interpreter_seconds;
     auto count = [](Counts& n, Outcome o) {
       (o == Outcome::kPassed ? n.passed : o == Outcome::kFailed ? n.failed : n.skipped)++;

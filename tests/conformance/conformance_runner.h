@@ -2,15 +2,19 @@
 // test suite (libonnx-testdata) whose operators Kiln claims, through the
 // reference interpreter and, where the code generator handles every node,
 // through a compiled package and the runtime, and compares with the expected
-// outputs.
+// outputs. The compiled path is for this CPU, or for a CUDA GPU: a CUDA
+// package run by the runtime on the fake CUDA driver, whose launches run each
+// kernel's CPU emulation (tests/client/runtime/fake_cuda/fake_cuda_driver.h).
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "compiler_core/codegen/target.h"
 
 namespace kiln::conformance {
 
@@ -20,6 +24,13 @@ struct Options {
   std::string data_dir = kDefaultDataDir;
   std::string filter;   // run only cases whose name contains this
   bool compiled = true;  // also run the compiled path
+  // Set: the compiled path prepares for this GPU (PrepareOptionsFor), builds a
+  // CUDA package with the default GPU schedules and runs it through
+  // runtime::Session on the fake CUDA driver, for a device of this SM.
+  std::optional<GpuTarget> gpu;
+  // With `gpu`: the ptxas that assembles the package's cubin (a failure to
+  // assemble fails the case); empty: the package carries PTX only.
+  std::string ptxas;
 };
 
 enum class Outcome { kPassed, kFailed, kSkipped };
@@ -45,9 +56,10 @@ struct Report {
   double interpreter_seconds = 0;
 };
 
-// Runs one case folder (model.onnx + test_data_set_*/). A case whose nodes
-// use an operator outside the operator table is skipped ("not covered").
-CaseResult RunCase(const std::string& case_dir, bool compiled);
+// Runs one case folder (model.onnx + test_data_set_*/) as `options` say
+// (compiled, gpu, ptxas; not data_dir or filter). A case whose nodes use an
+// operator outside the operator table is skipped ("not covered").
+CaseResult RunCase(const std::string& case_dir, const Options& options);
 
 // Runs every case folder under options.data_dir (sorted by name).
 absl::StatusOr<Report> RunSuite(const Options& options);

@@ -45,6 +45,9 @@ v1::PackageManifest FullManifest() {
   s->add_args(3);
   s->set_num_tasks(1000000);
   s->set_group(-1);  // a negative int32: a ten-byte varint
+  s->mutable_launch()->set_blocks(int64_t{1} << 31);
+  s->mutable_launch()->set_threads(1024);
+  s->mutable_launch()->set_shared_bytes(49152);
   v1::PackageGroup* g = m.add_groups();
   g->set_workload_key("w");
   g->set_kind("conv");
@@ -60,6 +63,17 @@ v1::PackageManifest FullManifest() {
   m.set_weights_size(7);
   m.set_tuned_threads(2);
   m.set_isa_level("x86-64-v4");
+  m.set_device(v1::DEVICE_CUDA);
+  v1::PackageCuda* c = m.mutable_cuda();
+  c->set_sm(90);
+  c->set_ptx_offset(256);
+  c->set_ptx_size(1000);
+  c->set_cubin_offset(1280);
+  c->set_cubin_size(3000);
+  c->set_cubin_missing("none");
+  c->set_ptxas_version("release 13.0");
+  c->set_arena_bytes(int64_t{5} << 32);
+  c->set_buffer_alignment(256);
   return m;
 }
 
@@ -99,6 +113,9 @@ TEST(ManifestDecoderTest, ReadsEveryFieldProtobufWrites) {
   EXPECT_EQ(m.steps[0].args, (std::vector<int32_t>{0, 3}));
   EXPECT_EQ(m.steps[0].num_tasks, 1000000);
   EXPECT_EQ(m.steps[0].group, -1);
+  EXPECT_EQ(m.steps[0].launch.blocks, int64_t{1} << 31);
+  EXPECT_EQ(m.steps[0].launch.threads, 1024);
+  EXPECT_EQ(m.steps[0].launch.shared_bytes, 49152);
   ASSERT_EQ(m.groups.size(), 1u);
   EXPECT_EQ(m.groups[0].workload_key, "w");
   EXPECT_EQ(m.groups[0].kind, "conv");
@@ -112,6 +129,30 @@ TEST(ManifestDecoderTest, ReadsEveryFieldProtobufWrites) {
   EXPECT_EQ(m.weights_offset, 192);
   EXPECT_EQ(m.weights_size, 7);
   EXPECT_EQ(m.tuned_threads, 2);
+  EXPECT_EQ(m.device, Device::kCuda);
+  ASSERT_TRUE(m.has_cuda);
+  EXPECT_EQ(m.cuda.sm, 90);
+  EXPECT_EQ(m.cuda.ptx_offset, 256);
+  EXPECT_EQ(m.cuda.ptx_size, 1000);
+  EXPECT_EQ(m.cuda.cubin_offset, 1280);
+  EXPECT_EQ(m.cuda.cubin_size, 3000);
+  EXPECT_EQ(m.cuda.cubin_missing, "none");
+  EXPECT_EQ(m.cuda.ptxas_version, "release 13.0");
+  EXPECT_EQ(m.cuda.arena_bytes, int64_t{5} << 32);
+  EXPECT_EQ(m.cuda.buffer_alignment, 256);
+}
+
+// A CPU package (every package before CUDA ones) has neither: the defaults.
+TEST(ManifestDecoderTest, ACpuManifestHasNoDeviceFields) {
+  v1::PackageManifest want = FullManifest();
+  want.clear_device();
+  want.clear_cuda();
+  want.mutable_steps(0)->clear_launch();
+  Result<Manifest> got = Decode(want.SerializeAsString());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->device, Device::kCpu);
+  EXPECT_FALSE(got->has_cuda);
+  EXPECT_EQ(got->steps[0].launch.threads, 0);
 }
 
 // Repeated integers one per tag (proto2 style, allowed by the wire format) and
@@ -153,6 +194,11 @@ TEST(ManifestDecoderTest, MalformedBytesAreErrorsNamingThePlace) {
   ASSERT_FALSE(nested.ok());
   EXPECT_THAT(nested.status().message(), HasSubstr("buffer 0"));
   EXPECT_THAT(nested.status().message(), HasSubstr("truncated varint"));
+
+  // steps { launch { blocks: <truncated> } }
+  Result<Manifest> launch = Decode(std::string("\x52\x04\x2a\x02\x08\xff", 6));
+  ASSERT_FALSE(launch.ok());
+  EXPECT_THAT(launch.status().message(), HasSubstr("step 0 launch: truncated varint"));
 
   Result<Manifest> group = Decode(std::string("\x9b\x06", 2));  // field 99, start-group
   ASSERT_FALSE(group.ok());
