@@ -39,6 +39,7 @@
 #include "kiln/v1/worker.grpc.pb.h"
 #include "server/metrics.h"
 #include "server/task_broker.h"
+#include "server/farm_target.h"
 #include "server/worker_service.h"
 
 namespace {
@@ -342,7 +343,7 @@ bool RunRound(int workers, const Flags& flags, Row* row) {
     return false;
   }
   const std::string address = absl::StrCat("127.0.0.1:", port);
-  const std::string target_key = kiln::server::TargetKeyOf(BenchDevice());
+  const std::string target_key = kiln::server::FarmTargetKeyOf(BenchDevice());
 
   Round round(flags.in_flight > 0 ? flags.in_flight : std::max(256, 4 * workers), flags.lease_wait_ms);
   std::vector<WorkerTally> tallies(static_cast<size_t>(workers));
@@ -425,7 +426,7 @@ int main(int argc, char** argv) {
       "in flight %s; target %s\n",
       flags.seconds, flags.warmup_seconds, flags.lease_wait_ms,
       flags.in_flight > 0 ? absl::StrCat(flags.in_flight).c_str() : "max(256, 4 x workers)",
-      kiln::server::TargetKeyOf(BenchDevice()).c_str());
+      kiln::server::FarmTargetKeyOf(BenchDevice()).c_str());
   std::printf("lease->report: LeaseTasks returned to ReportResults returned, per task, at the worker (ms)\n");
   std::printf(
       "submit->outcome: Submit to the outcome, taken when its ReportResults returns (ms); with the queue never dry it "

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -106,12 +107,52 @@ namespace {
 constexpr std::chrono::milliseconds kNamedTargetGrace{2000};
 }  // namespace
 
-absl::StatusOr<std::pair<std::string, CpuTarget>> CompilePipeline::ResolveTarget(const std::string& target,
+absl::StatusOr<std::pair<std::string, Target>> CompilePipeline::ResolveGpuTarget(const std::string& target,
+                                                                                   int threads) const {
+  if (threads > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threads ", threads, " applies to CPU targets; target '", target, "' is a GPU"));
+  }
+  std::optional<GpuTarget> named;
+  if (target != "cuda") {
+    // A full farm key ("cuda/sm_90/<model>/<versions>") names its records.
+    if (std::optional<GpuTarget> keyed = GpuTargetOfKey(target);
+        keyed && absl::StrContains(absl::string_view(target).substr(5), "/")) {
+      return std::make_pair(target, Target(*keyed));
+    }
+    absl::StatusOr<GpuTarget> t = GpuTarget::Named(target);
+    if (!t.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("target '", target, "': ", t.status().message(),
+                                                     "; or 'cuda' for the farm's GPU workers"));
+    }
+    named = *t;
+  }
+  // The key most live GPU workers (of the named SM) measure for.
+  std::map<std::string, int> keys;
+  for (const WorkerView& w : tuner_->broker()->Workers()) {
+    std::optional<GpuTarget> g = GpuTargetOfKey(w.target_key);
+    if (g && !w.draining && (!named || *g == *named)) keys[w.target_key] += 1;
+  }
+  std::string best;
+  for (const auto& [key, count] : keys) {
+    if (best.empty() || count > keys[best]) best = key;
+  }
+  if (!best.empty()) return std::make_pair(best, Target(*GpuTargetOfKey(best)));
+  if (!named) {
+    return absl::InvalidArgumentError(
+        "target 'cuda' means the GPUs of this farm's workers, and no GPU worker is registered: start "
+        "`kiln-worker --device cuda:N` on a GPU host, or name an SM (--target cuda:sm_90) to compile untuned");
+  }
+  return std::make_pair(named->Key(), Target(*named));
+}
+
+absl::StatusOr<std::pair<std::string, Target>> CompilePipeline::ResolveTarget(const std::string& target,
                                                                                 int threads) const {
   if (threads < 0 || threads > kMaxThreads) {
     return absl::InvalidArgumentError(
         absl::StrCat("threads ", threads, " is out of range: 0 or 1 (one thread) to ", kMaxThreads));
   }
+  if (absl::StartsWith(target, "cuda")) return ResolveGpuTarget(target, threads);
   CpuTarget host = HostFarmTarget();
   if (target.empty() || target == "cpu" || target == absl::StrCat("cpu:", host.cpu) ||
       target == host.Key()) {
@@ -170,7 +211,7 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(const kiln::v1::CompileReques
   const bool wants_tuning = request.trials_per_group() > 0 || request.budget_trials() > 0 ||
                             request.budget_seconds() > 0;
   bool untunable = false;
-  if (wants_tuning && !(target == HostFarmTarget())) {
+  if (wants_tuning && !(target == Target(HostFarmTarget()))) {
     // A worker of the target may still be registering (a farm that just
     // started): give it kNamedTargetGrace before compiling untuned.
     const auto deadline = std::chrono::steady_clock::now() + kNamedTargetGrace;
@@ -180,9 +221,13 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(const kiln::v1::CompileReques
     untunable = tuner_->LiveWorkers(target_key) == 0;
   }
   if (untunable) {
-    warnings.push_back(absl::StrCat("no worker measures target ", target_key, " (", target.cpu,
-                                    "): compiled untuned with its default schedules; start `kiln-worker --target ",
-                                    target.cpu, "` on a machine that runs it to tune"));
+    const std::string how = target.is_gpu()
+                                ? absl::StrCat("`kiln-worker --device cuda:N` on a host with an ", target.gpu().Arch(),
+                                               " GPU")
+                                : absl::StrCat("`kiln-worker --target ", target.cpu().cpu, "` on a machine that runs it");
+    warnings.push_back(absl::StrCat("no worker measures target ", target_key, " (",
+                                    target.is_gpu() ? target.gpu().Arch() : target.cpu().cpu,
+                                    "): compiled untuned with its default schedules; start ", how, " to tune"));
     report("target", absl::StrCat("warning: ", warnings.back()));
   }
 
@@ -190,7 +235,7 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(const kiln::v1::CompileReques
   // same stages `kiln inspect` shows); refuse a model with groups no lowering
   // takes before anything is tuned.
   report("optimize", absl::StrCat("optimizing ", graph->nodes().size(), " nodes"));
-  ASSIGN_OR_RETURN(PreparedModel model, PrepareModel(std::move(graph)));
+  ASSIGN_OR_RETURN(PreparedModel model, PrepareModel(std::move(graph), PrepareOptionsFor(target)));
   RETURN_IF_ERROR(CheckCompilable(model, target));
   const Partition& partition = model.partition;
   const std::vector<Workload>& workloads = model.workloads;
@@ -359,7 +404,12 @@ absl::StatusOr<CompileOutput> CompilePipeline::Run(const kiln::v1::CompileReques
     popts.provenance.push_back(ProvenanceOf(t, target_key));
   }
   popts.model_name = request.model_name();
-  popts.target = target;
+  if (target.is_gpu()) {
+    popts.target = HostFarmTarget();
+    popts.gpu = GpuPackageOptions{target.gpu(), ptxas_};
+  } else {
+    popts.target = target.cpu();
+  }
   popts.tuned_threads = ParseRecordTargetKey(target_key).threads;
   ASSIGN_OR_RETURN(PackageBytes pkg, BuildPackage(model, configs, popts));
 
@@ -469,7 +519,7 @@ absl::StatusOr<std::optional<CompileOutput>> CompilePipeline::FromCache(const ki
 }
 
 bool CompilePipeline::LeftToTune(const std::vector<Workload>& workloads, const std::string& target_key,
-                                  const CpuTarget& target, int trials) const {
+                                  const Target& target, int trials) const {
   if (trials <= 0) return false;
   std::set<std::string> seen;
   for (const Workload& w : workloads) {
@@ -503,7 +553,7 @@ absl::StatusOr<kiln::v1::TuningReport> CompilePipeline::Report(const kiln::v1::R
                                       request.shapes()));
   RETURN_IF_ERROR(CheckModelLimits(*graph, model_limits_));
   ASSIGN_OR_RETURN(auto resolved, ResolveTarget(request.target(), request.threads()));
-  ASSIGN_OR_RETURN(PreparedModel model, PrepareModel(std::move(graph)));
+  ASSIGN_OR_RETURN(PreparedModel model, PrepareModel(std::move(graph), PrepareOptionsFor(resolved.second)));
   ASSIGN_OR_RETURN(kiln::v1::TuningReport report, ReportModel(*db_, model, resolved.first, resolved.second));
   report.set_model_name(request.model_name());
   return report;

@@ -36,14 +36,22 @@ class CompilePipeline {
   // `checker` times a new package against the one it would replace (null: no
   // whole-model check; the new package always replaces the old). Every
   // model, of a compile or a report, is held to `model_limits` once parsed.
+  // `ptxas` is the assembler GPU packages are built with (PtxAssembler::Find:
+  // empty looks on the PATH and in /usr/local/cuda; none: PTX-only packages).
   CompilePipeline(tuningdb::TuningDb* db, Tuner* tuner, const ModelChecker* checker,
-                  ModelLimits model_limits = {})
-      : db_(db), tuner_(tuner), checker_(checker), model_limits_(model_limits) {}
+                  ModelLimits model_limits = {}, std::string ptxas = "")
+      : db_(db), tuner_(tuner), checker_(checker), model_limits_(model_limits), ptxas_(std::move(ptxas)) {}
 
-  // Resolves "cpu" / "" / "cpu:<key>", run on `threads` (a request's
-  // threads; 0 is 1), to the record target key (RecordTargetKey) and codegen
-  // target. A negative or absurd thread count is INVALID_ARGUMENT.
-  absl::StatusOr<std::pair<std::string, CpuTarget>> ResolveTarget(const std::string& target, int threads) const;
+  // Resolves a request's target, run on `threads` (a request's threads; 0
+  // is 1), to the record target key (RecordTargetKey) and codegen target:
+  //   "" / "cpu" / "cpu:<name>"  this server's CPU, or a named one
+  //   "cuda"                     the GPU the farm's live GPU workers are (the
+  //                              key most of them measure for)
+  //   "cuda:sm_XY"               that SM: the farm's workers of it, else the
+  //                              bare "cuda/sm_XY" (no records: untuned)
+  // INVALID_ARGUMENT for an unknown name, a negative or absurd thread count,
+  // threads on a GPU, or "cuda" while no GPU worker is registered.
+  absl::StatusOr<std::pair<std::string, Target>> ResolveTarget(const std::string& target, int threads) const;
 
   // `tuning_allowed` (optional) is asked once the request is known to want
   // tuning: when it refuses, the compile ends with its status unless the
@@ -71,13 +79,17 @@ class CompilePipeline {
 
   // Whether some distinct workload has fewer measured schedules than `trials`
   // (or its whole space, when smaller) on the target.
-  bool LeftToTune(const std::vector<Workload>& workloads, const std::string& target_key, const CpuTarget& target,
+  bool LeftToTune(const std::vector<Workload>& workloads, const std::string& target_key, const Target& target,
                   int trials) const;
+
+  // ResolveTarget for "cuda..." names.
+  absl::StatusOr<std::pair<std::string, Target>> ResolveGpuTarget(const std::string& target, int threads) const;
 
   tuningdb::TuningDb* db_;
   Tuner* tuner_;
   const ModelChecker* checker_;
   const ModelLimits model_limits_;
+  const std::string ptxas_;
 };
 
 }  // namespace kiln::server

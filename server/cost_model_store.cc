@@ -13,7 +13,7 @@ namespace kiln::server {
 
 const std::vector<float>* CostModelStore::FeaturesLocked(const std::string& target_key,
                                                          const std::string& workload_key, const Graph& workload,
-                                                         const std::string& config_text, const CpuTarget& target) {
+                                                         const std::string& config_text, const Target& target) {
   std::string key = absl::StrCat(target_key, "|", workload_key, "|", config_text);
   auto it = features_.find(key);
   if (it == features_.end()) {
@@ -39,7 +39,7 @@ const Graph* CostModelStore::GraphLocked(const std::string& workload_key) {
   return graphs_.emplace(workload_key, std::move(graph)).first->second.get();
 }
 
-void CostModelStore::RefreshLocked(const std::string& target_key, const CpuTarget& target, int space_version) {
+void CostModelStore::RefreshLocked(const std::string& target_key, const Target& target, int space_version) {
   TargetModel& tm = models_[absl::StrCat(target_key, "|", space_version)];
   auto records = db_->ValidRecords(target_key, space_version);
   if (!records.ok()) {
@@ -102,7 +102,7 @@ void CostModelStore::RefreshLocked(const std::string& target_key, const CpuTarge
 }
 
 std::optional<std::vector<float>> CostModelStore::Score(const std::string& workload_key, const Graph& workload,
-                                                        const std::string& target_key, const CpuTarget& target,
+                                                        const std::string& target_key, const Target& target,
                                                         int space_version,
                                                         const std::vector<ScheduleConfig>& configs) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -41,7 +41,7 @@ class CostModelStore {
   // no model can be trained yet (no workload of this target has two valid
   // records with a known graph). Thread-safe; training is serialised.
   std::optional<std::vector<float>> Score(const std::string& workload_key, const Graph& workload,
-                                          const std::string& target_key, const CpuTarget& target,
+                                          const std::string& target_key, const Target& target,
                                           int space_version, const std::vector<ScheduleConfig>& configs);
 
   struct Stats {
@@ -61,11 +61,11 @@ class CostModelStore {
   // Requires mu_. Features of a schedule, cached; nullopt when it does not lower.
   const std::vector<float>* FeaturesLocked(const std::string& target_key, const std::string& workload_key,
                                            const Graph& workload, const std::string& config_text,
-                                           const CpuTarget& target);
+                                           const Target& target);
   // Requires mu_. The workload's graph from the database, cached; nullptr when unknown.
   const Graph* GraphLocked(const std::string& workload_key);
   // Requires mu_.
-  void RefreshLocked(const std::string& target_key, const CpuTarget& target, int space_version);
+  void RefreshLocked(const std::string& target_key, const Target& target, int space_version);
 
   tuningdb::TuningDb* db_;
   mutable std::mutex mu_;

@@ -1,6 +1,7 @@
 // Embedded farm: a KilnServer and CPU Worker threads in this process.
 #include "server/embedded_farm.h"
 
+#include "base/log.h"
 #include "worker/worker.h"
 
 namespace kiln::server {
@@ -11,6 +12,21 @@ absl::StatusOr<std::unique_ptr<EmbeddedFarm>> EmbeddedFarm::Start(const Options&
   if (!server.ok()) return server.status();
   farm->server_ = std::move(*server);
   for (int i = 0; i < options.workers; ++i) farm->StartWorker();
+  if (!options.gpu_device.empty()) {
+    worker::Worker::Options w;
+    w.server = farm->server_->address();
+    w.device = options.gpu_device;
+    w.executable = options.worker_executable;
+    w.ptxas = options.server.ptxas;
+    w.name = options.worker_name + "-gpu";
+    farm->workers_.emplace_back([farm = farm.get(), w] {
+      worker::Worker worker(w);
+      absl::Status s = worker.Run(&farm->stop_);
+      if (!s.ok()) {
+        LogWarn("no GPU worker in the embedded farm", {{"device", w.device}, {"error", std::string(s.message())}});
+      }
+    });
+  }
   return farm;
 }
 

@@ -1,6 +1,7 @@
 // A whole Kiln farm in one process: the compile server (listening on
-// 127.0.0.1, a free port by default) and CPU workers on threads, talking real
-// gRPC to it. `kiln compile` without --server runs one; the service tests run
+// 127.0.0.1, a free port by default) and CPU workers on threads (and a GPU
+// worker, whose measurements run in its device process), talking real gRPC
+// to it. `kiln compile` without --server runs one; the service tests run
 // theirs through the same class.
 #pragma once
 
@@ -25,6 +26,11 @@ class EmbeddedFarm {
     std::string worker_target;   // a named target the workers measure for (kiln-worker --target); empty: the host
     bool isolate = true;         // workers measure in a forked child
     std::string worker_name = "embedded";
+    // A GPU worker for this device ("cuda:0"; empty: none), measuring through
+    // `worker_executable` (a kiln-worker: the device process it starts).
+    // Without a usable GPU it logs why and stops; the farm runs on.
+    std::string gpu_device;
+    std::string worker_executable;
   };
 
   static absl::StatusOr<std::unique_ptr<EmbeddedFarm>> Start(const Options& options);

@@ -2,6 +2,9 @@
 #include "server/farm_target.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -43,6 +46,41 @@ CpuTarget FarmTargetOf(const kiln::v1::DeviceInfo& device) {
     enabled.push_back(!f.empty() && f[0] == '+' ? f.substr(1) : f);
   }
   return Make(device.cpu_name(), std::move(enabled));
+}
+
+std::string FarmTargetKeyOf(const kiln::v1::DeviceInfo& device) {
+  if (device.kind() != "cuda") {
+    if (device.kind() != "cpu") return absl::StrCat(device.kind(), "/", device.arch());
+    return FarmTargetOf(device).Key();
+  }
+  std::string model;
+  for (char c : device.device_model()) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u)) {
+      model += static_cast<char>(std::tolower(u));
+    } else if (!model.empty() && model.back() != '-') {
+      model += '-';
+    }
+  }
+  while (!model.empty() && model.back() == '-') model.pop_back();
+  if (model.empty()) model = "unknown";
+  // FNV-1a 32 over the versions: stable across builds and hosts.
+  uint32_t h = 2166136261u;
+  for (unsigned char c : absl::StrCat(device.driver_version(), "|", device.toolkit_version())) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  char hex[9];
+  std::snprintf(hex, sizeof(hex), "%08x", h);
+  return absl::StrCat("cuda/", device.arch(), "/", model, "/", hex);
+}
+
+std::optional<GpuTarget> GpuTargetOfKey(const std::string& target_key) {
+  std::vector<std::string> parts = absl::StrSplit(target_key, '/');
+  if (parts.size() < 2 || parts[0] != "cuda") return std::nullopt;
+  absl::StatusOr<GpuTarget> t = GpuTarget::Named(parts[1]);
+  if (!t.ok()) return std::nullopt;
+  return *t;
 }
 
 std::string RecordTargetKey(const std::string& target_key, int threads) {

@@ -4,6 +4,7 @@
 // the same code, so records never cross between different machines.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "compiler_core/codegen/target.h"
@@ -15,6 +16,18 @@ namespace kiln::server {
 CpuTarget HostFarmTarget();
 // The target a CPU worker described in its registration.
 CpuTarget FarmTargetOf(const kiln::v1::DeviceInfo& device);
+
+// The key a worker's records are filed under. A CPU: FarmTargetOf(device).Key().
+// A CUDA GPU: "cuda/<arch>/<device model>/<8 hex digits>", the model in
+// lower case with dashes ("nvidia-h100-80gb-hbm3") and the digits a hash of
+// the driver and toolkit versions: records never cross between GPU models,
+// and a new driver or ptxas starts new ones (it may generate other code).
+std::string FarmTargetKeyOf(const kiln::v1::DeviceInfo& device);
+
+// The code-generation target a farm target key stands for: a "cuda/sm_XY..."
+// key's GpuTarget; nullopt for another key (CPU keys resolve through the
+// workers that registered them).
+std::optional<GpuTarget> GpuTargetOfKey(const std::string& target_key);
 
 // Records measured on more than one thread are filed under a key of their
 // own, the target's key and "/t<threads>" ("cpu/x86_64/znver4/1a2b3c4d/t2"):

@@ -75,7 +75,7 @@ absl::StatusOr<std::unique_ptr<KilnServer>> KilnServer::Start(const ServerOption
                                          Tuner::Options{options.worker_wait});
   state->checker = std::make_unique<ModelChecker>(state->broker.get(), ModelChecker::Options{});
   state->pipeline = std::make_unique<CompilePipeline>(state->db.get(), state->tuner.get(), state->checker.get(),
-                                                      options.model_limits);
+                                                      options.model_limits, options.ptxas);
   state->admission = std::make_unique<AdmissionControl>(options.admission);
   metrics->AddCollector(state->admission->Collector());
   state->progressive = std::make_unique<ProgressiveCompiles>(state->pipeline.get());

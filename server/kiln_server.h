@@ -31,6 +31,9 @@ struct ServerOptions {
   int64_t max_request_bytes = int64_t{256} << 20;
   ModelLimits model_limits;
   AdmissionControl::Options admission;
+  // The ptxas GPU packages are assembled with (empty: the PATH, then
+  // /usr/local/cuda/bin; none: packages carry PTX only, which the driver JITs).
+  std::string ptxas;
 };
 
 class KilnServer {

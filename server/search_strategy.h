@@ -33,7 +33,7 @@ struct SearchInput {
   std::string workload_key;
   const Graph* workload = nullptr;
   std::string target_key;
-  CpuTarget target;
+  Target target;
   int space_version = 0;
   std::vector<ScheduleConfig> space;  // EnumerateSchedules
   ScheduleConfig default_config;

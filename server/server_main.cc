@@ -85,6 +85,9 @@ int main(int argc, char** argv) {
   app.add_option("--tuning-window-s", tuning_window_s, "the rolling window of --tuning-trials-per-client, in seconds")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{366} * 86400));
+  app.add_option("--ptxas", options.ptxas,
+                 "the CUDA toolkit's ptxas GPU packages are assembled with (default: PATH, then /usr/local/cuda/bin; "
+                 "none: packages carry PTX only)");
   app.add_option("--log-level", log_level, "logs on stderr at this level and above: debug, info, warning, error")
       ->capture_default_str()
       ->check(CLI::IsMember({"debug", "info", "warn", "warning", "error"}));

@@ -139,8 +139,9 @@ int Tuner::LiveWorkers(const std::string& target_key) const {
 
 int Tuner::RoundSize(const std::string& target_key) const { return std::max(4, 2 * LiveWorkers(target_key)); }
 
-std::optional<CpuTarget> Tuner::ResolveTarget(const std::string& record_key) const {
+std::optional<Target> Tuner::ResolveTarget(const std::string& record_key) const {
   const std::string target_key = ParseRecordTargetKey(record_key).target_key;
+  if (std::optional<GpuTarget> gpu = GpuTargetOfKey(target_key)) return Target(*gpu);
   CpuTarget host = HostFarmTarget();
   if (host.Key() == target_key) return host;
   for (const WorkerView& w : broker_->Workers()) {
@@ -150,7 +151,7 @@ std::optional<CpuTarget> Tuner::ResolveTarget(const std::string& record_key) con
 }
 
 absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::string& target_key,
-                                        const CpuTarget& target, int trials, const std::string& strategy_name,
+                                        const Target& target, int trials, const std::string& strategy_name,
                                         const std::function<void(const TuneProgress&)>& on_progress,
                                         const std::function<bool()>& cancelled, TrialPayer pay_after_leaving) {
   const std::string strategy = strategy_name.empty() ? kDefaultSearchStrategy : strategy_name;
@@ -338,7 +339,7 @@ std::vector<ScheduleConfig> Tuner::SiblingSeeds(const std::string& workload_key,
 }
 
 std::vector<double> Tuner::Predict(const std::string& workload_key, const Graph& workload,
-                                   const std::string& target_key, const CpuTarget& target,
+                                   const std::string& target_key, const Target& target,
                                    const std::vector<ScheduleConfig>& configs) {
   std::vector<double> out(configs.size(), std::nan(""));
   if (configs.empty()) return out;
@@ -442,7 +443,7 @@ bool Tuner::NextRound(const std::shared_ptr<ActiveJob>& active) {
   if (auto fresh = db_->GetJob(job.id); fresh.ok() && *fresh) job = std::move(**fresh);
   auto measured = db_->MeasuredConfigs(job.workload_key, job.target_key, job.space_version);
   if (!measured.ok() || static_cast<int>(measured->size()) >= job.trials) return false;
-  std::optional<CpuTarget> target = ResolveTarget(job.target_key);
+  std::optional<Target> target = ResolveTarget(job.target_key);
   kiln::v1::MeasureTask base;
   if (!target || !base.ParseFromString(job.task_template)) return false;
   auto graph = GraphFromProto(base.workload());

@@ -65,6 +65,9 @@ class Tuner {
   };
   Tuner(tuningdb::TuningDb* db, TaskBroker* broker, Options options)
       : db_(db), broker_(broker), options_(options), models_(db) {}
+
+  // The broker whose workers measure for it.
+  const TaskBroker* broker() const { return broker_; }
   ~Tuner();
   Tuner(const Tuner&) = delete;
   Tuner& operator=(const Tuner&) = delete;
@@ -82,7 +85,7 @@ class Tuner {
   // leave pays for what it started (AdmissionControl::Charge), until another
   // compile joins the job and follows it through its own progress.
   using TrialPayer = std::function<void(int64_t trials)>;
-  absl::StatusOr<TuneOutcome> Tune(const Workload& workload, const std::string& target_key, const CpuTarget& target,
+  absl::StatusOr<TuneOutcome> Tune(const Workload& workload, const std::string& target_key, const Target& target,
                                    int trials, const std::string& strategy,
                                    const std::function<void(const TuneProgress&)>& on_progress,
                                    const std::function<bool()>& cancelled, TrialPayer pay_after_leaving = nullptr);
@@ -113,7 +116,7 @@ class Tuner {
   CostModelStore& cost_models() { return models_; }
 
   // The CPU a (record) target key names: the server's own, or a live worker's.
-  std::optional<CpuTarget> ResolveTarget(const std::string& record_key) const;
+  std::optional<Target> ResolveTarget(const std::string& record_key) const;
 
   // Warm start: the workload's best configs on sibling targets
   // (TuningDb::SiblingTargets), kSeedsPerSibling of each, merged rank by rank;
@@ -158,7 +161,7 @@ class Tuner {
   // model yet), whichever strategy proposed them: stored with the candidates
   // for reports of predicted against measured.
   std::vector<double> Predict(const std::string& workload_key, const Graph& workload, const std::string& target_key,
-                              const CpuTarget& target, const std::vector<ScheduleConfig>& configs);
+                              const Target& target, const std::vector<ScheduleConfig>& configs);
   // Measures the job's unmeasured candidates, recording each result. Returns
   // false when the tuner stopped before the job was done.
   bool MeasureCandidates(const std::shared_ptr<ActiveJob>& active, std::string* first_error);

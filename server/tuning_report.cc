@@ -15,7 +15,7 @@ namespace {
 // The measurements of one workload, its default and its winner. `graph`,
 // when known with `target`, gives the space's size and default.
 absl::Status FillWorkload(tuningdb::TuningDb& db, const std::string& workload_key, const std::string& target_key,
-                          int space_version, const Graph* graph, const std::optional<CpuTarget>& target,
+                          int space_version, const Graph* graph, const std::optional<Target>& target,
                           kiln::v1::WorkloadTuning* out) {
   out->set_workload_key(workload_key);
   ASSIGN_OR_RETURN(std::optional<tuningdb::WorkloadInfo> info, db.GetWorkload(workload_key));
@@ -64,7 +64,7 @@ absl::Status FillWorkload(tuningdb::TuningDb& db, const std::string& workload_ke
 }  // namespace
 
 absl::StatusOr<kiln::v1::TuningReport> ReportModel(tuningdb::TuningDb& db, const PreparedModel& model,
-                                                   const std::string& target_key, const CpuTarget& target) {
+                                                   const std::string& target_key, const Target& target) {
   kiln::v1::TuningReport report;
   report.set_target(target_key);
   report.set_space_version(kScheduleSpaceVersion);
@@ -88,7 +88,7 @@ absl::StatusOr<kiln::v1::TuningReport> ReportModel(tuningdb::TuningDb& db, const
 }
 
 absl::StatusOr<kiln::v1::TuningReport> ReportJob(tuningdb::TuningDb& db, int64_t job_id,
-                                                 const std::optional<CpuTarget>& target) {
+                                                 const std::optional<Target>& target) {
   ASSIGN_OR_RETURN(std::optional<tuningdb::TuningJob> job, db.GetJob(job_id));
   if (!job) return absl::NotFoundError(absl::StrCat("no tuning job ", job_id, " in ", db.path()));
   kiln::v1::TuningReport report;

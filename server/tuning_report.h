@@ -18,12 +18,12 @@ namespace kiln::server {
 // The workloads of `model`'s groups, each once (at its first group), on the
 // target in the current schedule-space version.
 absl::StatusOr<kiln::v1::TuningReport> ReportModel(tuningdb::TuningDb& db, const PreparedModel& model,
-                                                   const std::string& target_key, const CpuTarget& target);
+                                                   const std::string& target_key, const Target& target);
 
 // One job's workload on the job's target and space version. `target`, when
 // known, gives the space's size and default (else they are left unset).
 // NOT_FOUND when there is no such job.
 absl::StatusOr<kiln::v1::TuningReport> ReportJob(tuningdb::TuningDb& db, int64_t job_id,
-                                                 const std::optional<CpuTarget>& target);
+                                                 const std::optional<Target>& target);
 
 }  // namespace kiln::server

@@ -14,11 +14,6 @@ namespace kiln::server {
 // The most threads a worker may measure one task on.
 constexpr int kMaxMeasureThreads = 1024;
 
-std::string TargetKeyOf(const kiln::v1::DeviceInfo& device) {
-  if (device.kind() != "cpu") return absl::StrCat(device.kind(), "/", device.arch());
-  return FarmTargetOf(device).Key();
-}
-
 tuningdb::TargetInfo TargetInfoOf(const std::string& target_key, const kiln::v1::DeviceInfo& device) {
   tuningdb::TargetInfo t;
   t.key = target_key;
@@ -43,7 +38,7 @@ grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* context, const kil
                         absl::StrCat("register: device.measure_threads ", request->device().measure_threads(),
                                      " is out of range 0..", kMaxMeasureThreads));
   }
-  std::string key = TargetKeyOf(request->device());
+  std::string key = FarmTargetKeyOf(request->device());
   if (db_ != nullptr) {
     // Records name the target by key; its row says what the key stands for.
     // So do the keys of its records on more threads (one row per thread count

@@ -12,9 +12,6 @@
 
 namespace kiln::server {
 
-// The target key a worker measures for, derived from what it says it is.
-std::string TargetKeyOf(const kiln::v1::DeviceInfo& device);
-
 class WorkerServiceImpl final : public kiln::v1::WorkerService::Service {
  public:
   // `db` (may be null) remembers each registering worker's target with its

@@ -141,8 +141,8 @@ absl::StatusOr<kiln::v1::DeviceInfo> DescribeCuda(int ordinal) {
   return info;
 }
 
-absl::StatusOr<kiln::v1::DeviceInfo> DescribeDevice(const std::string& spec) {
-  if (spec == "cpu") return DescribeCpu();
+absl::StatusOr<int> CudaOrdinalOf(const std::string& spec) {
+  if (spec == "cuda") return 0;
   absl::string_view rest = spec;
   if (absl::ConsumePrefix(&rest, "cuda:") || absl::ConsumePrefix(&rest, "gpu:")) {
     int ordinal = 0;
@@ -150,11 +150,17 @@ absl::StatusOr<kiln::v1::DeviceInfo> DescribeDevice(const std::string& spec) {
       return absl::InvalidArgumentError(
           absl::StrCat("bad device \"", spec, "\": expected cuda:N with N >= 0"));
     }
-    return DescribeCuda(ordinal);
+    return ordinal;
   }
-  if (spec == "cuda") return DescribeCuda(0);
   return absl::InvalidArgumentError(
       absl::StrCat("bad device \"", spec, "\": expected \"cpu\" or \"cuda:N\""));
+}
+
+absl::StatusOr<kiln::v1::DeviceInfo> DescribeDevice(const std::string& spec) {
+  if (spec == "cpu") return DescribeCpu();
+  absl::StatusOr<int> ordinal = CudaOrdinalOf(spec);
+  if (!ordinal.ok()) return ordinal.status();
+  return DescribeCuda(*ordinal);
 }
 
 }  // namespace kiln::worker

@@ -22,6 +22,10 @@ kiln::v1::DeviceInfo DescribeCpu();
 // such device.
 absl::StatusOr<kiln::v1::DeviceInfo> DescribeCuda(int ordinal);
 
+// The N of a "cuda:N" (or "gpu:N", or "cuda": 0) device spec;
+// INVALID_ARGUMENT otherwise.
+absl::StatusOr<int> CudaOrdinalOf(const std::string& spec);
+
 // Parses a --device spec: "cpu" or "cuda:N". INVALID_ARGUMENT otherwise.
 absl::StatusOr<kiln::v1::DeviceInfo> DescribeDevice(const std::string& spec);
 

@@ -15,6 +15,7 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
+#include "worker/measurer.h"
 #include "absl/time/clock.h"
 
 namespace kiln::worker {
@@ -55,15 +56,6 @@ void WriteAll(int fd, const std::string& data) {
   WriteAll(write_fd, bytes);
   close(write_fd);
   _exit(0);
-}
-
-kiln::v1::MeasureResult ErrorResult(const std::string& task_id, kiln::v1::MeasureError error,
-                                    std::string message) {
-  kiln::v1::MeasureResult r;
-  r.set_task_id(task_id);
-  r.set_error(error);
-  r.set_error_message(std::move(message));
-  return r;
 }
 
 // Waits for `pid` until `deadline`; returns true and the wait status if it ended.
@@ -149,20 +141,20 @@ absl::StatusOr<kiln::v1::MeasureResult> RunIsolated(
   // The child closes the pipe only by exiting; give it a moment to be reaped.
   if (timed_out || !WaitUntil(pid, std::max(deadline, absl::Now() + absl::Seconds(1)), &status)) {
     KillAndReap(pid);
-    return ErrorResult(task_id, kiln::v1::TIMEOUT,
+    return FailedMeasurement(task_id, kiln::v1::TIMEOUT,
                        absl::StrCat("measurement exceeded its deadline of ",
                                     absl::FormatDuration(timeout), "; killed"));
   }
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
     const char* name = strsignal(sig);
-    return ErrorResult(task_id, kiln::v1::RUNTIME_ERROR,
+    return FailedMeasurement(task_id, kiln::v1::RUNTIME_ERROR,
                        absl::StrCat("kernel crashed: signal ", sig, " (", name ? name : "?", ")"));
   }
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   kiln::v1::MeasureResult result;
   if (code != 0 || !result.ParseFromString(bytes)) {
-    return ErrorResult(task_id, kiln::v1::RUNTIME_ERROR,
+    return FailedMeasurement(task_id, kiln::v1::RUNTIME_ERROR,
                        absl::StrCat("measurement process exited with code ", code,
                                     code == 0 ? " without a result" : ""));
   }

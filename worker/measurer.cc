@@ -165,11 +165,7 @@ void FlushCpuCache() {
 
 kiln::v1::MeasureResult Failure(const kiln::v1::MeasureTask& task, kiln::v1::MeasureError error,
                                 std::string message) {
-  kiln::v1::MeasureResult r;
-  r.set_task_id(task.task_id());
-  r.set_error(error);
-  r.set_error_message(std::move(message));
-  return r;
+  return FailedMeasurement(task.task_id(), error, std::move(message));
 }
 
 // Runs every task of the kernel as the runtime's session runs a package step:
@@ -288,10 +284,19 @@ std::string CompareOutput(const std::string& name, const Tensor& got, const Tens
                       ", atol ", atol, ", output rms ", rms, ")");
 }
 
-absl::StatusOr<kiln::v1::MeasureResult> Measure(const kiln::v1::MeasureTask& task,
-                                                const CpuTarget& target) {
-  const MeasureSettings settings = MeasureSettings::FromProto(task.options());
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, GraphFromProto(task.workload()));
+kiln::v1::MeasureResult FailedMeasurement(const std::string& task_id, kiln::v1::MeasureError error,
+                                          std::string message) {
+  kiln::v1::MeasureResult r;
+  r.set_task_id(task_id);
+  r.set_error(error);
+  r.set_error_message(std::move(message));
+  return r;
+}
+
+absl::StatusOr<std::optional<kiln::v1::MeasureResult>> SetUpMeasurement(const kiln::v1::MeasureTask& task,
+                                                                         const Target& target, MeasureSetup* setup) {
+  ASSIGN_OR_RETURN(setup->graph, GraphFromProto(task.workload()));
+  const Graph& graph = *setup->graph;
 
   // The candidate's schedule.
   if (task.space_version() != 0 && task.space_version() != kScheduleSpaceVersion) {
@@ -305,35 +310,92 @@ absl::StatusOr<kiln::v1::MeasureResult> Measure(const kiln::v1::MeasureTask& tas
                    absl::StrCat("bad schedule config \"", task.schedule_config(),
                                 "\": ", config.status().message()));
   }
-
-  if (absl::Status valid = ValidateSchedule(*graph, *config, target); !valid.ok()) {
+  setup->config = *config;
+  if (absl::Status valid = ValidateSchedule(graph, setup->config, target); !valid.ok()) {
     return Failure(task, kiln::v1::BUILD_ERROR,
                    absl::StrCat("invalid schedule \"", task.schedule_config(),
                                 "\": ", valid.message()));
   }
 
   // Inputs and the reference outputs.
-  ASSIGN_OR_RETURN(auto inputs, MakeMeasureInputs(*graph, task.workload_key()));
-  absl::StatusOr<std::map<std::string, Tensor>> reference = Evaluate(*graph, inputs);
+  ASSIGN_OR_RETURN(setup->inputs, MakeMeasureInputs(graph, task.workload_key()));
+  absl::StatusOr<std::map<std::string, Tensor>> reference = Evaluate(graph, setup->inputs);
   if (!reference.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("reference interpreter failed on workload ",
                                                    task.workload_key(), ": ",
                                                    reference.status().message()));
   }
-  std::vector<const Tensor*> refs;
-  std::vector<Tensor> outputs;
-  for (const Value* v : graph->outputs()) {
+  for (const Value* v : graph.outputs()) {
     auto it = reference->find(v->name());
     if (it == reference->end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("reference interpreter produced no output ", v->name()));
     }
-    refs.push_back(&it->second);
-    outputs.emplace_back(it->second.dtype(), it->second.dims());
+    setup->outputs.emplace_back(it->second.dtype(), it->second.dims());
+    setup->reference.push_back(std::move(it->second));
   }
+  return std::nullopt;
+}
+
+std::optional<kiln::v1::MeasureResult> CheckOutputs(const kiln::v1::MeasureTask& task, const MeasureSetup& setup,
+                                                    const MeasureSettings& settings, double* max_abs_error) {
+  *max_abs_error = 0.0;
+  std::string first_mismatch;
+  for (size_t i = 0; i < setup.outputs.size(); ++i) {
+    double err = 0.0;
+    std::string mismatch = CompareOutput(setup.graph->outputs()[i]->name(), setup.outputs[i], setup.reference[i],
+                                         settings.rtol, settings.atol, &err);
+    *max_abs_error = std::max(*max_abs_error, err);
+    if (!mismatch.empty() && first_mismatch.empty()) first_mismatch = std::move(mismatch);
+  }
+  if (first_mismatch.empty()) return std::nullopt;
+  kiln::v1::MeasureResult r = Failure(task, kiln::v1::WRONG_ANSWER, first_mismatch);
+  r.set_max_abs_error(*max_abs_error);
+  return r;
+}
+
+std::vector<double> TimeRuns(const MeasureSettings& settings, const std::function<double()>& run_ms) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> times_ms;
+  double measured_ms = 0.0;
+  const Clock::time_point loop_start = Clock::now();
+  while (true) {
+    const double ms = run_ms();
+    times_ms.push_back(ms);
+    measured_ms += ms;
+    const int n = static_cast<int>(times_ms.size());
+    if (n < settings.min_repeats) continue;
+    if (measured_ms >= settings.min_time_ms || n >= settings.max_repeats) break;
+    const double total_ms = std::chrono::duration<double, std::milli>(Clock::now() - loop_start).count();
+    if (total_ms >= settings.max_total_ms) break;
+  }
+  std::sort(times_ms.begin(), times_ms.end());
+  return times_ms;
+}
+
+kiln::v1::MeasureResult TimedResult(const kiln::v1::MeasureTask& task, const std::vector<double>& sorted_ms,
+                                    double max_abs_error) {
+  kiln::v1::MeasureResult r;
+  r.set_task_id(task.task_id());
+  r.set_error(kiln::v1::MEASURE_OK);
+  r.set_median_ms(Percentile(sorted_ms, 0.5));
+  r.set_p10_ms(Percentile(sorted_ms, 0.1));
+  r.set_p90_ms(Percentile(sorted_ms, 0.9));
+  r.set_repeats(static_cast<int32_t>(sorted_ms.size()));
+  r.set_max_abs_error(max_abs_error);
+  return r;
+}
+
+absl::StatusOr<kiln::v1::MeasureResult> Measure(const kiln::v1::MeasureTask& task,
+                                                const CpuTarget& target) {
+  const MeasureSettings settings = MeasureSettings::FromProto(task.options());
+  MeasureSetup setup;
+  ASSIGN_OR_RETURN(std::optional<kiln::v1::MeasureResult> refused, SetUpMeasurement(task, target, &setup));
+  if (refused) return *refused;
+  const Graph& graph = *setup.graph;
 
   // Build.
-  absl::StatusOr<std::unique_ptr<JitKernel>> kernel = JitCompile(*graph, *config, target);
+  absl::StatusOr<std::unique_ptr<JitKernel>> kernel = JitCompile(graph, setup.config, target);
   if (!kernel.ok()) {
     return Failure(task, kiln::v1::BUILD_ERROR,
                    absl::StrCat("jit compile of \"", task.schedule_config(),
@@ -347,62 +409,31 @@ absl::StatusOr<kiln::v1::MeasureResult> Measure(const kiln::v1::MeasureTask& tas
 
   // Kernel ABI: graph inputs in order, then graph outputs in order.
   std::vector<void*> args;
-  for (const Value* v : graph->inputs()) args.push_back(inputs.at(v->name()).raw());
-  for (Tensor& t : outputs) args.push_back(t.raw());
+  for (const Value* v : graph.inputs()) args.push_back(setup.inputs.at(v->name()).raw());
+  for (Tensor& t : setup.outputs) args.push_back(t.raw());
 
   // Check: poison the outputs (all-ones bytes: NaN for floats) so that elements
   // a kernel fails to write are caught, run once, compare.
-  for (Tensor& t : outputs) {
+  for (Tensor& t : setup.outputs) {
     if (t.size_bytes() > 0) std::memset(t.raw(), 0xff, static_cast<size_t>(t.size_bytes()));
   }
   RunAllTasks(**kernel, args.data(), pool.get());
   double max_abs_error = 0.0;
-  std::string first_mismatch;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    double err = 0.0;
-    std::string mismatch = CompareOutput(graph->outputs()[i]->name(), outputs[i], *refs[i],
-                                         settings.rtol, settings.atol, &err);
-    max_abs_error = std::max(max_abs_error, err);
-    if (!mismatch.empty() && first_mismatch.empty()) first_mismatch = std::move(mismatch);
-  }
-  if (!first_mismatch.empty()) {
-    kiln::v1::MeasureResult r = Failure(task, kiln::v1::WRONG_ANSWER, first_mismatch);
-    r.set_max_abs_error(max_abs_error);
-    return r;
+  if (std::optional<kiln::v1::MeasureResult> wrong = CheckOutputs(task, setup, settings, &max_abs_error)) {
+    return *wrong;
   }
 
   // Time: warm-up, then repeats until both min_repeats and min_time_ms are met
   // (capped by max_repeats / max_total_ms), each run timed alone.
   using Clock = std::chrono::steady_clock;
   for (int i = 0; i < settings.warmup_runs; ++i) RunAllTasks(**kernel, args.data(), pool.get());
-  std::vector<double> times_ms;
-  double measured_ms = 0.0;
-  const Clock::time_point loop_start = Clock::now();
-  while (true) {
+  std::vector<double> times_ms = TimeRuns(settings, [&] {
     if (settings.flush_cache) FlushCpuCache();
     const Clock::time_point t0 = Clock::now();
     RunAllTasks(**kernel, args.data(), pool.get());
-    const Clock::time_point t1 = Clock::now();
-    const double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-    times_ms.push_back(ms);
-    measured_ms += ms;
-    const int n = static_cast<int>(times_ms.size());
-    if (n < settings.min_repeats) continue;
-    if (measured_ms >= settings.min_time_ms || n >= settings.max_repeats) break;
-    const double total_ms = std::chrono::duration<double, std::milli>(t1 - loop_start).count();
-    if (total_ms >= settings.max_total_ms) break;
-  }
-  std::sort(times_ms.begin(), times_ms.end());
-
-  kiln::v1::MeasureResult r;
-  r.set_task_id(task.task_id());
-  r.set_error(kiln::v1::MEASURE_OK);
-  r.set_median_ms(Percentile(times_ms, 0.5));
-  r.set_p10_ms(Percentile(times_ms, 0.1));
-  r.set_p90_ms(Percentile(times_ms, 0.9));
-  r.set_repeats(static_cast<int32_t>(times_ms.size()));
-  r.set_max_abs_error(max_abs_error);
-  return r;
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  });
+  return TimedResult(task, times_ms, max_abs_error);
 }
 
 kiln::v1::MeasureResult MeasureAsResult(const kiln::v1::MeasureTask& task,

@@ -5,11 +5,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "compiler_core/codegen/schedule_config.h"
 #include "compiler_core/codegen/target.h"
 #include "compiler_core/ir/graph.h"
 #include "compiler_core/ir/tensor.h"
@@ -38,6 +42,44 @@ struct MeasureSettings {
 // The q-quantile (0..1) of `sorted` (ascending, non-empty), interpolated
 // linearly between the closest ranks.
 double Percentile(const std::vector<double>& sorted, double q);
+
+// A result carrying only `error` and its message, for task `task_id`.
+kiln::v1::MeasureResult FailedMeasurement(const std::string& task_id, kiln::v1::MeasureError error,
+                                          std::string message);
+
+// What a measurement starts from, on any device: the workload, the
+// candidate's schedule, deterministic inputs (MakeMeasureInputs) and the
+// reference interpreter's outputs, with output tensors of the same shapes for
+// the candidate to write.
+struct MeasureSetup {
+  std::unique_ptr<Graph> graph;
+  ScheduleConfig config;
+  std::map<std::string, Tensor> inputs;
+  std::vector<Tensor> reference;  // per graph output
+  std::vector<Tensor> outputs;    // per graph output, for the candidate
+};
+
+// Fills `setup` for `task` on `target`. A candidate the target refuses (a
+// schedule that does not parse or validate, another space version) is the
+// BUILD_ERROR result returned; nullopt: ready to build. A Status error: the
+// workload itself is unusable (as Measure).
+absl::StatusOr<std::optional<kiln::v1::MeasureResult>> SetUpMeasurement(const kiln::v1::MeasureTask& task,
+                                                                         const Target& target, MeasureSetup* setup);
+
+// The WRONG_ANSWER result when an output written by the candidate differs
+// from the reference (CompareOutput), else nullopt; *max_abs_error gets the
+// largest error over the outputs.
+std::optional<kiln::v1::MeasureResult> CheckOutputs(const kiln::v1::MeasureTask& task, const MeasureSetup& setup,
+                                                    const MeasureSettings& settings, double* max_abs_error);
+
+// Times `run_ms` (one run; its own measured milliseconds) until both
+// min_repeats and min_time_ms are met, capped by max_repeats and
+// max_total_ms; the times, sorted.
+std::vector<double> TimeRuns(const MeasureSettings& settings, const std::function<double()>& run_ms);
+
+// MEASURE_OK with the median, p10, p90 of `sorted_ms` and the repeat count.
+kiln::v1::MeasureResult TimedResult(const kiln::v1::MeasureTask& task, const std::vector<double>& sorted_ms,
+                                    double max_abs_error);
 
 // Measures `task` on `target`. A candidate's failure is a result, not a Status:
 //   - schedule config that does not parse, space-version mismatch, JIT failure -> BUILD_ERROR

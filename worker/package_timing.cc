@@ -47,7 +47,7 @@ std::vector<uint8_t> InputBytes(const runtime::ManifestTensor& info, size_t byte
 }  // namespace
 
 absl::StatusOr<kiln::v1::MeasureResult> TimePackages(const kiln::v1::MeasureTask& task,
-                                                     const std::vector<std::string>& packages) {
+                                                     const std::vector<std::string>& packages, int cuda_device) {
   if (packages.empty() || static_cast<int>(packages.size()) != task.packages_size()) {
     return absl::InvalidArgumentError(absl::StrCat("whole-model check with ", task.packages_size(),
                                                    " package digests and ", packages.size(), " packages"));
@@ -60,7 +60,10 @@ absl::StatusOr<kiln::v1::MeasureResult> TimePackages(const kiln::v1::MeasureTask
     const std::string& digest = task.packages(static_cast<int>(p));
     auto package = runtime::Package::FromBytes(packages[p], digest);
     if (!package.ok()) return Failure(task, absl::StrCat("package ", digest, ": ", package.status().message()));
-    auto session = runtime::Session::Create(std::shared_ptr<const runtime::Package>(std::move(*package)), &pool);
+    runtime::CudaSessionOptions cuda;
+    cuda.device = cuda_device;
+    auto session =
+        runtime::Session::Create(std::shared_ptr<const runtime::Package>(std::move(*package)), &pool, cuda);
     if (!session.ok()) return Failure(task, absl::StrCat("package ", digest, ": ", session.status().message()));
     runtime::Session& s = **session;
     for (int i = 0; i < s.num_inputs(); ++i) {
@@ -127,8 +130,8 @@ absl::StatusOr<kiln::v1::MeasureResult> TimePackages(const kiln::v1::MeasureTask
 }
 
 kiln::v1::MeasureResult TimePackagesAsResult(const kiln::v1::MeasureTask& task,
-                                             const std::vector<std::string>& packages) {
-  absl::StatusOr<kiln::v1::MeasureResult> r = TimePackages(task, packages);
+                                             const std::vector<std::string>& packages, int cuda_device) {
+  absl::StatusOr<kiln::v1::MeasureResult> r = TimePackages(task, packages, cuda_device);
   if (r.ok()) return *std::move(r);
   return Failure(task, absl::StrCat("malformed whole-model check: ", r.status().message()));
 }

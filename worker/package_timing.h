@@ -22,11 +22,12 @@ namespace kiln::worker {
 // the first package's. A package that does not load or run is a
 // RUNTIME_ERROR result naming it; a Status error means the task itself is
 // malformed.
+// CUDA packages run on device `cuda_device` (a GPU worker's device process).
 absl::StatusOr<kiln::v1::MeasureResult> TimePackages(const kiln::v1::MeasureTask& task,
-                                                     const std::vector<std::string>& packages);
+                                                     const std::vector<std::string>& packages, int cuda_device = 0);
 
 // TimePackages with a Status error folded into a RUNTIME_ERROR result.
 kiln::v1::MeasureResult TimePackagesAsResult(const kiln::v1::MeasureTask& task,
-                                             const std::vector<std::string>& packages);
+                                             const std::vector<std::string>& packages, int cuda_device = 0);
 
 }  // namespace kiln::worker

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <exception>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -124,13 +125,12 @@ void Worker::CountRpcError(const std::string& rpc) {
 
 absl::Status Worker::Run(std::atomic<bool>* stop) {
   if (options_.server.empty()) return absl::InvalidArgumentError("no server address given");
+  if (absl::StartsWith(options_.device, "cuda") || absl::StartsWith(options_.device, "gpu")) return RunGpu(stop);
   absl::StatusOr<kiln::v1::DeviceInfo> device = DescribeDevice(options_.device);
   if (!device.ok()) return device.status();
   device_ = *std::move(device);
   if (device_.kind() != "cpu") {
-    return absl::UnimplementedError(absl::StrCat(
-        "measurement on ", options_.device, " (", device_.device_model(), ", ", device_.arch(),
-        ") is not implemented yet; only --device cpu can measure"));
+    return absl::InvalidArgumentError(absl::StrCat("device ", options_.device, " is neither cpu nor cuda:N"));
   }
   if (options_.threads < 1 || options_.threads > kMaxThreads) {
     return absl::InvalidArgumentError(
@@ -164,7 +164,36 @@ absl::Status Worker::Run(std::atomic<bool>* stop) {
        {"cores", absl::StrCat(device_.cores())},
        {"measure_threads", absl::StrCat(options_.threads)},
        {"target", target_.Key()}});
+  return Serve(stop);
+}
 
+absl::Status Worker::RunGpu(std::atomic<bool>* stop) {
+  if (options_.threads != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--threads ", options_.threads, " applies to CPU workers"));
+  }
+  if (!options_.target.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--target ", options_.target, " applies to CPU workers"));
+  }
+  DeviceProcess::Options po;
+  po.executable = options_.executable;
+  po.device = options_.device;
+  if (!options_.ptxas.empty()) po.extra_args = {"--ptxas", options_.ptxas};
+  absl::StatusOr<std::unique_ptr<DeviceProcess>> process = DeviceProcess::Start(po);
+  if (!process.ok()) return process.status();
+  device_process_ = *std::move(process);
+  device_ = device_process_->device();
+  device_.set_measure_threads(1);
+  Log(LogLevel::kInfo, "device described",
+      {{"device", options_.device},
+       {"model", device_.device_model()},
+       {"arch", device_.arch()},
+       {"memory_bytes", absl::StrCat(device_.memory_bytes())},
+       {"driver", device_.driver_version()},
+       {"toolkit", device_.toolkit_version()}});
+  return Serve(stop);
+}
+
+absl::Status Worker::Serve(std::atomic<bool>* stop) {
   if (options_.metrics_port > 0 && exposer_ == nullptr) {
     try {
       exposer_ = std::make_unique<prometheus::Exposer>(absl::StrCat("0.0.0.0:", options_.metrics_port));
@@ -350,6 +379,18 @@ void Worker::HandleTask(const kiln::v1::MeasureTask& task, std::atomic<bool>* st
   if (!fetch_error.empty()) {
     result.set_error(kiln::v1::RUNTIME_ERROR);
     result.set_error_message(fetch_error);
+  } else if (device_process_ != nullptr) {
+    kiln::v1::MeasureTask sent = task;
+    for (std::string& bytes : packages) sent.add_package_bytes(std::move(bytes));
+    absl::StatusOr<kiln::v1::MeasureResult> r = device_process_->Measure(sent, timeout, stop);
+    if (!r.ok()) {
+      Log(r.status().code() == absl::StatusCode::kCancelled ? LogLevel::kInfo : LogLevel::kError,
+          "task abandoned", {{"task", task.task_id()}, {"error", std::string(r.status().message())}});
+      std::lock_guard<std::mutex> lock(mu_);
+      held_task_ids_.erase(task.task_id());
+      return;
+    }
+    result = *std::move(r);
   } else if (options_.isolate) {
     absl::StatusOr<kiln::v1::MeasureResult> r = RunIsolated(task.task_id(), measure, timeout, stop);
     if (!r.ok()) {

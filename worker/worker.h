@@ -18,6 +18,7 @@
 #include "client/kiln_client.h"
 #include "compiler_core/codegen/target.h"
 #include "kiln/v1/worker.grpc.pb.h"
+#include "worker/device_process.h"
 
 namespace prometheus {
 class Registry;
@@ -53,6 +54,11 @@ class Worker {
     // How the server is reached when it serves TLS and checks credentials
     // (a worker needs the worker role).
     client::ChannelSecurity security;
+    // A GPU worker (device cuda:N) measures in a device process
+    // (device_process.h), started from this executable, and assembles its
+    // candidates with this ptxas (PtxAssembler::Find; none: the driver JIT).
+    std::string executable = "/proc/self/exe";
+    std::string ptxas;
   };
   static constexpr int kMaxThreads = 1024;
 
@@ -65,8 +71,8 @@ class Worker {
   // and leases, measures and reports until *stop becomes true or an admin
   // drains it (it reports what it holds first). Returns OK on a clean stop;
   // an error only for what retrying cannot fix: a bad or absent
-  // device (INVALID_ARGUMENT, UNAVAILABLE "no CUDA driver: ..."), a device kind
-  // it cannot measure yet (UNIMPLEMENTED for cuda), an unusable metrics port.
+  // device (INVALID_ARGUMENT, UNAVAILABLE "no CUDA driver: ..."), an unusable
+  // metrics port.
   absl::Status Run(std::atomic<bool>* stop);
 
   // Counters, also exported as Prometheus metrics.
@@ -77,6 +83,10 @@ class Worker {
   std::string worker_id() const;
 
  private:
+  // Run's GPU branch: the device process, then Serve.
+  absl::Status RunGpu(std::atomic<bool>* stop);
+  // The metrics endpoint, the channel, and the lease loop until *stop.
+  absl::Status Serve(std::atomic<bool>* stop);
   bool RegisterUntilDone(std::atomic<bool>* stop);
   void HeartbeatLoop();
   void HandleTask(const kiln::v1::MeasureTask& task, std::atomic<bool>* stop);
@@ -86,6 +96,7 @@ class Worker {
 
   const Options options_;
   CpuTarget target_;
+  std::unique_ptr<DeviceProcess> device_process_;  // GPU workers: where tasks are measured
   kiln::v1::DeviceInfo device_;
   std::unique_ptr<kiln::v1::WorkerService::Stub> stub_;
   std::unique_ptr<client::KilnClient> artifacts_;  // fetches the packages of whole-model checks

@@ -12,6 +12,11 @@
 #include "base/exit_codes.h"
 #include "base/log.h"
 #include "compiler_core/driver/version.h"
+#include "worker/device_info.h"
+#include "worker/device_process.h"
+#include "worker/gpu_measurer.h"
+#include "worker/measurer.h"
+#include "worker/package_timing.h"
 #include "worker/worker.h"
 
 #include "CLI/CLI.hpp"
@@ -21,6 +26,41 @@ namespace {
 std::atomic<bool> g_stop{false};
 
 extern "C" void HandleStopSignal(int) { g_stop.store(true); }
+
+// The device process (worker/device_process.h): measures the tasks its
+// worker sends on stdin, answers on stdout.
+int ServeDeviceMain(const std::string& spec, const std::string& ptxas) {
+  using kiln::v1::MeasureResult;
+  using kiln::v1::MeasureTask;
+  if (spec == "cpu") {
+    return kiln::worker::ServeDevice(
+        0, 1, [] { return absl::StatusOr<kiln::v1::DeviceInfo>(kiln::worker::DescribeCpu()); },
+        [](const MeasureTask& task) {
+          if (task.package_bytes_size() == 0) return kiln::worker::MeasureAsResult(task, kiln::CpuTarget::Host());
+          std::vector<std::string> packages(task.package_bytes().begin(), task.package_bytes().end());
+          return kiln::worker::TimePackagesAsResult(task, packages);
+        });
+  }
+  std::unique_ptr<kiln::worker::GpuMeasurer> gpu;
+  int ordinal = 0;
+  return kiln::worker::ServeDevice(
+      0, 1,
+      [&]() -> absl::StatusOr<kiln::v1::DeviceInfo> {
+        absl::StatusOr<int> parsed = kiln::worker::CudaOrdinalOf(spec);
+        if (!parsed.ok()) return parsed.status();
+        ordinal = *parsed;
+        absl::StatusOr<std::unique_ptr<kiln::worker::GpuMeasurer>> m = kiln::worker::GpuMeasurer::Open(ordinal, ptxas);
+        if (!m.ok()) return m.status();
+        gpu = *std::move(m);
+        return gpu->device();
+      },
+      [&](const MeasureTask& task) {
+        if (task.package_bytes_size() == 0) return gpu->Measure(task);
+        std::vector<std::string> packages(task.package_bytes().begin(), task.package_bytes().end());
+        return kiln::worker::TimePackagesAsResult(task, packages, ordinal);
+      },
+      [&] { return gpu->usable(); });
+}
 
 }  // namespace
 
@@ -36,10 +76,10 @@ int main(int argc, char** argv) {
                "this device and reports the results"};
   app.set_version_flag("--version", kiln::VersionText("kiln-worker"));
   bool no_isolate = false;
-  app.add_option("--server", options.server,
-                 "HOST:PORT of the Kiln server; while it cannot be reached the worker retries (a warning per try, "
-                 "backing off to 5 s)")
-      ->required();
+  CLI::Option* server_opt = app.add_option(
+      "--server", options.server,
+      "HOST:PORT of the Kiln server; while it cannot be reached the worker retries (a warning per try, "
+      "backing off to 5 s)");
   app.add_option("--tls-ca", options.security.tls_ca, "the server serves TLS: its certificate's CA (PEM) [env KILN_TLS_CA]");
   app.add_option("--tls-cert", options.security.tls_cert,
                  "this worker's certificate for mutual TLS (PEM; the server's auth file names it) [env KILN_TLS_CERT]");
@@ -68,6 +108,12 @@ int main(int argc, char** argv) {
                  "run on up to this many threads (give it that many cores of its own)")
       ->check(CLI::Range(1, kiln::worker::Worker::kMaxThreads))
       ->capture_default_str();
+  app.add_option("--ptxas", options.ptxas,
+                 "GPU workers: the CUDA toolkit's ptxas to assemble candidates with (default: PATH, then "
+                 "/usr/local/cuda/bin; none: the driver JIT-compiles the PTX)");
+  // Internal: the worker starts itself with it as its device process.
+  std::string serve_device;
+  app.add_option("--serve-device", serve_device, "")->group("");
   app.add_flag("--no-isolate", no_isolate,
                "measure in the worker process (a crashing kernel takes the worker down)");
   app.add_option("--log-level", log_level, "logs on stderr at this level and above: debug, info, warning, error")
@@ -78,6 +124,12 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kiln::kExitOk : kiln::kExitUsage;
+  }
+  if (!serve_device.empty()) return ServeDeviceMain(serve_device, options.ptxas);
+  if (server_opt->count() == 0) {
+    std::fprintf(stderr, "%s", app.help().c_str());
+    std::fprintf(stderr, "kiln-worker: --server is required\n");
+    return kiln::kExitUsage;
   }
   options.security = kiln::client::WithEnvironment(options.security);
   options.isolate = !no_isolate;
