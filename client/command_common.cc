@@ -128,6 +128,17 @@ std::string FileNameFor(const std::string& tensor_name) {
   return s;
 }
 
+// The kiln-worker that came with this kiln: installed beside it, or in the
+// build tree's worker/ folder; else whichever the PATH has.
+std::string SiblingWorker() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+  for (const std::filesystem::path& p : {self / "kiln-worker", self.parent_path() / "worker" / "kiln-worker"}) {
+    if (std::filesystem::is_regular_file(p, ec)) return p.string();
+  }
+  return "kiln-worker";
+}
+
 absl::StatusOr<std::unique_ptr<FarmConnection>> FarmConnection::Open(const std::string& server, const std::string& db,
                                                                      int workers, int worker_threads,
                                                                      const std::string& target) {
@@ -140,9 +151,7 @@ absl::StatusOr<std::unique_ptr<FarmConnection>> FarmConnection::Open(const std::
     options.worker_threads = std::max(1, worker_threads);
     if (workers > 0 && absl::StartsWith(target, "cuda")) {
       options.gpu_device = "cuda:0";
-      std::error_code self_ec;
-      options.worker_executable =
-          (std::filesystem::read_symlink("/proc/self/exe", self_ec).parent_path() / "kiln-worker").string();
+      options.worker_executable = SiblingWorker();
     }
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(options.server.db_path).parent_path(), ec);

@@ -117,7 +117,10 @@ absl::Status DeviceProcess::Spawn() {
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, options_.executable.c_str(), &actions, nullptr, argv.data(), environ);
+  // A bare name is looked up on the PATH, as a shell would.
+  const bool bare = options_.executable.find('/') == std::string::npos;
+  const int rc = bare ? posix_spawnp(&pid, options_.executable.c_str(), &actions, nullptr, argv.data(), environ)
+                      : posix_spawn(&pid, options_.executable.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   close(to[0]);
   close(from[1]);

@@ -30,7 +30,7 @@ namespace kiln::worker {
 class DeviceProcess {
  public:
   struct Options {
-    std::string executable = "/proc/self/exe";  // a kiln-worker
+    std::string executable = "/proc/self/exe";  // a kiln-worker (a bare name: on the PATH)
     std::string device;                         // "cuda:0"
     std::vector<std::string> extra_args;        // passed after --serve-device DEVICE
     absl::Duration start_timeout = absl::Seconds(60);
