@@ -82,8 +82,10 @@ std::vector<kiln::v1::MeasureTask> TaskBroker::Lease(const std::string& worker_i
           qit = queue.erase(qit);
           continue;
         }
-        // A worker measures only tasks of its own schedule-space version (0: any).
-        if (worker_space != 0 && tit->second.proto.space_version() != worker_space) {
+        // A worker measures only tasks of its own schedule-space version (0:
+        // any), and not a task that avoids it while another worker could.
+        if ((worker_space != 0 && tit->second.proto.space_version() != worker_space) ||
+            !MayLeaseLocked(tit->second, worker_id, wit->second)) {
           ++qit;
           continue;
         }
@@ -145,8 +147,8 @@ std::pair<int, int> TaskBroker::Report(const std::string& worker_id,
   return {accepted, rejected};
 }
 
-std::shared_future<TaskOutcome> TaskBroker::Submit(const std::string& target_key,
-                                                   kiln::v1::MeasureTask task) {
+std::shared_future<TaskOutcome> TaskBroker::Submit(const std::string& target_key, kiln::v1::MeasureTask task,
+                                                   std::set<std::string> avoid) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string dedup = absl::StrCat(target_key, "|", task.workload_key(), "|", task.space_version(),
                                    "|", task.schedule_config());
@@ -160,6 +162,7 @@ std::shared_future<TaskOutcome> TaskBroker::Submit(const std::string& target_key
   t.target_key = target_key;
   t.queued_at = Clock::now();
   t.dedup_key = dedup;
+  t.avoid = std::move(avoid);
   t.future = t.promise.get_future().share();
   auto future = t.future;
   tasks_.emplace(id, std::move(t));
@@ -259,13 +262,24 @@ void TaskBroker::RequeueLocked(const std::string& task_id, LeaseLoss reason, con
   WakeOneLocked(t);
 }
 
+bool TaskBroker::ServesLocked(const Task& task, const Worker& w) const {
+  if (w.view.draining) return false;
+  const int worker_space = w.view.device.space_version();
+  if (worker_space != 0 && worker_space != task.proto.space_version()) return false;
+  return WorkerServes(w.view.target_key, MeasureThreadsOf(w.view.device), task.target_key);
+}
+
+bool TaskBroker::MayLeaseLocked(const Task& task, const std::string& id, const Worker& w) const {
+  if (task.avoid.count(id) == 0) return true;
+  for (const auto& [other_id, other] : workers_) {
+    if (task.avoid.count(other_id) == 0 && ServesLocked(task, other)) return false;
+  }
+  return ServesLocked(task, w);
+}
+
 void TaskBroker::WakeOneLocked(const Task& task) {
-  const int space = task.proto.space_version();
   for (auto& [id, w] : workers_) {
-    if (w.polling == 0 || w.woken || w.view.draining) continue;
-    const int worker_space = w.view.device.space_version();
-    if (worker_space != 0 && worker_space != space) continue;
-    if (!WorkerServes(w.view.target_key, MeasureThreadsOf(w.view.device), task.target_key)) continue;
+    if (w.polling == 0 || w.woken || !ServesLocked(task, w) || !MayLeaseLocked(task, id, w)) continue;
     w.woken = true;
     w.wake->notify_one();
     return;

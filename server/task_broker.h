@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -76,8 +77,12 @@ class TaskBroker {
   // Queues a task for `target_key`, a record target key (RecordTargetKey):
   // task_id, threads (from the key) and deadline are set by the broker. A
   // worker leases it when its target is the key's and it may measure on as
-  // many threads (WorkerServes).
-  std::shared_future<TaskOutcome> Submit(const std::string& target_key, kiln::v1::MeasureTask task);
+  // many threads (WorkerServes). A worker in `avoid` leases it only while no
+  // other live worker could: a re-measurement goes to another worker than
+  // the ones that measured it before, so that one worker cannot crown a
+  // kernel alone (a worker with the worker role could report any time).
+  std::shared_future<TaskOutcome> Submit(const std::string& target_key, kiln::v1::MeasureTask task,
+                                         std::set<std::string> avoid = {});
 
   // A registered worker that serves the record target key and measures
   // `space_version` (workers that report no version count for every version),
@@ -112,6 +117,7 @@ class TaskBroker {
     Clock::time_point lease_deadline;
     Clock::time_point queued_at, leased_at;
     int attempts = 0;
+    std::set<std::string> avoid;  // workers that lease it only when no other can
     std::promise<TaskOutcome> promise;
     std::shared_future<TaskOutcome> future;
   };
@@ -133,6 +139,10 @@ class TaskBroker {
   // task's target and schedule-space version (none waiting: the next Lease
   // finds the task before it waits).
   void WakeOneLocked(const Task& task);
+  // Requires mu_. Whether worker `w` (id `id`) can measure `task`: its target
+  // and space version, and not avoided while another live worker could.
+  bool MayLeaseLocked(const Task& task, const std::string& id, const Worker& w) const;
+  bool ServesLocked(const Task& task, const Worker& w) const;
 
   Options options_;
   ServerMetrics* metrics_;

@@ -505,7 +505,13 @@ bool Tuner::ConfirmWinner(const std::shared_ptr<ActiveJob>& active) {
     for (const std::string& config : again) {
       kiln::v1::MeasureTask t = base;
       t.set_schedule_config(config);
-      futures.emplace_back(config, broker_->Submit(job.target_key, std::move(t)));
+      // On another worker than those that measured it, where the farm has
+      // one: a second opinion, not the same worker's again.
+      std::set<std::string> measured_by;
+      if (auto evidence = db_->Evidence(job.workload_key, job.target_key, job.space_version, config); evidence.ok()) {
+        measured_by.insert(evidence->workers.begin(), evidence->workers.end());
+      }
+      futures.emplace_back(config, broker_->Submit(job.target_key, std::move(t), std::move(measured_by)));
     }
     for (auto& [config, future] : futures) {
       while (future.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {

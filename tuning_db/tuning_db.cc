@@ -398,15 +398,18 @@ absl::StatusOr<TuningDb::ConfigEvidence> TuningDb::Evidence(const std::string& w
     ConfigEvidence evidence;
     {
       ASSIGN_OR_RETURN(SqliteStatement s,
-                       reader_->Prepare("SELECT record_key FROM records WHERE workload_key = ?1 AND "
+                       reader_->Prepare("SELECT record_key, worker_id FROM records WHERE workload_key = ?1 AND "
                                         "target_key = ?2 AND space_version = ?3 AND error = 0 AND "
                                         "config = ?4 ORDER BY id"));
       s.Bind(1, workload_key).Bind(2, target_key).Bind(3, space_version).Bind(4, config);
+      std::set<std::string> workers;
       while (true) {
         ASSIGN_OR_RETURN(bool row, s.Step());
         if (!row) break;
         evidence.record_keys.push_back(s.ColumnText(0));
+        if (std::string w = s.ColumnText(1); !w.empty()) workers.insert(std::move(w));
       }
+      evidence.workers.assign(workers.begin(), workers.end());
     }
     ASSIGN_OR_RETURN(SqliteStatement s,
                      reader_->Prepare("SELECT COUNT(DISTINCT config) FROM records WHERE workload_key = ?1 AND "

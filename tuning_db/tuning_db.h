@@ -204,6 +204,7 @@ class TuningDb {
   struct ConfigEvidence {
     std::vector<std::string> record_keys;
     int configs_ranked = 0;
+    std::vector<std::string> workers;  // who measured those records, sorted, distinct
   };
   absl::StatusOr<ConfigEvidence> Evidence(const std::string& workload_key, const std::string& target_key,
                                           int space_version, const std::string& config);

@@ -285,3 +285,36 @@ TEST(TaskBrokerTest, EachTaskWakesOneWaitingWorkerThatServesIt) {
 
 }  // namespace
 }  // namespace kiln::server
+
+namespace kiln::server {
+namespace {
+
+// A re-measurement avoids the workers that measured the schedule before: a
+// second worker of the target takes it; the avoided one leases it only when
+// it is the only worker left.
+TEST(TaskBrokerTest, ATaskAvoidsItsWorkersWhileAnotherCanMeasureIt) {
+  TaskBroker broker(FastOptions());
+  const std::string a = broker.RegisterWorker("cpu/a", "a", {});
+  const std::string b = broker.RegisterWorker("cpu/a", "b", {});
+  broker.Submit("cpu/a", Task("x=1"), {a});
+  EXPECT_TRUE(broker.Lease(a, 10, milliseconds(50)).empty()) << "the avoided worker leased it while b could";
+  auto leased = broker.Lease(b, 10, milliseconds(50));
+  ASSERT_EQ(leased.size(), 1u);
+  EXPECT_EQ(leased[0].schedule_config(), "x=1");
+
+  // Only avoided workers serve the target: one of them measures it.
+  broker.Submit("cpu/a", Task("x=2"), {a, b});
+  auto either = broker.Lease(a, 10, milliseconds(50));
+  ASSERT_EQ(either.size(), 1u);
+  EXPECT_EQ(either[0].schedule_config(), "x=2");
+
+  // b drains: a is the only live worker and takes what avoids it.
+  broker.Drain(b);
+  broker.Submit("cpu/a", Task("x=3"), {a});
+  auto alone = broker.Lease(a, 10, milliseconds(50));
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_EQ(alone[0].schedule_config(), "x=3");
+}
+
+}  // namespace
+}  // namespace kiln::server

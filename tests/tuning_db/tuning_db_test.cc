@@ -443,3 +443,30 @@ TEST(TuningDbTest, DirectoryPathGivesError) {
 
 }  // namespace
 }  // namespace kiln::tuningdb
+
+namespace kiln::tuningdb {
+namespace {
+
+// The evidence behind a schedule names who measured it (the tuner routes
+// its re-measurement elsewhere): distinct, sorted, valid records only.
+TEST(TuningDbTest, EvidenceNamesTheWorkersThatMeasuredTheSchedule) {
+  testing_util::TempDbDir dir;
+  auto db = OpenOrDie(dir.Path("t.db"));
+  ASSERT_NE(db, nullptr);
+  Record a = MakeRecord("wl", "cpu/x", 1, 1.0, RecordError::kOk, "tile=1");
+  a.worker_id = "w2-b";
+  Record b = MakeRecord("wl", "cpu/x", 1, 1.1, RecordError::kOk, "tile=1");
+  b.worker_id = "w1-a";
+  Record c = MakeRecord("wl", "cpu/x", 1, 0.9, RecordError::kOk, "tile=1");
+  c.worker_id = "w2-b";
+  Record failed = MakeRecord("wl", "cpu/x", 1, 0, RecordError::kWrongAnswer, "tile=1");
+  failed.worker_id = "w3-c";
+  ASSERT_TRUE(db->AddRecords({a, b, c, failed}).ok());
+  auto evidence = db->Evidence("wl", "cpu/x", 1, "tile=1");
+  ASSERT_TRUE(evidence.ok()) << evidence.status();
+  EXPECT_EQ(evidence->record_keys.size(), 3u);
+  EXPECT_EQ(evidence->workers, (std::vector<std::string>{"w1-a", "w2-b"}));
+}
+
+}  // namespace
+}  // namespace kiln::tuningdb
