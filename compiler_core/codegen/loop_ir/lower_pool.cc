@@ -200,10 +200,18 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
        kw = Var("kw_");
   Expr oh = Add(Mul(hb, I(rows)), rr);
   Expr ow = Add(Mul(owo, I(vw)), v);
+  // MaxPool takes the window's first tap inside the input, then any that is
+  // strictly greater, as the reference does: a NaN first tap stays, a window
+  // of -inf gives its first tap's index, and a window entirely in the padding
+  // keeps -inf and index plane_base - 1 (nothing taken). acc_i holds the
+  // taken position (the Indices output), or, without it, 1 once taken.
   Buffer acc_i = MakeBuffer("acc_i", {vw}, BufferRole::kTemp, -1, ScalarType::kI64);
+  const Expr plane_base = Mul(p, I(s.d * s.h * s.w));
+  const Expr untaken = ib ? Sub(plane_base, I(1)) : I(0);
   Stmt init = For("v_", I(vw), Store(acc, v, FloatImm(identity)), ForKind::kVectorized);
-  if (ib) {
-    init = For("v_", I(vw), Block({Store(acc, v, FloatImm(identity)), Store(acc_i, v, I(-1))}), ForKind::kVectorized);
+  if (f.is_max) {
+    init = For("v_", I(vw), Block({Store(acc, v, FloatImm(identity)), Store(acc_i, v, untaken)}),
+               ForKind::kVectorized);
   }
   Stmt red;
   {
@@ -213,18 +221,23 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     Expr xi = Add(Mul(Add(Mul(row, I(s.sw)), Mod(off, I(s.sw))), I(wq)), Add(ow, Div(off, I(s.sw))));
     Expr val = Load(xp, xi);
     Expr cur = Load(acc, v);
-    // Padding holds -inf, so a plain ordered max matches the reference's skip.
-    Expr next = f.is_max ? Select(Gt(val, cur), val, cur) : Add(cur, val);
-    Stmt upd = Store(acc, v, next);
-    if (ib) {
-      // The flat input position of the tap (padding never wins: it holds -inf).
+    Stmt upd = Store(acc, v, Add(cur, val));  // AveragePool: padding packed as 0
+    if (f.is_max) {
+      // The tap's input position, and whether it is inside the input.
       Expr id = Add(Sub(Mul(odv, I(s.sd)), I(s.pad_front)), Mul(kd, I(s.dd)));
       Expr ih = Add(Sub(Mul(oh, I(s.sh)), I(s.pad_top)), Mul(kh, I(s.dh)));
       Expr iw = Add(Sub(Mul(ow, I(s.sw)), I(s.pad_left)), Mul(kw, I(s.dw)));
+      Expr inside = And(And(Ge(ih, I(0)), Lt(ih, I(s.h))), And(Ge(iw, I(0)), Lt(iw, I(s.w))));
+      if (s.three_d) inside = And(And(Ge(id, I(0)), Lt(id, I(s.d))), inside);
+      Expr first = ib ? Lt(Load(acc_i, v), plane_base) : Eq(Load(acc_i, v), I(0));
+      Expr take = And(inside, Or(Gt(val, cur), first));
       Expr at = f.col_major ? Add(Mul(Add(Mul(iw, I(s.h)), ih), I(s.d)), id)
                             : Add(Mul(Add(Mul(id, I(s.h)), ih), I(s.w)), iw);
-      Expr pos = Add(Mul(p, I(s.d * s.h * s.w)), at);
-      upd = Block({Store(acc_i, v, Select(Gt(val, cur), pos, Load(acc_i, v))), upd});
+      Expr taken = ib ? Add(plane_base, at) : I(1);
+      // Decided once, before either store changes what it reads.
+      Expr t = Var("take_", ScalarType::kBool);
+      upd = LetStmt("take_", take,
+                    Block({Store(acc_i, v, Select(t, taken, Load(acc_i, v))), Store(acc, v, Select(t, val, cur))}));
     }
     red = For("kh_", I(s.kh),
               For("kw_", I(s.kw), For("v_", I(vw), upd, ForKind::kVectorized),
@@ -263,7 +276,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     store = For("v_", I(vw), body, ForKind::kVectorized);
   }
   Stmt block = Allocate(acc, Block({init, red, store}));
-  if (ib) block = Allocate(acc_i, block);
+  if (f.is_max) block = Allocate(acc_i, block);
   block = For("owo_", I(owr / vw), block);
   Stmt per_rows = For("rr_", I(rows), IfThen(Lt(oh, I(s.oh)), block));
   Stmt body = Allocate(xp, Block({pack, per_rows}));

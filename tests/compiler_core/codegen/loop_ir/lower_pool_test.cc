@@ -2,6 +2,7 @@
 // AveragePool shape families, JIT-compiled at several schedule points, against
 // the reference interpreter at rtol 1e-4 / atol 1e-5.
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <random>
@@ -120,8 +121,9 @@ TEST(PoolLoweringTest, ThreeDimensionalPools) {
 
 // MaxPool(x) -> (Y, Indices) at every point of the space: values and flat
 // argmax positions (row-major, or column-major with storage_order=1) equal the
-// interpreter's.
-void CheckMaxPoolWithIndices(const Ints& x, Attrs attrs) {
+// interpreter's. `special` (optional) rewrites the random data first.
+void CheckMaxPoolWithIndices(const Ints& x, Attrs attrs,
+                             const std::function<void(std::vector<float>&)>& special = nullptr) {
   auto g = std::make_unique<Graph>();
   g->set_opset_version(17);
   Value* in = *g->AddInput("in0", TensorType::Static(DType::kFloat32, x));
@@ -134,6 +136,7 @@ void CheckMaxPoolWithIndices(const Ints& x, Attrs attrs) {
   CpuTarget target = CpuTarget::Host();
   ASSERT_EQ(WorkloadKind(*g), "pool") << g->ToText();
   std::vector<float> data = Random(Product(x), 3, -1.0f, 1.0f);
+  if (special) special(data);
   std::map<std::string, Tensor> feeds;
   feeds.emplace("in0", Tensor::FromVector(DType::kFloat32, x, data));
   auto ref = Evaluate(*g, feeds);
@@ -149,7 +152,12 @@ void CheckMaxPoolWithIndices(const Ints& x, Attrs attrs) {
     std::vector<void*> args = {data.data(), got_y.data(), got_i.data()};
     (*kernel)->Run(args.data(), 0, (*kernel)->num_tasks());
     for (size_t i = 0; i < got_y.size(); ++i) {
-      ASSERT_EQ(got_y[i], want_y.data<float>()[i]) << "element " << i;
+      const float w = want_y.data<float>()[i];
+      if (std::isnan(w)) {
+        ASSERT_TRUE(std::isnan(got_y[i])) << "element " << i << ": " << got_y[i];
+      } else {
+        ASSERT_EQ(got_y[i], w) << "element " << i;
+      }
       ASSERT_EQ(got_i[i], want_i.data<int64_t>()[i]) << "element " << i;
     }
   }
@@ -165,6 +173,27 @@ TEST(PoolLoweringTest, MaxPoolWithIndices) {
   CheckMaxPoolWithIndices({1, 2, 3, 5, 6}, {{"kernel_shape", Ints{2, 2, 3}}, {"strides", Ints{1, 2, 2}},
                                             {"pads", Ints{0, 1, 1, 1, 0, 1}}, {"storage_order", int64_t{1}}});
   CheckMaxPoolWithIndices({2, 3, 17}, {{"kernel_shape", Ints{4}}, {"strides", Ints{3}}, {"pads", Ints{1, 2}}});
+}
+
+// As the reference (and ONNX Runtime) does: a window's first tap inside the
+// input is taken, then any strictly greater one. So a NaN first tap stays,
+// a later NaN never wins, and a window of -inf gives its first tap's index
+// (not -1), with and without padding around it.
+TEST(PoolLoweringTest, MaxPoolNaNAndMinusInfinityAsTheReference) {
+  auto special = [](std::vector<float>& d) {
+    for (size_t i = 0; i < d.size(); ++i) {
+      if (i % 7 == 0) d[i] = std::numeric_limits<float>::quiet_NaN();
+      if ((i / 3) % 5 == 1) d[i] = -std::numeric_limits<float>::infinity();
+    }
+  };
+  CheckMaxPoolWithIndices({1, 2, 8, 9}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}}, special);
+  CheckMaxPoolWithIndices({1, 2, 9, 13}, {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 1}},
+                                          {"pads", Ints{1, 1, 1, 1}}, {"ceil_mode", int64_t{1}}},
+                          special);
+  auto all_minus_inf = [](std::vector<float>& d) {
+    for (float& v : d) v = -std::numeric_limits<float>::infinity();
+  };
+  CheckMaxPoolWithIndices({1, 1, 6, 6}, {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}}, all_minus_inf);
 }
 
 }  // namespace
