@@ -1,6 +1,7 @@
 // CudaModule: device checks, module load (cubin or PTX), kernels, weights.
 #include "client/runtime/cuda_module.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace kiln::runtime {
@@ -56,7 +57,14 @@ Result<std::unique_ptr<CudaModule>> CudaModule::Load(const CudaDriver& driver, c
   int options[] = {cu::kJitErrorLogBuffer, cu::kJitErrorLogBufferSizeBytes};
   void* values[] = {log.data(), reinterpret_cast<void*>(static_cast<uintptr_t>(kJitLogBytes))};
   cu::Module module = nullptr;
-  const cu::Result loaded = cu.cuModuleLoadDataEx(&module, image, 2, options, values);
+  cu::Result loaded = cu.cuModuleLoadDataEx(&module, image, 2, options, values);
+  if (loaded != cu::kSuccess && loaded != cu::kErrorOutOfMemory && !m->from_ptx_ && !ptx.empty()) {
+    // A cubin from a newer toolkit than this driver knows: the PTX, which
+    // the driver compiles itself, still runs.
+    std::fill(log.begin(), log.end(), '\0');
+    loaded = cu.cuModuleLoadDataEx(&module, ptx_text.c_str(), 2, options, values);
+    m->from_ptx_ = loaded == cu::kSuccess;
+  }
   if (loaded != cu::kSuccess) {
     log.resize(std::strlen(log.c_str()));
     return Status(loaded == cu::kErrorOutOfMemory ? StatusCode::kResourceExhausted : StatusCode::kInternal,

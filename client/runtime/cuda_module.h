@@ -17,7 +17,8 @@
 namespace kiln::runtime {
 
 // Loads the cubin when the device's SM is the package's, else the PTX (the
-// driver JIT-compiles it: a newer GPU); a GPU of an older SM than the
+// driver JIT-compiles it: a newer GPU, or a driver older than the toolkit
+// that made the cubin, which refuses it); a GPU of an older SM than the
 // package's cannot run it (FAILED_PRECONDITION, naming both). Looks up every
 // step's kernel, and uploads the weights section as it lies in the file, so
 // CONSTANT buffers keep the plan's alignment. Uses the device's primary

@@ -68,8 +68,8 @@ const GpuFixture& Fixture() {
   return *f;
 }
 
-std::unique_ptr<FakeCudaDriver> MakeFake(int sm = 90) {
-  auto fake = std::make_unique<FakeCudaDriver>(FakeCudaDriver::Options{sm, 1});
+std::unique_ptr<FakeCudaDriver> MakeFake(int sm = 90, bool refuse_cubin = false) {
+  auto fake = std::make_unique<FakeCudaDriver>(FakeCudaDriver::Options{sm, 1, refuse_cubin});
   testing::RegisterKernels(*fake, Fixture().kernels);
   return fake;
 }
@@ -182,6 +182,26 @@ TEST(CudaSessionTest, RunsAPackageOnTheDriverAndMatchesTheInterpreter) {
     auto second = Session::Create(pkg, nullptr);
     ASSERT_TRUE(second.ok()) << second.status();
     EXPECT_EQ(fake->counts().modules_from_cubin + fake->counts().modules_from_ptx, 0);
+  }
+  ExpectCleanDriver(*fake);
+}
+
+// A driver older than the toolkit that assembled the cubin refuses it: the
+// package's PTX runs instead, compiled by that driver.
+TEST(CudaSessionTest, ACubinTheDriverRefusesFallsBackToThePtx) {
+  const GpuFixture& f = Fixture();
+  if (!f.has_cubin) GTEST_SKIP() << "the fixture package has no cubin (no ptxas at configure time)";
+  auto fake = MakeFake(90, /*refuse_cubin=*/true);
+  {
+    std::shared_ptr<const Package> pkg = Load(f.package, *fake);
+    ASSERT_NE(pkg, nullptr);
+    auto session = Session::Create(pkg, nullptr);
+    ASSERT_TRUE(session.ok()) << session.status();
+    EXPECT_EQ(fake->counts().modules_from_ptx, 1);
+    EXPECT_EQ(fake->counts().modules_from_cubin, 0);
+    SetInputs(**session, f.model.feeds);
+    ASSERT_TRUE((*session)->Run().ok());
+    ExpectMatches((*session)->OutputData(OutputIndex(**session, "o")), "o");
   }
   ExpectCleanDriver(*fake);
 }

@@ -20,6 +20,7 @@ constexpr Result kInvalidValue = 1;       // CUDA_ERROR_INVALID_VALUE
 constexpr Result kOutOfMemory = 2;        // CUDA_ERROR_OUT_OF_MEMORY
 constexpr Result kInvalidDevice = 101;    // CUDA_ERROR_INVALID_DEVICE
 constexpr Result kInvalidImage = 200;     // CUDA_ERROR_INVALID_IMAGE
+constexpr Result kUnsupportedPtxVersion = 222;  // CUDA_ERROR_UNSUPPORTED_PTX_VERSION
 constexpr Result kInvalidContext = 201;   // CUDA_ERROR_INVALID_CONTEXT
 constexpr Result kInvalidHandle = 400;    // CUDA_ERROR_INVALID_HANDLE
 constexpr Result kNotFound = 500;         // CUDA_ERROR_NOT_FOUND
@@ -82,6 +83,7 @@ const char* ErrorName(Result e) {
     case kOutOfMemory: return "CUDA_ERROR_OUT_OF_MEMORY";
     case kInvalidDevice: return "CUDA_ERROR_INVALID_DEVICE";
     case kInvalidImage: return "CUDA_ERROR_INVALID_IMAGE";
+    case kUnsupportedPtxVersion: return "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
     case kInvalidContext: return "CUDA_ERROR_INVALID_CONTEXT";
     case kInvalidHandle: return "CUDA_ERROR_INVALID_HANDLE";
     case kNotFound: return "CUDA_ERROR_NOT_FOUND";
@@ -150,6 +152,7 @@ Result ModuleLoadDataEx(runtime::cu::Module* m, const void* image, unsigned n, i
   if (!NeedContext("cuModuleLoadDataEx")) return kInvalidContext;
   const char* bytes = static_cast<const char*>(image);
   if (std::memcmp(bytes, "\x7f" "ELF", 4) == 0) {
+    if (g->options.refuse_cubin) return kUnsupportedPtxVersion;
     ++g->counts.modules_from_cubin;
   } else if (std::strstr(bytes, ".version") != nullptr && std::strstr(bytes, ".target") != nullptr) {
     // PTX: every module starts with .version and .target. A module without

@@ -28,6 +28,9 @@ class FakeCudaDriver {
   struct Options {
     int sm = 90;       // every device's compute capability, major * 10 + minor
     int devices = 1;
+    // Refuse cubins as a driver older than the toolkit that made them does
+    // (CUDA_ERROR_UNSUPPORTED_PTX_VERSION); PTX still loads.
+    bool refuse_cubin = false;
   };
   explicit FakeCudaDriver(Options options);
   ~FakeCudaDriver();
