@@ -119,21 +119,27 @@ absl::StatusOr<kiln::v1::MeasureResult> GpuMeasurer::MeasureOrStatus(const kiln:
     return Failure(task, kiln::v1::BUILD_ERROR,
                    absl::StrCat("PTX generation of \"", task.schedule_config(), "\" failed: ", code.status().message()));
   }
-  std::string image = code->ptx;
+  std::string cubin;
   if (ptxas_) {
-    absl::StatusOr<std::string> cubin = ptxas_->Assemble(code->ptx, target_);
-    if (!cubin.ok()) {
-      return Failure(task, kiln::v1::BUILD_ERROR, std::string(cubin.status().message()));
+    absl::StatusOr<std::string> assembled = ptxas_->Assemble(code->ptx, target_);
+    if (!assembled.ok()) {
+      return Failure(task, kiln::v1::BUILD_ERROR, std::string(assembled.status().message()));
     }
-    image = *std::move(cubin);
-  } else {
-    image.push_back('\0');  // the driver reads PTX as a C string
+    cubin = *std::move(assembled);
   }
+  const std::string ptx = code->ptx;  // a C string for the driver
   char log[4096] = {0};
   int options[] = {cu::kJitErrorLogBuffer, cu::kJitErrorLogBufferSizeBytes};
   void* values[] = {log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof(log)))};
   cu::Module module = nullptr;
-  if (cu::Result rc = api.cuModuleLoadDataEx(&module, image.data(), 2, options, values); rc != cu::kSuccess) {
+  cu::Result rc = cubin.empty() ? cu::kErrorNoDevice : api.cuModuleLoadDataEx(&module, cubin.data(), 2, options, values);
+  if (rc != cu::kSuccess) {
+    // No ptxas, or a cubin this driver is too old for: its own JIT, as a
+    // package's runtime would load it.
+    log[0] = '\0';
+    rc = api.cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values);
+  }
+  if (rc != cu::kSuccess) {
     return Failure(task, kiln::v1::BUILD_ERROR,
                    absl::StrCat("the driver refused the kernel: ", driver_->Describe(rc), log[0] ? ": " : "", log));
   }
