@@ -185,6 +185,14 @@ Status CudaSession::BindDevice(int buffer, cu::DevicePtr data, const std::string
       return InvalidArgumentError(Cat(what, ": its ", b.bytes, " bytes at ", Hex(data), " run past the end of the ",
                                       size, "-byte allocation at ", Hex(start)));
     }
+    // Memory of another GPU would be read through peer access at best, and
+    // fault at worst: refused.
+    int ordinal = -1;
+    if (cu.cuPointerGetAttribute(&ordinal, cu::kPointerAttributeDeviceOrdinal, data) == cu::kSuccess &&
+        ordinal != module_->ordinal()) {
+      return InvalidArgumentError(Cat(what, ": ", Hex(data), " is memory of CUDA device ", ordinal,
+                                      "; this session runs on ", module_->description()));
+    }
   }
   if (input) {
     // Runs wait for nothing of the caller's: a bound input is read in place.

@@ -1,7 +1,8 @@
 """Kiln from Python: the compile service's gRPC client and the package runtime.
 
     kiln.Client(address)             compile through a kiln-server, look up, fetch (kiln.client; needs grpcio)
-    kiln.Package, kiln.Session       run a package on NumPy arrays (kiln.runtime; libkiln_runtime.so over ctypes)
+    kiln.Package, kiln.Session       run a package on NumPy arrays, or CUDA device memory for a CUDA package
+                                     (kiln.runtime; libkiln_runtime.so over ctypes)
     kiln.KilnError                   what either raises: .code (kiln.StatusCode) and .message
     kiln.v1                          the generated wire messages and stubs (proto/kiln/v1)
 
@@ -17,12 +18,13 @@ from kiln.errors import KilnError, StatusCode
 
 if TYPE_CHECKING:
     from kiln.client import Client
-    from kiln.runtime import Package, Session, TensorInfo
+    from kiln.runtime import DeviceArray, DevicePointer, Package, Session, TensorInfo
 
-__all__ = ["Client", "KilnError", "Package", "Session", "StatusCode", "TensorInfo", "__version__"]
+__all__ = ["Client", "DeviceArray", "DevicePointer", "KilnError", "Package", "Session", "StatusCode", "TensorInfo",
+           "__version__"]
 
-_LAZY = {"Client": "kiln.client", "Package": "kiln.runtime", "Session": "kiln.runtime",
-         "TensorInfo": "kiln.runtime"}
+_LAZY = {"Client": "kiln.client", "DeviceArray": "kiln.runtime", "DevicePointer": "kiln.runtime",
+         "Package": "kiln.runtime", "Session": "kiln.runtime", "TensorInfo": "kiln.runtime"}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,6 @@
-"""Fixtures of the kiln package's tests: a small ONNX model, a package compiled by
-the `kiln` CLI, and a real farm (kiln-server + kiln-worker on 127.0.0.1).
+"""Fixtures of the kiln package's tests: a small ONNX model, packages compiled by
+the `kiln` CLI (for this CPU and for a CUDA GPU), and a real farm (kiln-server +
+kiln-worker on 127.0.0.1).
 
 The binaries come from the environment ctest sets (python/CMakeLists.txt):
 KILN_SERVER, KILN_WORKER, KILN_CLI; the runtime from KILN_RUNTIME_LIBRARY.
@@ -64,16 +65,26 @@ def model_path(model_bytes: bytes, tmp_path_factory: pytest.TempPathFactory) -> 
     return path
 
 
-@pytest.fixture(scope="session")
-def package_path(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The model compiled by `kiln compile` with an embedded farm, without tuning."""
-    work = tmp_path_factory.mktemp("compiled")
+def compile_package(model_path: Path, work: Path, target: str | None = None) -> Path:
+    """`kiln compile` of the model with an embedded farm, without tuning, for `target` (None: this CPU)."""
     out = work / "mm_add_relu.kpkg"
     cmd = [tool("KILN_CLI"), "compile", str(model_path), "--trials", "0", "--db", str(work / "tuning.db"),
-           "-q", "-o", str(out)]
+           "-q", "-o", str(out)] + (["--target", target] if target else [])
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "HOME": str(work)})
     assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout}{done.stderr}"
     return out
+
+
+@pytest.fixture(scope="session")
+def package_path(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The model compiled for this CPU."""
+    return compile_package(model_path, tmp_path_factory.mktemp("compiled"))
+
+
+@pytest.fixture(scope="session")
+def cuda_package_path(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The model compiled for a CUDA GPU, sm_90 (no GPU needed: the schedules are the defaults)."""
+    return compile_package(model_path, tmp_path_factory.mktemp("compiled_cuda"), "cuda:sm_90")
 
 
 class Farm:

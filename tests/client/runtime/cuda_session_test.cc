@@ -334,6 +334,29 @@ TEST(CudaSessionTest, DeviceBindingErrors) {
   ExpectCleanDriver(*fake);
 }
 
+// Memory of another GPU than the session's is refused, naming both (the
+// fake's allocations are device 0's).
+TEST(CudaSessionTest, MemoryOfAnotherGpuIsRefused) {
+  const GpuFixture& f = Fixture();
+  auto fake = std::make_unique<FakeCudaDriver>(FakeCudaDriver::Options{90, 2});
+  testing::RegisterKernels(*fake, f.kernels);
+  const size_t bytes = 4 * 33 * 17 * sizeof(float);
+  const uint64_t mem = fake->Allocate(bytes);
+  {
+    std::shared_ptr<const Package> pkg = Load(f.package, *fake);
+    ASSERT_NE(pkg, nullptr);
+    CudaSessionOptions on_one;
+    on_one.device = 1;
+    auto session = Session::Create(pkg, nullptr, on_one);
+    ASSERT_TRUE(session.ok()) << session.status();
+    Status st = (*session)->BindInputDevice("x", mem, bytes);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(st.message(), HasSubstr("is memory of CUDA device 0; this session runs on CUDA device 1"));
+  }
+  fake->Free(mem);
+  ExpectCleanDriver(*fake);
+}
+
 // The kernels assume their arguments do not overlap (noalias): a run whose
 // bindings make two arguments of one step share memory is refused, naming
 // the step and both arguments, before anything is launched.
