@@ -376,10 +376,13 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   // than a tenth of the lanes of whole pixel vectors idle (17 columns in two
   // vectors of 16, 56 in four), 6 pixels by 2 vectors of output channels,
   // every row in one task while that still leaves 4 tasks: 64x56x56 3x3
-  // 1.17 -> 1.04 ms, Inception's 17x17 1x7/7x1 convs 0.66 -> 0.57 ms. One
-  // row (CRNN's 1x33) stays direct: 0.96 ms there, 1.2 ms as channel vectors.
+  // 1.17 -> 1.04 ms, Inception's 17x17 1x7/7x1 convs 0.66 -> 0.57 ms,
+  // Inception v3 whole 73 -> 54 ms. Not on maps of fewer than 36 pixels,
+  // where packing a task's weights is not paid back (SegFormer's 8x8
+  // stride-8 patch embedding onto 4x4: 0.05 ms direct, 0.26 ms as channel
+  // vectors), nor on one row (CRNN's 1x33: 0.96 ms direct, 1.2 ms).
   const int64_t lanes = target.FloatLanes();
-  const bool prefer_kv = f.ok() && !short_reduction && f->geo.oh >= 4 &&
+  const bool prefer_kv = f.ok() && !short_reduction && f->geo.oh >= 4 && f->geo.oh * ow >= 36 &&
                          static_cast<double>(ow) < 0.9 * static_cast<double>(CeilDiv(ow, lanes) * lanes);
   const int64_t kv_rows = [&] {
     if (!f.ok()) return int64_t{1};

@@ -451,16 +451,17 @@ TEST(ConvLoweringTest, DirectDefaultWastesFewLanes) {
   CpuTarget target = CpuTarget::Host();
   if (target.FloatLanes() < 16) GTEST_SKIP() << "host vectors hold fewer than 16 floats";
   for (int64_t w : {7, 14, 17, 28, 35, 56, 64, 112}) {
-    for (int64_t h : {1, 6}) {
+    for (int64_t h : {1, 4, 6}) {
       auto g = Conv2d({1, 16, h, w}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
       ScheduleConfig d = DefaultSchedule(*g, target);
       ASSERT_EQ(d.Get("pw", 0) + d.Get("dw", 0), 0) << d.ToString();
       EXPECT_GE(d.Get("kb", 1) * d.Get("ur", 1), 8) << "width " << w << ": " << d.ToString();
       // Rows that whole pixel vectors cover with more than a tenth of their
       // lanes idle take the channel-vector variant on maps of 4 rows or
-      // more, where every lane holds an output channel.
+      // more and 36 pixels or more, where every lane holds an output channel.
       const bool ragged = w % 16 != 0 && static_cast<double>(w) < 0.9 * static_cast<double>((w + 15) / 16 * 16);
-      EXPECT_EQ(d.Get("kv", 0), ragged && h >= 4 ? 1 : 0) << "width " << w << " height " << h << ": " << d.ToString();
+      EXPECT_EQ(d.Get("kv", 0), ragged && h >= 4 && h * w >= 36 ? 1 : 0)
+          << "width " << w << " height " << h << ": " << d.ToString();
       if (d.Get("kv", 0) == 1) continue;
       const int64_t block = d.Get("vw", 1) * d.Get("ur", 1);
       const double used = static_cast<double>(w) / static_cast<double>((w + block - 1) / block * block);
