@@ -83,23 +83,8 @@ TEST_F(CliEndToEndTest, CompileRunAndCompareWithTheInterpreter) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
 
   // Every output against the reference interpreter, in this process.
-  auto model = client::MakeExampleModel("mlp");
-  ImportOptions io;
-  io.input_shapes = model->shapes;
-  auto graph = ImportOnnxModel(model->onnx_bytes, io);
-  ASSERT_TRUE(graph.ok());
-  auto x = ReadTensorFile((work / "x.npy").string());
-  ASSERT_TRUE(x.ok()) << x.status();
-  auto ref = Evaluate(**graph, {{"x", *x}});
-  ASSERT_TRUE(ref.ok()) << ref.status();
-  for (const auto& [name, want] : *ref) {
-    auto got = ReadTensorFile((work / "out" / (name + ".npy")).string());
-    ASSERT_TRUE(got.ok()) << got.status();
-    ASSERT_EQ(got->dims(), want.dims());
-    for (int64_t i = 0; i < want.num_elements(); ++i) {
-      ASSERT_NEAR(got->data<float>()[i], want.data<float>()[i], 1e-5) << name << "[" << i << "]";
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      e2e::ExpectRunOutputsMatchInterpreter("mlp", {{"x", work / "x.npy"}}, work / "out", 1e-5, 0));
 
   // Latency as JSON.
   auto timed = RunCommand(Kiln("run " + pkg.string() + " --input x=" + (work / "x.npy").string() +

@@ -1,25 +1,33 @@
 // Running Kiln's binaries as real processes in the end-to-end tests: a command
-// to completion (its exit code and output), or a daemon in the background; and
-// reading their --json output.
+// to completion (its exit code and output), or a daemon in the background;
+// reading their --json output, and checking what `kiln run` wrote against the
+// reference interpreter.
 #pragma once
 
 #include <google/protobuf/struct.pb.h>
+#include <gtest/gtest.h>
 #include <google/protobuf/util/json_util.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/example_models.h"
+#include "client/tensor_io.h"
+#include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/frontend/onnx_importer.h"
 
 namespace kiln::e2e {
 
@@ -103,6 +111,39 @@ inline absl::StatusOr<google::protobuf::Struct> ParseJson(const std::string& tex
   auto status = google::protobuf::util::JsonStringToMessage(text, &object);
   if (!status.ok()) return absl::InvalidArgumentError(status.ToString());
   return object;
+}
+
+// The outputs `kiln run` wrote into `out_dir` (NAME.npy each) for the example
+// model `example` (as `kiln example` writes it) run on `inputs` (input name ->
+// .npy file), against the reference interpreter in this process: every
+// element within atol + rtol * |want|. Fatal failures; callers wrap it in
+// ASSERT_NO_FATAL_FAILURE.
+inline void ExpectRunOutputsMatchInterpreter(const std::string& example,
+                                             const std::map<std::string, std::filesystem::path>& inputs,
+                                             const std::filesystem::path& out_dir, double atol, double rtol) {
+  absl::StatusOr<client::ExampleModel> model = client::MakeExampleModel(example);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ImportOptions io;
+  io.input_shapes = model->shapes;
+  auto graph = ImportOnnxModel(model->onnx_bytes, io);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::map<std::string, Tensor> feeds;
+  for (const auto& [name, path] : inputs) {
+    absl::StatusOr<Tensor> t = ReadTensorFile(path.string());
+    ASSERT_TRUE(t.ok()) << t.status();
+    feeds.emplace(name, std::move(*t));
+  }
+  auto ref = Evaluate(**graph, feeds);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  for (const auto& [name, want] : *ref) {
+    auto got = ReadTensorFile((out_dir / (name + ".npy")).string());
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->dims(), want.dims());
+    for (int64_t i = 0; i < want.num_elements(); ++i) {
+      ASSERT_NEAR(got->data<float>()[i], want.data<float>()[i], atol + rtol * std::fabs(want.data<float>()[i]))
+          << name << "[" << i << "]";
+    }
+  }
 }
 
 }  // namespace kiln::e2e

@@ -18,15 +18,9 @@ namespace kiln {
 namespace {
 
 void CheckCompiledModel(const std::string& file) {
-  std::string bytes = ReadAll(ModelPath(file));
-  ASSERT_FALSE(bytes.empty()) << "missing " << ModelPath(file) << " (the kiln_models_export fixture writes it)";
-  auto original = ImportOnnxModel(bytes, {});
-  ASSERT_TRUE(original.ok()) << original.status();
-  auto inputs = RandomInputs(**original);
-  auto want = Evaluate(**original, inputs);
-  ASSERT_TRUE(want.ok()) << want.status();
-
-  auto graph = ImportOnnxModel(bytes, {});
+  absl::StatusOr<ModelReference> ref = EvaluateModel(file);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  auto graph = ImportOnnxModel(ref->bytes, {});
   ASSERT_TRUE(graph.ok());
   PackageOptions options;
   options.target = CpuTarget::Host();
@@ -39,23 +33,9 @@ void CheckCompiledModel(const std::string& file) {
     runtime::ThreadPool pool(threads);
     auto session = runtime::Session::Create(shared, &pool);
     ASSERT_TRUE(session.ok()) << session.status();
-    for (const auto& [name, t] : inputs) ASSERT_TRUE((*session)->SetInput(name, t.raw(), t.size_bytes()).ok());
-    ASSERT_TRUE((*session)->Run().ok());
-    for (int i = 0; i < (*session)->num_outputs(); ++i) {
-      const std::string& name = (*session)->output_info(i).name;
-      const Tensor& ref = want->at(name);
-      ASSERT_EQ((*session)->OutputBytes(i), static_cast<size_t>(ref.size_bytes())) << name;
-      const float* got = static_cast<const float*>((*session)->OutputData(i));
-      double worst = 0;
-      for (int64_t j = 0; j < ref.num_elements(); ++j) {
-        double r = ref.data<float>()[j];
-        double err = std::fabs(got[j] - r);
-        EXPECT_LE(err, 1e-4 + 1e-3 * std::fabs(r)) << file << " " << name << "[" << j << "]";
-        if (err > 1e-4 + 1e-3 * std::fabs(r)) break;
-        worst = std::max(worst, err);
-      }
+    for (const OutputError& out : RunAndCompare(**session, *ref, file)) {
       std::printf("%s threads=%d output %s: max abs error %.3g (%zu bytes package)\n", file.c_str(), threads,
-                  name.c_str(), worst, pkg_bytes->bytes.size());
+                  out.name.c_str(), out.worst, pkg_bytes->bytes.size());
     }
   }
 }

@@ -27,15 +27,9 @@ namespace {
 void CheckModelOnGpu(const std::string& file) {
   const GpuTarget gpu{90};
   const Target target(gpu);
-  std::string bytes = ReadAll(ModelPath(file));
-  ASSERT_FALSE(bytes.empty()) << "missing " << ModelPath(file) << " (the kiln_models_export fixture writes it)";
-  auto original = ImportOnnxModel(bytes, {});
-  ASSERT_TRUE(original.ok()) << original.status();
-  auto inputs = RandomInputs(**original);
-  auto want = Evaluate(**original, inputs);
-  ASSERT_TRUE(want.ok()) << want.status();
-
-  auto graph = ImportOnnxModel(bytes, {});
+  absl::StatusOr<ModelReference> ref = EvaluateModel(file);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  auto graph = ImportOnnxModel(ref->bytes, {});
   ASSERT_TRUE(graph.ok());
   auto model = PrepareModel(std::move(*graph), PrepareOptionsFor(target));
   ASSERT_TRUE(model.ok()) << model.status();
@@ -60,25 +54,10 @@ void CheckModelOnGpu(const std::string& file) {
     ASSERT_TRUE(pkg.ok()) << pkg.status();
     auto session = runtime::Session::Create(std::shared_ptr<const runtime::Package>(std::move(*pkg)), nullptr);
     ASSERT_TRUE(session.ok()) << session.status();
-    for (const auto& [name, t] : inputs) ASSERT_TRUE((*session)->SetInput(name, t.raw(), t.size_bytes()).ok());
-    absl::Status ran = runtime::ToAbsl((*session)->Run());
-    ASSERT_TRUE(ran.ok()) << ran;
-    for (int i = 0; i < (*session)->num_outputs(); ++i) {
-      const std::string& name = (*session)->output_info(i).name;
-      const Tensor& ref = want->at(name);
-      ASSERT_EQ((*session)->OutputBytes(i), static_cast<size_t>(ref.size_bytes())) << name;
-      const float* got = static_cast<const float*>((*session)->OutputData(i));
-      double worst = 0;
-      for (int64_t j = 0; j < ref.num_elements(); ++j) {
-        const double r = ref.data<float>()[j];
-        const double err = std::fabs(got[j] - r);
-        EXPECT_LE(err, 1e-4 + 1e-3 * std::fabs(r)) << file << " " << name << "[" << j << "]";
-        if (err > 1e-4 + 1e-3 * std::fabs(r)) break;
-        worst = std::max(worst, err);
-      }
+    for (const OutputError& out : RunAndCompare(**session, *ref, file)) {
       std::printf("%s on sm_90 (emulated): output %s max abs error %.3g; %d kernels launched, %zu groups, "
                   "%zu bytes package\n",
-                  file.c_str(), name.c_str(), worst, fake.counts().launches, model->partition.groups.size(),
+                  file.c_str(), out.name.c_str(), out.worst, fake.counts().launches, model->partition.groups.size(),
                   pkg_bytes->bytes.size());
     }
   }

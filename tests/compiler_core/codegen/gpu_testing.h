@@ -4,6 +4,8 @@
 // for sm_80 and sm_90 (the ptxas the build found: KILN_PTXAS).
 #pragma once
 
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,13 +58,15 @@ inline absl::StatusOr<std::unique_ptr<JitKernel>> CompileEmulated(const Graph& g
   return JitCompile(*cpu, CpuTarget::Host());
 }
 
+// The target the emulated checks lower for.
+inline const GpuTarget kEmulatedTarget{90};
+
 // Every config of `g` through the emulation against the interpreter.
 inline void CheckGpuConfigsAgainstInterpreter(const Graph& g, const std::map<std::string, Tensor>& feeds,
                                               const std::vector<ScheduleConfig>& configs,
                                               codegen_testing::Tolerance tol = {}) {
-  const GpuTarget target{90};
   codegen_testing::CheckKernelsAgainstInterpreter(
-      g, feeds, configs, [&](const ScheduleConfig& c) { return CompileEmulated(g, c, target); }, tol);
+      g, feeds, configs, [&](const ScheduleConfig& c) { return CompileEmulated(g, c, kEmulatedTarget); }, tol);
 }
 
 // Every config of `g` compiled into one PTX module per SM version and
@@ -83,6 +87,19 @@ inline void CheckPtxAssembles(const Graph& g, const std::vector<ScheduleConfig>&
     EXPECT_EQ(cubin->substr(0, 4), std::string("\x7f" "ELF", 4));
   }
   if (!ptxas) GTEST_SKIP() << "PTX generated but not assembled: " << why;
+}
+
+// Every point of `g`'s space for kEmulatedTarget, which holds the default:
+// `g` is a workload of `kind`, each point through the emulation against the
+// interpreter on `feeds` (to `tol`), and all of them assembled.
+inline void CheckEveryPoint(const Graph& g, const std::string& kind, const std::map<std::string, Tensor>& feeds,
+                            codegen_testing::Tolerance tol = {}) {
+  ASSERT_EQ(WorkloadKind(g), kind) << g.ToText();
+  std::vector<ScheduleConfig> space = EnumerateSchedules(g, kEmulatedTarget);
+  ASSERT_FALSE(space.empty()) << g.ToText();
+  EXPECT_NE(std::find(space.begin(), space.end(), DefaultSchedule(g, kEmulatedTarget)), space.end());
+  CheckGpuConfigsAgainstInterpreter(g, feeds, space, tol);
+  CheckPtxAssembles(g, space);
 }
 
 }  // namespace kiln::gpu_testing

@@ -25,6 +25,7 @@
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/frontend/shape_inference.h"
 #include "gtest/gtest.h"
+#include "tests/compiler_core/codegen/loop_ir/conv_graphs.h"
 #include "tests/compiler_core/codegen/loop_ir/lowering_testing.h"
 
 namespace kiln {
@@ -61,52 +62,35 @@ void CheckConv(const Graph& g, std::vector<ScheduleConfig> configs = {}) {
   CheckConfigsAgainstInterpreter(g, configs, target);
 }
 
-Attrs ConvAttrs(Ints kernel, Ints strides, Ints pads, Ints dilations, int64_t group = 1) {
-  return {{"kernel_shape", kernel}, {"strides", strides}, {"pads", pads}, {"dilations", dilations},
-          {"group", group}};
-}
-
-// Conv(x[1,c,h,w], w[k,c/g,kh,kw], bias[k]) alone.
-std::unique_ptr<Graph> Conv2d(Ints x, int64_t k, Ints kernel, Ints strides, Ints pads, Ints dil, int64_t group,
-                              bool bias = true) {
-  Builder b;
-  Value* in = b.Input(x);
-  Value* w = b.Input({k, x[1] / group, kernel[0], kernel[1]});
-  std::vector<Value*> ins = {in, w};
-  if (bias) ins.push_back(b.Input({k}));
-  Value* y = b.Op("Conv", ins, ConvAttrs(kernel, strides, pads, dil, group));
-  return b.Finish({y});
-}
-
 TEST(ConvLoweringTest, ThreeByThreeStrideOnePadOne) {
-  CheckConv(*Conv2d({1, 8, 12, 20}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1));
+  CheckConv(*ConvGraph({1, 8, 12, 20}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1));
 }
 
 TEST(ConvLoweringTest, ThreeByThreeStrideTwo) {
-  CheckConv(*Conv2d({2, 3, 17, 19}, 8, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1));
+  CheckConv(*ConvGraph({2, 3, 17, 19}, 8, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1));
 }
 
 TEST(ConvLoweringTest, PointwiseNoBias) {
-  CheckConv(*Conv2d({1, 16, 7, 9}, 24, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, /*bias=*/false));
+  CheckConv(*ConvGraph({1, 16, 7, 9}, 24, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, /*bias=*/false));
 }
 
 TEST(ConvLoweringTest, Depthwise) {
-  CheckConv(*Conv2d({1, 12, 10, 18}, 12, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 12));
+  CheckConv(*ConvGraph({1, 12, 10, 18}, 12, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 12));
 }
 
 TEST(ConvLoweringTest, DepthwiseStrideTwoMultiplier) {
-  CheckConv(*Conv2d({1, 4, 11, 11}, 8, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 4));
+  CheckConv(*ConvGraph({1, 4, 11, 11}, 8, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 4));
 }
 
 TEST(ConvLoweringTest, Dilation) {
-  CheckConv(*Conv2d({1, 4, 13, 15}, 6, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 1));
+  CheckConv(*ConvGraph({1, 4, 13, 15}, 6, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 1));
 }
 
 // The segmentation head that failed: a 3x3 convolution with dilation 12 and
 // pads 12 on a 16x16 map with 256 input channels does not fit one input pack,
 // so the kernel packs channel chunks and accumulates over them in the output.
 TEST(ConvLoweringTest, WideDilationOverChannelChunks) {
-  auto g = Conv2d({1, 256, 16, 16}, 8, {3, 3}, {1, 1}, {12, 12, 12, 12}, {12, 12}, 1);
+  auto g = ConvGraph({1, 256, 16, 16}, 8, {3, 3}, {1, 1}, {12, 12, 12, 12}, {12, 12}, 1);
   CpuTarget target = CpuTarget::Host();
   std::vector<ScheduleConfig> points = Points(*g, target);
   ASSERT_FALSE(points.empty());
@@ -119,7 +103,7 @@ TEST(ConvLoweringTest, WideDilationOverChannelChunks) {
 // row sit under a guard on the input row, and the sums stay exact at every
 // point of the space.
 TEST(ConvLoweringTest, TapRowsInThePaddingAreSkipped) {
-  auto g = Conv2d({1, 8, 16, 16}, 8, {3, 3}, {1, 1}, {12, 12, 12, 12}, {12, 12}, 1);
+  auto g = ConvGraph({1, 8, 16, 16}, 8, {3, 3}, {1, 1}, {12, 12, 12, 12}, {12, 12}, 1);
   CpuTarget target = CpuTarget::Host();
   const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(*g);
   ASSERT_NE(l, nullptr);
@@ -136,7 +120,7 @@ TEST(ConvLoweringTest, TapRowsInThePaddingAreSkipped) {
   EXPECT_TRUE(guards_tap_rows(loop_ir::Print(*f))) << loop_ir::Print(*f);
   CheckConv(*g);
   // No padding: no guard.
-  auto valid = Conv2d({1, 8, 16, 16}, 8, {3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  auto valid = ConvGraph({1, 8, 16, 16}, 8, {3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
   auto fv = l->lower(*valid, DefaultSchedule(*valid, target), target);
   ASSERT_TRUE(fv.ok()) << fv.status();
   EXPECT_FALSE(guards_tap_rows(loop_ir::Print(*fv))) << loop_ir::Print(*fv);
@@ -155,15 +139,15 @@ TEST(ConvLoweringTest, ManyChannelsChunksWithEpilogue) {
 }
 
 TEST(ConvLoweringTest, TwoGroups) {
-  CheckConv(*Conv2d({1, 8, 9, 9}, 6, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2));
+  CheckConv(*ConvGraph({1, 8, 9, 9}, 6, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2));
 }
 
 TEST(ConvLoweringTest, OddSizesAsymmetricPads) {
-  CheckConv(*Conv2d({1, 5, 7, 23}, 7, {5, 3}, {2, 3}, {2, 0, 1, 2}, {1, 1}, 1));
+  CheckConv(*ConvGraph({1, 5, 7, 23}, 7, {5, 3}, {2, 3}, {2, 0, 1, 2}, {1, 1}, 1));
 }
 
 TEST(ConvLoweringTest, SevenBySevenStrideTwoLikeResNetStem) {
-  CheckConv(*Conv2d({1, 3, 32, 32}, 16, {7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1));
+  CheckConv(*ConvGraph({1, 3, 32, 32}, 16, {7, 7}, {2, 2}, {3, 3, 3, 3}, {1, 1}, 1));
 }
 
 TEST(ConvLoweringTest, AutoPadSameUpper) {
@@ -250,7 +234,7 @@ TEST(ConvLoweringTest, ConvValueAlsoAnOutput) {
 }
 
 TEST(ConvLoweringTest, SpaceAndValidation) {
-  auto g = Conv2d({1, 64, 56, 56}, 64, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  auto g = ConvGraph({1, 64, 56, 56}, 64, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
   CpuTarget target = CpuTarget::Host();
   std::vector<ScheduleConfig> space = EnumerateSchedules(*g, target);
   EXPECT_GE(space.size(), 4u);
@@ -281,19 +265,20 @@ TEST(ConvLoweringTest, DepthwisePlaneVariantEveryPoint) {
                                          {{1, 4, 9, 12}, {3, 3}, {2, 1}, {0, 1, 2, 1}, {1, 1}},
                                          {{1, 2, 13, 15}, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}},
                                          {{1, 3, 6, 20}, {3, 5}, {3, 2}, {1, 2, 1, 2}, {1, 1}}}) {
-    auto g = Conv2d(c.x, c.x[1], c.kernel, c.strides, c.pads, c.dil, c.x[1]);
+    auto g = ConvGraph(c.x, c.x[1], c.kernel, c.strides, c.pads, c.dil, c.x[1]);
     std::vector<ScheduleConfig> dw = PlanePoints(*g, target);
     ASSERT_FALSE(dw.empty()) << g->ToText();
     EXPECT_EQ(DefaultSchedule(*g, target).Get("dw", 0), 1) << g->ToText();
     CheckConv(*g, dw);
   }
   // Channel multipliers (two outputs per input channel) keep the row variant.
-  auto mult = Conv2d({1, 4, 11, 11}, 8, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 4);
+  auto mult = ConvGraph({1, 4, 11, 11}, 8, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 4);
   EXPECT_TRUE(PlanePoints(*mult, target).empty());
-  ScheduleConfig bad = DefaultSchedule(*Conv2d({1, 8, 10, 18}, 8, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 8), target);
+  ScheduleConfig bad = DefaultSchedule(*ConvGraph({1, 8, 10, 18}, 8, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 8), target);
   bad.Set("rows", 3);  // does not divide 8 channels
-  EXPECT_EQ(ValidateSchedule(*Conv2d({1, 8, 10, 18}, 8, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 8), bad, target).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateSchedule(*ConvGraph({1, 8, 10, 18}, 8, {3, 3},
+                                        {1, 1}, {1, 1, 1, 1}, {1, 1}, 8), bad, target).code(),
+               absl::StatusCode::kInvalidArgument);
 }
 
 // Every point of the channel-vector variant (kv=1) in the space.
@@ -323,7 +308,7 @@ TEST(ConvLoweringTest, ChannelVectorVariantEveryPoint) {
                                          {{1, 6, 13, 9}, lanes, {7, 1}, {1, 1}, {3, 0, 3, 0}, {1, 1}, 1},
                                          {{2, 5, 15, 15}, lanes, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1},
                                          {{1, 4, 11, 10}, 2 * lanes, {3, 3}, {1, 1}, {2, 1, 1, 2}, {2, 2}, 2}}) {
-    auto g = Conv2d(c.x, c.k, c.kernel, c.strides, c.pads, c.dil, c.group);
+    auto g = ConvGraph(c.x, c.k, c.kernel, c.strides, c.pads, c.dil, c.group);
     std::vector<ScheduleConfig> kv = ChannelVectorPoints(*g, target);
     ASSERT_FALSE(kv.empty()) << g->ToText();
     CheckConv(*g, kv);
@@ -336,7 +321,7 @@ TEST(ConvLoweringTest, ChannelVectorVariantEveryPoint) {
   auto relu = b.Finish({b.Op("Relu", {conv})});
   CheckConv(*relu, ChannelVectorPoints(*relu, target));
   // Output channels that do not fill a vector: no kv points, and kv=1 is refused.
-  auto narrow = Conv2d({1, 8, 9, 9}, lanes / 2, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  auto narrow = ConvGraph({1, 8, 9, 9}, lanes / 2, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
   EXPECT_TRUE(ChannelVectorPoints(*narrow, target).empty());
   ScheduleConfig bad = DefaultSchedule(*narrow, target);
   bad.Set("kv", 1);
@@ -359,13 +344,13 @@ TEST(ConvLoweringTest, DepthwisePlaneVariantEpilogue) {
 TEST(ConvLoweringTest, PointwiseVariantOddSizes) {
   CpuTarget target = CpuTarget::Host();
   for (const Ints& x : {Ints{2, 6, 5, 7}, Ints{1, 5, 3, 3}, Ints{1, 4, 13, 11}, Ints{1, 3, 1, 1}}) {
-    auto g = Conv2d(x, 12, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+    auto g = ConvGraph(x, 12, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
     std::vector<ScheduleConfig> pw = PointwisePoints(*g, target);
     ASSERT_FALSE(pw.empty());
     EXPECT_EQ(DefaultSchedule(*g, target).Get("pw", 0), 1);
     CheckConv(*g, pw);
   }
-  auto grouped = Conv2d({1, 6, 9, 9}, 4, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, /*bias=*/false);
+  auto grouped = ConvGraph({1, 6, 9, 9}, 4, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, /*bias=*/false);
   CheckConv(*grouped, PointwisePoints(*grouped, target));
 }
 
@@ -378,7 +363,7 @@ TEST(ConvLoweringTest, PointwiseVariantTailNeedsNoLaneMask) {
   if (target.FloatLanes() < 16) GTEST_SKIP() << "host vectors hold fewer than 16 floats";
   const loop_ir::WorkloadLowering* l = nullptr;
   for (int64_t hw : {7, 10, 3}) {  // 49 pixels: 3 vectors + 1; 100: 6 + 4; 9: narrower than a vector
-    auto g = Conv2d({1, 16, hw, hw}, 32, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+    auto g = ConvGraph({1, 16, hw, hw}, 32, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
     l = loop_ir::FindLowering(*g);
     ASSERT_NE(l, nullptr);
     for (int64_t ur : {1, 2}) {
@@ -428,10 +413,10 @@ TEST(ConvLoweringTest, PointwiseVariantLastPixelsAsDotProducts) {
     EXPECT_TRUE(has_dot(*g)) << g->ToText();
     CheckConv(*g, PointwisePoints(*g, target));
   }
-  auto grouped = Conv2d({1, 64, 7, 7}, 16, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, /*bias=*/false);
+  auto grouped = ConvGraph({1, 64, 7, 7}, 16, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2, /*bias=*/false);
   EXPECT_TRUE(has_dot(*grouped));
   CheckConv(*grouped, PointwisePoints(*grouped, target));
-  auto chunks = Conv2d({1, 32, 17, 17}, 8, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);  // 289 = 18 * 16 + 1
+  auto chunks = ConvGraph({1, 32, 17, 17}, 8, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);  // 289 = 18 * 16 + 1
   std::vector<ScheduleConfig> pw = PointwisePoints(*chunks, target);
   ASSERT_TRUE(std::any_of(pw.begin(), pw.end(), [](const ScheduleConfig& c) { return c.Get("rows", 1) < 18; }));
   CheckConv(*chunks, pw);
@@ -441,7 +426,7 @@ TEST(ConvLoweringTest, PointwiseVariantLastPixelsAsDotProducts) {
   EXPECT_TRUE(has_dot(*one_d));
   CheckConv(*one_d, PointwisePoints(*one_d, target));
   // 16 channels fill one vector only: the left pixel keeps its lane block.
-  EXPECT_FALSE(has_dot(*Conv2d({1, 16, 7, 7}, 8, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1)));
+  EXPECT_FALSE(has_dot(*ConvGraph({1, 16, 7, 7}, 8, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1)));
 }
 
 // The direct variant's default register block wastes few lanes past a
@@ -452,7 +437,7 @@ TEST(ConvLoweringTest, DirectDefaultWastesFewLanes) {
   if (target.FloatLanes() < 16) GTEST_SKIP() << "host vectors hold fewer than 16 floats";
   for (int64_t w : {7, 14, 17, 28, 35, 56, 64, 112}) {
     for (int64_t h : {1, 4, 6}) {
-      auto g = Conv2d({1, 16, h, w}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+      auto g = ConvGraph({1, 16, h, w}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
       ScheduleConfig d = DefaultSchedule(*g, target);
       ASSERT_EQ(d.Get("pw", 0) + d.Get("dw", 0), 0) << d.ToString();
       EXPECT_GE(d.Get("kb", 1) * d.Get("ur", 1), 8) << "width " << w << ": " << d.ToString();
@@ -476,7 +461,7 @@ TEST(ConvLoweringTest, DirectDefaultWastesFewLanes) {
 TEST(ConvLoweringTest, DepthwiseDefaultComputesFewPositions) {
   CpuTarget target = CpuTarget::Host();
   if (target.FloatLanes() < 16) GTEST_SKIP() << "host vectors hold fewer than 16 floats";
-  auto g = Conv2d({1, 32, 7, 7}, 32, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 32);
+  auto g = ConvGraph({1, 32, 7, 7}, 32, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 32);
   ScheduleConfig d = DefaultSchedule(*g, target);
   EXPECT_EQ(d.Get("dw", 0), 1) << d.ToString();
   EXPECT_LE(d.Get("vw", 1), 8) << d.ToString();
@@ -484,7 +469,7 @@ TEST(ConvLoweringTest, DepthwiseDefaultComputesFewPositions) {
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_NE(loop_ir::Print(*f).find("allocate yp: f32[80]"), std::string::npos) << loop_ir::Print(*f);
   CheckConv(*g, {d});
-  auto wide = Conv2d({1, 16, 28, 28}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16);
+  auto wide = ConvGraph({1, 16, 28, 28}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16);
   EXPECT_EQ(DefaultSchedule(*wide, target).Get("vw", 1), 16);
 }
 
@@ -493,7 +478,7 @@ TEST(ConvLoweringTest, DepthwiseDefaultComputesFewPositions) {
 // the fewest splits that make 4 tasks.
 TEST(ConvLoweringTest, PointwiseVariantSplitsChannelsOnSmallMaps) {
   CpuTarget target = CpuTarget::Host();
-  auto g = Conv2d({1, 8, 5, 5}, 40, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  auto g = ConvGraph({1, 8, 5, 5}, 40, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
   std::vector<ScheduleConfig> pw = PointwisePoints(*g, target);
   std::set<int64_t> splits;
   for (const ScheduleConfig& c : pw) splits.insert(c.Get("ks", 1));
@@ -530,12 +515,12 @@ TEST(ConvLoweringTest, PointwiseVariantOneDimensionalAndEpilogues) {
     CheckConv(*g, PointwisePoints(*g, target));
   }
   // Not pointwise: the variant does not apply.
-  auto g = Conv2d({1, 8, 12, 20}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  auto g = ConvGraph({1, 8, 12, 20}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
   EXPECT_TRUE(PointwisePoints(*g, target).empty());
   ScheduleConfig bad = DefaultSchedule(*g, target);
   bad.Set("pw", 1);
   EXPECT_EQ(ValidateSchedule(*g, bad, target).code(), absl::StatusCode::kInvalidArgument);
-  auto strided = Conv2d({1, 8, 12, 20}, 16, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1);
+  auto strided = ConvGraph({1, 8, 12, 20}, 16, {1, 1}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1);
   EXPECT_TRUE(PointwisePoints(*strided, target).empty());
 }
 
@@ -580,22 +565,6 @@ TEST(ConvLoweringTest, RefusesWhatItDoesNotLower) {
 
 // ---- ConvTranspose -------------------------------------------------------------
 
-// ConvTranspose(x, w[c, m/group, k...], bias[m]) with `attrs`, then `epilogue`
-// (a unary op) when given.
-std::unique_ptr<Graph> ConvT(Ints x, int64_t m_per_group, Ints kernel, Attrs attrs, int64_t group = 1,
-                             bool bias = true, const std::string& epilogue = "") {
-  Builder b;
-  Value* in = b.Input(x);
-  Ints wd = {x[1], m_per_group};
-  wd.insert(wd.end(), kernel.begin(), kernel.end());
-  std::vector<Value*> ins = {in, b.Input(wd)};
-  if (bias) ins.push_back(b.Input({m_per_group * group}));
-  attrs["group"] = group;
-  Value* y = b.Op("ConvTranspose", ins, std::move(attrs));
-  if (!epilogue.empty()) y = b.Op(epilogue, {y});
-  return b.Finish({y});
-}
-
 void CheckConvT(const Graph& g) {
   CpuTarget target = CpuTarget::Host();
   ASSERT_EQ(WorkloadKind(g), "conv_transpose") << g.ToText();
@@ -617,41 +586,44 @@ void CheckConvTRandom(const Graph& g, int count, uint32_t seed) {
 }
 
 TEST(ConvTransposeLoweringTest, FourByFourStrideTwoPadOneLikeDcgan) {
-  CheckConvT(*ConvT({1, 8, 7, 9}, 6, {4, 4}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}));
+  CheckConvT(*ConvTransposeGraph({1, 8, 7, 9}, 6, {4, 4}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}));
 }
 
 TEST(ConvTransposeLoweringTest, StrideOneNoPadNoBias) {
-  CheckConvT(*ConvT({2, 3, 5, 3}, 5, {3, 3}, {}, 1, /*bias=*/false));
+  CheckConvT(*ConvTransposeGraph({2, 3, 5, 3}, 5, {3, 3}, {}, 1, /*bias=*/false));
 }
 
 TEST(ConvTransposeLoweringTest, StrideThreeOutputPaddingDilationAsymmetricPads) {
-  CheckConvT(*ConvT({1, 3, 5, 6}, 4, {3, 2},
-                    {{"strides", Ints{3, 2}}, {"pads", Ints{1, 0, 2, 1}}, {"dilations", Ints{2, 3}},
-                     {"output_padding", Ints{1, 1}}}));
+  CheckConvT(*ConvTransposeGraph({1, 3, 5, 6}, 4, {3, 2},
+                                 {{"strides", Ints{3, 2}}, {"pads", Ints{1, 0, 2, 1}}, {"dilations", Ints{2, 3}},
+                                  {"output_padding", Ints{1, 1}}}));
 }
 
 TEST(ConvTransposeLoweringTest, GroupsAndDepthwise) {
-  CheckConvT(*ConvT({1, 6, 5, 5}, 2, {3, 3}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}, 3));
-  CheckConvT(*ConvT({1, 4, 3, 7}, 1, {2, 2}, {{"strides", Ints{2, 2}}}, 4));
+  CheckConvT(*ConvTransposeGraph({1, 6, 5, 5}, 2, {3, 3}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}, 3));
+  CheckConvT(*ConvTransposeGraph({1, 4, 3, 7}, 1, {2, 2}, {{"strides", Ints{2, 2}}}, 4));
 }
 
 TEST(ConvTransposeLoweringTest, AutoPadAndOutputShape) {
-  CheckConvT(*ConvT({1, 2, 5, 7}, 3, {3, 3}, {{"strides", Ints{2, 2}}, {"auto_pad", std::string("SAME_UPPER")}}));
-  CheckConvT(*ConvT({1, 2, 4, 3}, 3, {3, 3}, {{"strides", Ints{2, 3}}, {"auto_pad", std::string("SAME_LOWER")}}));
-  CheckConvT(*ConvT({1, 1, 3, 3}, 2, {3, 3}, {{"strides", Ints{3, 2}}, {"output_shape", Ints{10, 8}}}));
+  CheckConvT(*ConvTransposeGraph({1, 2, 5, 7}, 3, {3, 3},
+                                 {{"strides", Ints{2, 2}}, {"auto_pad", std::string("SAME_UPPER")}}));
+  CheckConvT(*ConvTransposeGraph({1, 2, 4, 3}, 3, {3, 3},
+                                 {{"strides", Ints{2, 3}}, {"auto_pad", std::string("SAME_LOWER")}}));
+  CheckConvT(*ConvTransposeGraph({1, 1, 3, 3}, 2, {3, 3}, {{"strides", Ints{3, 2}}, {"output_shape", Ints{10, 8}}}));
   // output_shape larger than the full extent: the extra columns hold the bias.
-  CheckConvT(*ConvT({1, 2, 3, 3}, 2, {2, 2}, {{"strides", Ints{2, 2}}, {"output_shape", Ints{9, 11}}}));
+  CheckConvT(*ConvTransposeGraph({1, 2, 3, 3}, 2, {2, 2}, {{"strides", Ints{2, 2}}, {"output_shape", Ints{9, 11}}}));
 }
 
 TEST(ConvTransposeLoweringTest, OneDimensionalAndEpilogue) {
-  CheckConvT(*ConvT({2, 5, 13}, 3, {5}, {{"strides", Ints{3}}, {"pads", Ints{2, 1}}}, 1, true, "Relu"));
-  CheckConvT(*ConvT({1, 2, 1}, 3, {1}, {}));
+  CheckConvT(*ConvTransposeGraph({2, 5, 13}, 3, {5}, {{"strides", Ints{3}}, {"pads", Ints{2, 1}}}, 1, true, "Relu"));
+  CheckConvT(*ConvTransposeGraph({1, 2, 1}, 3, {1}, {}));
 }
 
 TEST(ConvTransposeLoweringTest, ThreeDimensional) {
-  CheckConvT(*ConvT({1, 3, 3, 4, 5}, 2, {3, 2, 3},
-                    {{"strides", Ints{2, 1, 2}}, {"pads", Ints{1, 0, 1, 0, 1, 1}}, {"dilations", Ints{1, 2, 1}}}));
-  CheckConvT(*ConvT({1, 2, 2, 3, 3}, 2, {2, 2, 2}, {{"strides", Ints{3, 2, 2}}}, 2, false));
+  CheckConvT(*ConvTransposeGraph({1, 3, 3, 4, 5}, 2, {3, 2, 3},
+                                 {{"strides", Ints{2, 1, 2}}, {"pads", Ints{1, 0, 1, 0, 1, 1}},
+                                  {"dilations", Ints{1, 2, 1}}}));
+  CheckConvT(*ConvTransposeGraph({1, 2, 2, 3, 3}, 2, {2, 2, 2}, {{"strides", Ints{3, 2, 2}}}, 2, false));
 }
 
 TEST(ConvTransposeLoweringTest, RandomPointsOnOddSizes) {
@@ -659,14 +631,14 @@ TEST(ConvTransposeLoweringTest, RandomPointsOnOddSizes) {
   for (const Ints& x : {Ints{1, 1, 1, 1}, Ints{1, 3, 2, 5}, Ints{2, 5, 7, 3}, Ints{1, 7, 11, 13}}) {
     for (int64_t s : {1, 2, 3}) {
       SCOPED_TRACE(absl::StrCat("x ", x[1], "x", x[2], "x", x[3], " stride ", s));
-      auto g = ConvT(x, 7, {3, 4}, {{"strides", Ints{s, s}}, {"pads", Ints{1, 2, 0, 1}}});
+      auto g = ConvTransposeGraph(x, 7, {3, 4}, {{"strides", Ints{s, s}}, {"pads", Ints{1, 2, 0, 1}}});
       CheckConvTRandom(*g, 4, seed++);
     }
   }
 }
 
 TEST(ConvTransposeLoweringTest, PrintVerifySpaceAndValidation) {
-  auto g = ConvT({1, 64, 28, 28}, 32, {4, 4}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
+  auto g = ConvTransposeGraph({1, 64, 28, 28}, 32, {4, 4}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
   CpuTarget target = CpuTarget::Host();
   const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(*g);
   ASSERT_NE(l, nullptr);

@@ -1,6 +1,7 @@
 // Pool workloads on loop IR (compiler_core/codegen/loop_ir/lower_pool.h): MaxPool and
 // AveragePool shape families, JIT-compiled at several schedule points, against
-// the reference interpreter at rtol 1e-4 / atol 1e-5.
+// the reference interpreter at rtol 1e-4 / atol 1e-5. The 3-D and
+// MaxPool-with-Indices case lists are the GPU test's too (pool_cases.h).
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -21,6 +22,7 @@
 #include "compiler_core/frontend/shape_inference.h"
 #include "gtest/gtest.h"
 #include "tests/compiler_core/codegen/loop_ir/lowering_testing.h"
+#include "tests/compiler_core/codegen/loop_ir/pool_cases.h"
 
 namespace kiln {
 namespace {
@@ -38,46 +40,41 @@ void CheckPool(const Graph& g) {
   CheckConfigsAgainstInterpreter(g, configs, target);
 }
 
-// pool(x) with the given attributes.
-std::unique_ptr<Graph> Pool(const std::string& op, Ints x, Attrs attrs) {
-  Builder b;
-  Value* in = b.Input(x);
-  return b.Finish({b.Op(op, {in}, std::move(attrs))});
-}
-
 TEST(PoolLoweringTest, MaxPool3x3Stride2Pad1LikeResNet) {
-  CheckPool(*Pool("MaxPool", {1, 8, 20, 20},
-                  {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}));
+  CheckPool(*PoolGraph("MaxPool", {1, 8, 20, 20},
+                       {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}));
 }
 
 TEST(PoolLoweringTest, MaxPool2x2NoPadOddSizes) {
-  CheckPool(*Pool("MaxPool", {2, 3, 9, 13}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}}));
+  CheckPool(*PoolGraph("MaxPool", {2, 3, 9, 13}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}}));
 }
 
 TEST(PoolLoweringTest, MaxPoolCeilModeAndDilation) {
-  CheckPool(*Pool("MaxPool", {1, 4, 11, 12},
-                  {{"kernel_shape", Ints{3, 2}}, {"strides", Ints{2, 3}}, {"dilations", Ints{2, 1}},
-                   {"ceil_mode", int64_t{1}}, {"pads", Ints{1, 0, 1, 1}}}));
+  CheckPool(*PoolGraph("MaxPool", {1, 4, 11, 12},
+                       {{"kernel_shape", Ints{3, 2}}, {"strides", Ints{2, 3}}, {"dilations", Ints{2, 1}},
+                        {"ceil_mode", int64_t{1}}, {"pads", Ints{1, 0, 1, 1}}}));
 }
 
 TEST(PoolLoweringTest, AveragePoolExcludePad) {
-  CheckPool(*Pool("AveragePool", {1, 5, 10, 17},
-                  {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{1, 1}}, {"pads", Ints{1, 1, 1, 1}}}));
+  CheckPool(*PoolGraph("AveragePool", {1, 5, 10, 17},
+                       {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{1, 1}}, {"pads", Ints{1, 1, 1, 1}}}));
 }
 
 TEST(PoolLoweringTest, AveragePoolIncludePadCeilMode) {
-  CheckPool(*Pool("AveragePool", {1, 3, 9, 10},
-                  {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}},
-                   {"ceil_mode", int64_t{1}}, {"count_include_pad", int64_t{1}}}));
+  CheckPool(*PoolGraph("AveragePool", {1, 3, 9, 10},
+                       {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}},
+                        {"ceil_mode", int64_t{1}}, {"count_include_pad", int64_t{1}}}));
 }
 
 TEST(PoolLoweringTest, AveragePoolAutoPadSameLower) {
-  CheckPool(*Pool("AveragePool", {1, 2, 7, 8},
-                  {{"kernel_shape", Ints{2, 3}}, {"strides", Ints{2, 2}}, {"auto_pad", std::string("SAME_LOWER")}}));
+  CheckPool(*PoolGraph("AveragePool", {1, 2, 7, 8},
+                       {{"kernel_shape", Ints{2, 3}}, {"strides", Ints{2, 2}},
+                        {"auto_pad", std::string("SAME_LOWER")}}));
 }
 
 TEST(PoolLoweringTest, OneDimensionalMaxPool) {
-  CheckPool(*Pool("MaxPool", {2, 3, 29}, {{"kernel_shape", Ints{3}}, {"strides", Ints{2}}, {"pads", Ints{1, 1}}}));
+  CheckPool(
+      *PoolGraph("MaxPool", {2, 3, 29}, {{"kernel_shape", Ints{3}}, {"strides", Ints{2}}, {"pads", Ints{1, 1}}}));
 }
 
 TEST(PoolLoweringTest, MaxPoolWithReluEpilogue) {
@@ -88,8 +85,8 @@ TEST(PoolLoweringTest, MaxPoolWithReluEpilogue) {
 }
 
 TEST(PoolLoweringTest, SpaceAndValidation) {
-  auto g = Pool("MaxPool", {1, 64, 112, 112},
-                {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
+  auto g = PoolGraph("MaxPool", {1, 64, 112, 112},
+                     {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
   CpuTarget target = CpuTarget::Host();
   std::vector<ScheduleConfig> space = EnumerateSchedules(*g, target);
   EXPECT_GE(space.size(), 2u);
@@ -103,16 +100,8 @@ TEST(PoolLoweringTest, SpaceAndValidation) {
 }
 
 TEST(PoolLoweringTest, ThreeDimensionalPools) {
-  CheckPool(*Pool("MaxPool", {1, 3, 5, 6, 7}, {{"kernel_shape", Ints{2, 2, 2}}}));
-  CheckPool(*Pool("MaxPool", {2, 2, 7, 5, 9},
-                  {{"kernel_shape", Ints{3, 2, 3}}, {"strides", Ints{2, 1, 2}}, {"pads", Ints{1, 0, 1, 1, 1, 0}},
-                   {"dilations", Ints{1, 2, 1}}, {"ceil_mode", int64_t{1}}}));
-  CheckPool(*Pool("AveragePool", {1, 3, 5, 6, 7},
-                  {{"kernel_shape", Ints{3, 3, 2}}, {"strides", Ints{2, 2, 1}}, {"pads", Ints{1, 1, 0, 1, 1, 1}}}));
-  CheckPool(*Pool("AveragePool", {1, 2, 4, 5, 3},
-                  {{"kernel_shape", Ints{2, 3, 2}}, {"strides", Ints{2, 2, 2}}, {"pads", Ints{1, 1, 1, 1, 1, 1}},
-                   {"count_include_pad", int64_t{1}}, {"ceil_mode", int64_t{1}}}));
-  auto g = Pool("MaxPool", {1, 2, 4, 4, 4}, {{"kernel_shape", Ints{2, 2, 2}}});
+  for (const PoolCase& c : ThreeDimensionalPoolCases()) CheckPool(*PoolGraph(c));
+  auto g = PoolGraph("MaxPool", {1, 2, 4, 4, 4}, {{"kernel_shape", Ints{2, 2, 2}}});
   auto f = loop_ir::PoolLowering().lower(*g, DefaultSchedule(*g, CpuTarget::Host()), CpuTarget::Host());
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_TRUE(loop_ir::Verify(*f).ok());
@@ -124,15 +113,7 @@ TEST(PoolLoweringTest, ThreeDimensionalPools) {
 // interpreter's. `special` (optional) rewrites the random data first.
 void CheckMaxPoolWithIndices(const Ints& x, Attrs attrs,
                              const std::function<void(std::vector<float>&)>& special = nullptr) {
-  auto g = std::make_unique<Graph>();
-  g->set_opset_version(17);
-  Value* in = *g->AddInput("in0", TensorType::Static(DType::kFloat32, x));
-  Value* y = *g->AddValue("y");
-  Value* ind = *g->AddValue("ind");
-  ASSERT_TRUE(g->AddNode("MaxPool", "n0", {in}, {y, ind}, std::move(attrs)).ok());
-  g->AddOutput(y);
-  g->AddOutput(ind);
-  ASSERT_TRUE(InferShapes(*g).ok());
+  std::unique_ptr<Graph> g = MaxPoolWithIndicesGraph(x, std::move(attrs));
   CpuTarget target = CpuTarget::Host();
   ASSERT_EQ(WorkloadKind(*g), "pool") << g->ToText();
   std::vector<float> data = Random(Product(x), 3, -1.0f, 1.0f);
@@ -164,15 +145,7 @@ void CheckMaxPoolWithIndices(const Ints& x, Attrs attrs,
 }
 
 TEST(PoolLoweringTest, MaxPoolWithIndices) {
-  CheckMaxPoolWithIndices({1, 1, 5, 5}, {{"kernel_shape", Ints{5, 5}}, {"pads", Ints{2, 2, 2, 2}}});
-  CheckMaxPoolWithIndices({2, 3, 7, 11}, {{"kernel_shape", Ints{2, 3}}, {"strides", Ints{2, 2}},
-                                          {"storage_order", int64_t{1}}});
-  CheckMaxPoolWithIndices({1, 2, 9, 13}, {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 1}},
-                                          {"pads", Ints{1, 1, 1, 1}}, {"dilations", Ints{1, 2}},
-                                          {"ceil_mode", int64_t{1}}});
-  CheckMaxPoolWithIndices({1, 2, 3, 5, 6}, {{"kernel_shape", Ints{2, 2, 3}}, {"strides", Ints{1, 2, 2}},
-                                            {"pads", Ints{0, 1, 1, 1, 0, 1}}, {"storage_order", int64_t{1}}});
-  CheckMaxPoolWithIndices({2, 3, 17}, {{"kernel_shape", Ints{4}}, {"strides", Ints{3}}, {"pads", Ints{1, 2}}});
+  for (const PoolCase& c : MaxPoolWithIndicesCases()) CheckMaxPoolWithIndices(c.x, c.attrs);
 }
 
 // As the reference (and ONNX Runtime) does: a window's first tap inside the

@@ -1,7 +1,8 @@
 // Resize workloads on loop IR (compiler_core/codegen/loop_ir/lower_resize.h):
 // every mode and coordinate transformation family on odd shapes, JIT-compiled
 // at several schedule points and compared with the reference interpreter
-// (rtol 1e-4 / atol 1e-5).
+// (rtol 1e-4 / atol 1e-5). The case lists are the GPU test's too
+// (resize_cases.h).
 #include <cmath>
 #include <limits>
 #include <map>
@@ -20,60 +21,21 @@
 #include "compiler_core/frontend/shape_inference.h"
 #include "gtest/gtest.h"
 #include "tests/compiler_core/codegen/loop_ir/lowering_testing.h"
+#include "tests/compiler_core/codegen/loop_ir/resize_cases.h"
 
 namespace kiln {
 namespace {
 
 using namespace loop_ir_testing;  // NOLINT: test helpers
-using Floats = std::vector<float>;
 
-struct ResizeSpec {
-  Ints x;
-  Attrs attrs;
-  Floats scales;
-  Ints sizes;
-  Floats roi;
-  std::string op = "Resize";
-  std::string epilogue;  // "", "Relu" or "Add" (with a second input of the output's shape)
-};
-
-std::unique_ptr<Graph> ResizeGraph(const ResizeSpec& s) {
-  auto g = std::make_unique<Graph>();
-  g->set_opset_version(s.op == "Upsample" ? 9 : 13);
-  Value* in = *g->AddInput("in0", TensorType::Static(DType::kFloat32, s.x));
-  const int64_t rank = static_cast<int64_t>(s.x.size());
-  Value* roi = nullptr;
-  Value* scales = nullptr;
-  Value* sizes = nullptr;
-  if (!s.roi.empty()) roi = *g->AddConstant("roi", Tensor::FromVector(DType::kFloat32, {2 * rank}, s.roi));
-  if (!s.scales.empty()) scales = *g->AddConstant("scales", Tensor::FromVector(DType::kFloat32, {rank}, s.scales));
-  if (!s.sizes.empty()) sizes = *g->AddConstant("sizes", Tensor::FromVector(DType::kInt64, {rank}, s.sizes));
-  std::vector<Value*> ins = {in, roi, scales};
-  if (s.op == "Upsample") ins = {in, scales};
-  if (sizes != nullptr) ins.push_back(sizes);
-  Value* y = *g->AddValue("y");
-  EXPECT_TRUE(g->AddNode(s.op, "resize", ins, {y}, s.attrs).ok());
-  Value* out = y;
-  if (!s.epilogue.empty()) {
-    EXPECT_TRUE(InferShapes(*g).ok());
-    std::vector<Value*> eins = {y};
-    if (s.epilogue == "Add") eins.push_back(*g->AddInput("in1", y->type()));
-    out = *g->AddValue("z");
-    EXPECT_TRUE(g->AddNode(s.epilogue, "epilogue", eins, {out}).ok());
-  }
-  g->AddOutput(out);
-  absl::Status st = InferShapes(*g);
-  EXPECT_TRUE(st.ok()) << st << "\n" << g->ToText();
-  return g;
-}
-
+// Every point of the space (it is small: vw x tasks) lowered, verified and
+// run against the interpreter.
 void CheckResize(const ResizeSpec& s) {
   std::unique_ptr<Graph> g = ResizeGraph(s);
   CpuTarget target = CpuTarget::Host();
   ASSERT_EQ(WorkloadKind(*g), "resize") << g->ToText();
   std::vector<ScheduleConfig> configs = EnumerateSchedules(*g, target);
   ASSERT_FALSE(configs.empty());
-  // The whole space: it is small (vw x tasks).
   CheckConfigsAgainstInterpreter(*g, configs, target);
   const loop_ir::WorkloadLowering l = loop_ir::ResizeLowering();
   for (const ScheduleConfig& c : configs) {
@@ -83,75 +45,32 @@ void CheckResize(const ResizeSpec& s) {
   }
 }
 
-Attrs Mode(const std::string& mode, const std::string& coord, const std::string& nearest = "") {
-  Attrs a = {{"mode", mode}, {"coordinate_transformation_mode", coord}};
-  if (!nearest.empty()) a["nearest_mode"] = nearest;
-  return a;
+TEST(ResizeLoweringTest, NearestEveryRoundingAndTransform) {
+  for (const ResizeSpec& s : NearestRoundingAndTransformCases()) CheckResize(s);
 }
 
-TEST(ResizeLoweringTest, NearestEveryRoundingAndTransform) {
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {"round_prefer_floor", "half_pixel"},      {"round_prefer_ceil", "asymmetric"},
-      {"floor", "align_corners"},                {"ceil", "tf_half_pixel_for_nn"},
-      {"round_prefer_floor", "pytorch_half_pixel"}, {"round_prefer_ceil", "half_pixel"}};
-  for (const auto& [nearest, coord] : cases) {
-    SCOPED_TRACE(nearest + " " + coord);
-    CheckResize({{1, 3, 5, 7}, Mode("nearest", coord, nearest), {1, 1, 1.6f, 2.5f}});
-    CheckResize({{2, 1, 7, 11}, Mode("nearest", coord, nearest), {}, {2, 1, 3, 5}});
-  }
+TEST(ResizeLoweringTest, NearestHalfwayCoordinates) {
+  for (const ResizeSpec& s : NearestHalfwayCases()) CheckResize(s);
 }
 
 TEST(ResizeLoweringTest, LinearBilinearTransforms) {
-  for (const std::string coord : {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel"}) {
-    SCOPED_TRACE(coord);
-    CheckResize({{1, 2, 4, 5}, Mode("linear", coord), {1, 1, 2.0f, 1.8f}});
-    CheckResize({{1, 3, 13, 11}, Mode("linear", coord), {}, {1, 3, 5, 1}});
-  }
+  for (const ResizeSpec& s : LinearTransformCases()) CheckResize(s);
 }
 
 TEST(ResizeLoweringTest, Linear1DAndTrilinearAndInnerAxisUntouched) {
-  CheckResize({{13}, Mode("linear", "half_pixel"), {}, {29}});
-  CheckResize({{1, 2, 3, 4, 5}, Mode("linear", "align_corners"), {1, 1, 1.7f, 0.75f, 2.0f}});
-  // Only a middle axis scales: the last axis stays contiguous.
-  CheckResize({{3, 7, 2, 11}, Mode("linear", "half_pixel"), {1, 2.3f, 1, 1}});
-  CheckResize({{3, 5, 17}, Mode("nearest", "asymmetric", "floor"), {1, 3, 1}});
+  for (const ResizeSpec& s : Linear1DTrilinearAndUntouchedLastAxisCases()) CheckResize(s);
 }
 
 TEST(ResizeLoweringTest, CubicVariants) {
-  CheckResize({{1, 2, 5, 7}, Mode("cubic", "half_pixel"), {1, 1, 1.6f, 2.0f}});
-  CheckResize({{1, 1, 9, 13}, Mode("cubic", "align_corners"), {}, {1, 1, 4, 5}});
-  CheckResize({{1, 1, 4, 3}, Mode("cubic", "asymmetric"), {1, 1, 2.5f, 3.0f}});
-  Attrs a = Mode("cubic", "half_pixel");
-  a["cubic_coeff_a"] = -0.5f;
-  a["exclude_outside"] = int64_t{1};
-  CheckResize({{2, 1, 6, 5}, a, {1, 1, 0.6f, 2.2f}});
-  CheckResize({{7, 3}, Mode("cubic", "pytorch_half_pixel"), {}, {1, 11}});
+  for (const ResizeSpec& s : CubicCases()) CheckResize(s);
 }
 
 TEST(ResizeLoweringTest, TfCropAndResizeWithExtrapolation) {
-  for (const std::string mode : {"linear", "nearest", "cubic"}) {
-    SCOPED_TRACE(mode);
-    Attrs a = Mode(mode, "tf_crop_and_resize");
-    a["extrapolation_value"] = 10.0f;
-    // The roi reaches outside the input on both resized axes.
-    CheckResize({{1, 2, 6, 7}, a, {}, {1, 2, 5, 9}, {0, 0, -0.2f, 0.3f, 1, 1, 0.9f, 1.4f}});
-    a["extrapolation_value"] = 0.0f;
-    CheckResize({{1, 1, 5, 5}, a, {1, 1, 1.4f, 0.8f}, {}, {0, 0, 0.1f, -0.3f, 1, 1, 0.8f, 0.7f}});
-  }
+  for (const ResizeSpec& s : TfCropAndResizeCases()) CheckResize(s);
 }
 
 TEST(ResizeLoweringTest, UpsampleAndEpilogues) {
-  ResizeSpec up{{1, 2, 3, 5}, {{"mode", std::string("nearest")}}, {1, 1, 2, 3}};
-  up.op = "Upsample";
-  CheckResize(up);
-  up.attrs = {{"mode", std::string("linear")}};
-  CheckResize(up);
-  ResizeSpec relu{{1, 3, 4, 5}, Mode("linear", "half_pixel"), {1, 1, 2, 2}};
-  relu.epilogue = "Relu";
-  CheckResize(relu);
-  ResizeSpec add{{2, 3, 3, 3}, Mode("nearest", "asymmetric", "floor"), {1, 1, 2, 2}};
-  add.epilogue = "Add";
-  CheckResize(add);
+  for (const ResizeSpec& s : UpsampleAndEpilogueCases()) CheckResize(s);
 }
 
 // Where rows do not shrink, H and W resize separably: each input row once
@@ -165,17 +84,17 @@ TEST(ResizeLoweringTest, SeparableWhereRowsDoNotShrink) {
     EXPECT_TRUE(f.ok()) << f.status();
     return f.ok() ? loop_ir::Print(*f) : std::string();
   };
-  ResizeSpec deeplab{{1, 3, 16, 16}, Mode("linear", "half_pixel"), {}, {1, 3, 64, 64}};
+  ResizeSpec deeplab{{1, 3, 16, 16}, ResizeMode("linear", "half_pixel"), {}, {1, 3, 64, 64}};
   deeplab.epilogue = "Relu";
-  ResizeSpec planes{{2, 5, 7, 9}, Mode("linear", "align_corners"), {}, {2, 5, 14, 31}};
-  ResizeSpec cubic{{1, 2, 5, 6}, Mode("cubic", "half_pixel"), {1, 1, 1.5f, 2.5f}};
-  ResizeSpec nearest{{3, 4, 6}, Mode("nearest", "asymmetric", "floor"), {1, 2, 3}};
+  ResizeSpec planes{{2, 5, 7, 9}, ResizeMode("linear", "align_corners"), {}, {2, 5, 14, 31}};
+  ResizeSpec cubic{{1, 2, 5, 6}, ResizeMode("cubic", "half_pixel"), {1, 1, 1.5f, 2.5f}};
+  ResizeSpec nearest{{3, 4, 6}, ResizeMode("nearest", "asymmetric", "floor"), {1, 2, 3}};
   for (const ResizeSpec& s : {deeplab, planes, cubic, nearest}) {
     CheckResize(s);
     EXPECT_NE(text(s).find("allocate hrows"), std::string::npos) << text(s);
   }
-  ResizeSpec shrink{{1, 3, 13, 11}, Mode("linear", "half_pixel"), {}, {1, 3, 5, 22}};
-  ResizeSpec channels{{1, 3, 4, 5}, Mode("linear", "half_pixel"), {1, 2, 2, 2}};
+  ResizeSpec shrink{{1, 3, 13, 11}, ResizeMode("linear", "half_pixel"), {}, {1, 3, 5, 22}};
+  ResizeSpec channels{{1, 3, 4, 5}, ResizeMode("linear", "half_pixel"), {1, 2, 2, 2}};
   for (const ResizeSpec& s : {shrink, channels}) {
     CheckResize(s);
     EXPECT_EQ(text(s).find("hrows"), std::string::npos) << text(s);
@@ -183,7 +102,7 @@ TEST(ResizeLoweringTest, SeparableWhereRowsDoNotShrink) {
 }
 
 TEST(ResizeLoweringTest, PrintVerifySpaceAndValidation) {
-  std::unique_ptr<Graph> g = ResizeGraph({{1, 2, 5, 7}, Mode("linear", "half_pixel"), {1, 1, 2, 2}});
+  std::unique_ptr<Graph> g = ResizeGraph({{1, 2, 5, 7}, ResizeMode("linear", "half_pixel"), {1, 1, 2, 2}});
   CpuTarget target = CpuTarget::Host();
   const loop_ir::WorkloadLowering l = loop_ir::ResizeLowering();
   ASSERT_TRUE(l.match(*g).ok());

@@ -1,6 +1,8 @@
 // TopK workloads on loop IR (compiler_core/codegen/loop_ir/lower_topk.h):
-// largest and smallest along every axis with many ties, JIT-compiled at
-// several schedule points and compared exactly with the reference interpreter.
+// largest and smallest along every axis with many ties, k from 0 to the
+// whole row, infinities, JIT-compiled at every schedule point and compared
+// exactly with the reference interpreter. The case lists are the GPU test's
+// too (topk_cases.h).
 #include <cmath>
 #include <limits>
 #include <map>
@@ -19,51 +21,38 @@
 #include "compiler_core/frontend/shape_inference.h"
 #include "gtest/gtest.h"
 #include "tests/compiler_core/codegen/loop_ir/lowering_testing.h"
+#include "tests/compiler_core/codegen/loop_ir/topk_cases.h"
 
 namespace kiln {
 namespace {
 
 using namespace loop_ir_testing;  // NOLINT: test helpers
-using Floats = std::vector<float>;
 
-std::unique_ptr<Graph> TopKGraph(const Ints& x, int64_t k, int64_t axis, int64_t largest, bool values = true,
-                                 bool indices = true) {
-  auto g = std::make_unique<Graph>();
-  g->set_opset_version(13);
-  Value* in = *g->AddInput("in0", TensorType::Static(DType::kFloat32, x));
-  Value* kv = *g->AddConstant("k", Tensor::FromVector(DType::kInt64, {1}, Ints{k}));
-  Value* v = *g->AddValue("values");
-  Value* i = *g->AddValue("indices");
-  Attrs a = {{"axis", axis}, {"largest", largest}};
-  EXPECT_TRUE(g->AddNode("TopK", "topk", {in, kv}, {v, i}, a).ok());
-  if (values) g->AddOutput(v);
-  if (indices) g->AddOutput(i);
-  absl::Status st = InferShapes(*g);
-  EXPECT_TRUE(st.ok()) << st << "\n" << g->ToText();
-  return g;
-}
-
-// Data in [-1, 1] rounded to `levels` steps (few levels: many ties).
-void CheckTopK(const Graph& g, int levels) {
+// Every point of the space lowered, verified, run with its tasks in two
+// ranges (the second half first) into outputs prefilled with -7, and
+// compared exactly with the interpreter.
+void CheckTopK(const TopKCase& c) {
+  SCOPED_TRACE(TopKName(c));
+  std::unique_ptr<Graph> graph = TopKGraph(c);
+  const Graph& g = *graph;
   CpuTarget target = CpuTarget::Host();
   ASSERT_EQ(WorkloadKind(g), "topk") << g.ToText();
-  Ints dims = g.inputs()[0]->type().StaticDims();
-  Floats x = Random(Product(dims), 11, -1, 1);
-  for (float& f : x) f = std::round(f * levels) / levels;
-  auto ref = Evaluate(g, {{"in0", Tensor::FromVector(DType::kFloat32, dims, x)}});
+  std::map<std::string, Tensor> feeds = TopKFeeds(g, c);
+  auto ref = Evaluate(g, feeds);
   ASSERT_TRUE(ref.ok()) << ref.status();
+  Tensor& x = feeds.at("in0");
   std::vector<ScheduleConfig> configs = EnumerateSchedules(g, target);
   ASSERT_FALSE(configs.empty());
-  for (const ScheduleConfig& c : configs) {
-    SCOPED_TRACE(absl::StrCat("schedule ", c.ToString(), "\n", g.ToText()));
-    ASSERT_TRUE(ValidateSchedule(g, c, target).ok());
-    auto lowered = loop_ir::TopKLowering().lower(g, c, target);
+  for (const ScheduleConfig& config : configs) {
+    SCOPED_TRACE(absl::StrCat("schedule ", config.ToString(), "\n", g.ToText()));
+    ASSERT_TRUE(ValidateSchedule(g, config, target).ok());
+    auto lowered = loop_ir::TopKLowering().lower(g, config, target);
     ASSERT_TRUE(lowered.ok()) << lowered.status();
     ASSERT_TRUE(loop_ir::Verify(*lowered).ok()) << loop_ir::Print(*lowered);
-    auto kernel = JitCompile(g, c, target);
+    auto kernel = JitCompile(g, config, target);
     ASSERT_TRUE(kernel.ok()) << kernel.status();
     std::vector<std::vector<int64_t>> outs;  // 8-byte slots serve f32 and i64
-    std::vector<void*> args = {x.data()};
+    std::vector<void*> args = {x.raw()};
     for (const Value* v : g.outputs()) outs.emplace_back(Product(v->type().StaticDims()), -7);
     for (auto& o : outs) args.push_back(o.data());
     const JitKernel& k = **kernel;
@@ -95,19 +84,13 @@ void CheckTopK(const Graph& g, int levels) {
 }
 
 TEST(TopKLoweringTest, LargestSmallestAxesAndTies) {
-  CheckTopK(*TopKGraph({5, 13}, 3, -1, 1), 1000);
-  CheckTopK(*TopKGraph({5, 13}, 4, 1, 0), 3);  // many ties: lower index first
-  CheckTopK(*TopKGraph({3, 7, 5}, 7, 1, 0), 1000);
-  CheckTopK(*TopKGraph({3, 7, 5}, 2, 0, 1), 2);
-  CheckTopK(*TopKGraph({1}, 1, 0, 1), 1000);
-  CheckTopK(*TopKGraph({2, 3}, 0, 1, 1), 1000);
-  CheckTopK(*TopKGraph({64, 97}, 5, 1, 1), 1000);  // enough rows for parallel tasks
-  CheckTopK(*TopKGraph({4, 11}, 3, 1, 1, true, false), 4);
-  CheckTopK(*TopKGraph({4, 11}, 3, 1, 0, false, true), 4);
+  for (const auto& cases : {TopKTieCases(), TopKSizeCases(), TopKAxisCases(), TopKLongRowAndInfinityCases()}) {
+    for (const TopKCase& c : cases) CheckTopK(c);
+  }
 }
 
 TEST(TopKLoweringTest, PrintVerifyAndValidation) {
-  std::unique_ptr<Graph> g = TopKGraph({5, 13}, 3, 1, 1);
+  std::unique_ptr<Graph> g = TopKGraph({{5, 13}, 3, 1, 1});
   CpuTarget target = CpuTarget::Host();
   const loop_ir::WorkloadLowering l = loop_ir::TopKLowering();
   ASSERT_TRUE(l.match(*g).ok());

@@ -35,8 +35,11 @@ inline constexpr auto& Random = codegen_testing::RandomData;
 using codegen_testing::Product;
 inline constexpr auto& Count = codegen_testing::Product;
 
-// First, last, default and up to five evenly spread points of the space.
-inline std::vector<ScheduleConfig> Points(const Graph& g, const CpuTarget& target) {
+// The default, the first and the last points of the space of `g` for
+// `target` (a CpuTarget or a GpuTarget) and up to `count` more spread evenly
+// over it, each once.
+template <typename TargetT>
+std::vector<ScheduleConfig> SpreadPoints(const Graph& g, const TargetT& target, size_t count) {
   std::vector<ScheduleConfig> space = EnumerateSchedules(g, target);
   std::vector<ScheduleConfig> out;
   auto add = [&](const ScheduleConfig& c) {
@@ -46,8 +49,13 @@ inline std::vector<ScheduleConfig> Points(const Graph& g, const CpuTarget& targe
   add(DefaultSchedule(g, target));
   add(space.front());
   add(space.back());
-  for (size_t i = 1; i < 6; ++i) add(space[i * space.size() / 6]);
+  for (size_t i = 1; i <= count; ++i) add(space[i * space.size() / (count + 1)]);
   return out;
+}
+
+// First, last, default and up to five evenly spread points of the space.
+inline std::vector<ScheduleConfig> Points(const Graph& g, const CpuTarget& target) {
+  return SpreadPoints(g, target, 5);
 }
 
 // A builder with explicit output shapes (no shape inference), for graphs

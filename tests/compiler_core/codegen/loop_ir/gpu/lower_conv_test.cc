@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/compiler_core/codegen/codegen_testing.h"
 #include "tests/compiler_core/codegen/gpu_testing.h"
+#include "tests/compiler_core/codegen/loop_ir/conv_graphs.h"
 
 namespace kiln {
 namespace {
@@ -23,6 +24,9 @@ namespace {
 using codegen_testing::GraphBuilder;
 using codegen_testing::RandomFeeds;
 using codegen_testing::Tolerance;
+using loop_ir_testing::ConvAttrs;
+using loop_ir_testing::ConvGraph;
+using loop_ir_testing::ConvTransposeGraph;
 using Ints = std::vector<int64_t>;
 using Attrs = std::map<std::string, AttrValue>;
 
@@ -59,29 +63,10 @@ void Check(const Graph& g, const std::string& kind, std::vector<ScheduleConfig> 
   gpu_testing::CheckPtxAssembles(g, configs);
 }
 
-Attrs ConvAttrs(Ints kernel, Ints strides, Ints pads, Ints dil, int64_t group) {
-  return {{"kernel_shape", AttrValue(kernel)}, {"strides", AttrValue(strides)}, {"pads", AttrValue(pads)},
-          {"dilations", AttrValue(dil)}, {"group", AttrValue(group)}};
-}
-
-// Conv(x, w[k, c/group, kernel...], bias[k]) with `epilogue` (a unary op) when given.
-std::unique_ptr<Graph> Conv(Ints x, int64_t k, Ints kernel, Ints strides, Ints pads, Ints dil, int64_t group,
-                            bool bias = true, const std::string& epilogue = "") {
-  GraphBuilder b;
-  Value* in = b.Input(x);
-  Ints wd = {k, x[1] / group};
-  wd.insert(wd.end(), kernel.begin(), kernel.end());
-  std::vector<Value*> ins = {in, b.Input(wd)};
-  if (bias) ins.push_back(b.Input({k}));
-  Value* y = b.Op("Conv", ins, ConvAttrs(kernel, strides, pads, dil, group));
-  if (!epilogue.empty()) y = b.Op(epilogue, {y});
-  return b.Finish({y});
-}
-
 // Groups, a stride and a dilation per axis, asymmetric pads; 9 x 11 maps
 // whose pixels no tile divides.
 TEST(GpuConvLoweringTest, GroupsStridesPadsDilations) {
-  auto g = Conv({2, 8, 9, 11}, 12, {3, 3}, {2, 1}, {1, 2, 0, 1}, {1, 2}, 2, true, "Relu");
+  auto g = ConvGraph({2, 8, 9, 11}, 12, {3, 3}, {2, 1}, {1, 2, 0, 1}, {1, 2}, 2, true, "Relu");
   Check(*g, "conv", Points(*g, "", 5));
 }
 
@@ -101,11 +86,11 @@ TEST(GpuConvLoweringTest, PointwiseVectorLoadsAndEpilogue) {
 // dilation per axis; no bias) convs.
 TEST(GpuConvLoweringTest, OneAndThreeDimensional) {
   {
-    auto g = Conv({2, 5, 23}, 7, {5}, {2}, {2, 1}, {1}, 1, true, "Tanh");
+    auto g = ConvGraph({2, 5, 23}, 7, {5}, {2}, {2, 1}, {1}, 1, true, "Tanh");
     Check(*g, "conv", Points(*g, "", 4));
   }
   {
-    auto g = Conv({1, 3, 5, 6, 7}, 4, {3, 2, 3}, {1, 2, 1}, {1, 0, 1, 1, 1, 0}, {1, 1, 2}, 1, false);
+    auto g = ConvGraph({1, 3, 5, 6, 7}, 4, {3, 2, 3}, {1, 2, 1}, {1, 0, 1, 1, 1, 0}, {1, 1, 2}, 1, false);
     Check(*g, "conv", Points(*g, "", 4));
   }
 }
@@ -115,7 +100,7 @@ TEST(GpuConvLoweringTest, OneAndThreeDimensional) {
 // asymmetric pads on 9 x 10; a 1-D depthwise conv.
 TEST(GpuConvLoweringTest, DepthwiseEveryPoint) {
   {
-    auto g = Conv({1, 6, 13, 17}, 6, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6, true, "Relu");
+    auto g = ConvGraph({1, 6, 13, 17}, 6, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6, true, "Relu");
     std::vector<ScheduleConfig> points = Points(*g, "dw", 100);
     ASSERT_FALSE(points.empty());
     EXPECT_EQ(DefaultSchedule(*g, kSm90).Get("dw", 0), 1);
@@ -123,11 +108,11 @@ TEST(GpuConvLoweringTest, DepthwiseEveryPoint) {
     Check(*g, "conv", points);
   }
   {
-    auto g = Conv({2, 4, 9, 10}, 4, {5, 3}, {2, 2}, {2, 2, 1, 0}, {1, 2}, 4);
+    auto g = ConvGraph({2, 4, 9, 10}, 4, {5, 3}, {2, 2}, {2, 2, 1, 0}, {1, 2}, 4);
     Check(*g, "conv", Points(*g, "dw", 100));
   }
   {
-    auto g = Conv({1, 3, 20}, 3, {3}, {1}, {1, 1}, {1}, 3, false);
+    auto g = ConvGraph({1, 3, 20}, 3, {3}, {1}, {1, 1}, {1}, 3, false);
     Check(*g, "conv", Points(*g, "dw", 100));
   }
 }
@@ -137,7 +122,7 @@ TEST(GpuConvLoweringTest, DepthwiseEveryPoint) {
 // 32 x 32 tiles make 196 blocks (64 x 64 would make 49), sliced by 4 along K.
 TEST(GpuConvLoweringTest, LoopIrOfTheDefaults) {
   {
-    auto g = Conv({1, 64, 56, 56}, 64, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+    auto g = ConvGraph({1, 64, 56, 56}, 64, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
     ScheduleConfig c = DefaultSchedule(*g, kSm90);
     EXPECT_EQ(c.ToString(), "bk=8,bm=32,bn=32,sk=4,tm=4,tn=4,vw=4");
     absl::StatusOr<loop_ir::LoopFunc> f = LowerWorkload(*g, c, kSm90);
@@ -154,7 +139,7 @@ TEST(GpuConvLoweringTest, LoopIrOfTheDefaults) {
   // A depthwise 3x3 on 112 x 112 (MobileNet's first block): the direct
   // kernel, 8 rows of 112 pixels per block of 256 threads, 448 blocks.
   {
-    auto g = Conv({1, 32, 112, 112}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 32);
+    auto g = ConvGraph({1, 32, 112, 112}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 32);
     ScheduleConfig c = DefaultSchedule(*g, kSm90);
     EXPECT_EQ(c.ToString(), "bt=256,dw=1,rows=8");
     absl::StatusOr<loop_ir::LoopFunc> f = LowerWorkload(*g, c, kSm90);
@@ -168,12 +153,12 @@ TEST(GpuConvLoweringTest, LoopIrOfTheDefaults) {
 }
 
 TEST(GpuConvLoweringTest, RefusesKnobsOutOfRange) {
-  auto g = Conv({1, 4, 8, 8}, 6, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2);
+  auto g = ConvGraph({1, 4, 8, 8}, 6, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2);
   for (const char* bad : {"dw=1", "bm=8", "vw=4", "bt=64", "ur=2"}) {
     absl::Status s = ValidateSchedule(*g, Parse(bad), kSm90);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad << ": " << s;
   }
-  auto dw = Conv({1, 4, 8, 8}, 4, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 4);
+  auto dw = ConvGraph({1, 4, 8, 8}, 4, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 4);
   for (const char* bad : {"dw=1,rows=3", "dw=1,rows=32", "dw=2", "dw=1,tm=4"}) {
     absl::Status s = ValidateSchedule(*dw, Parse(bad), kSm90);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad << ": " << s;
@@ -182,45 +167,33 @@ TEST(GpuConvLoweringTest, RefusesKnobsOutOfRange) {
 
 // ---- ConvTranspose ---------------------------------------------------------------
 
-// ConvTranspose(x, w[c, m/group, k...], bias[m]) with `attrs`, then `epilogue`.
-std::unique_ptr<Graph> ConvT(Ints x, int64_t m_per_group, Ints kernel, Attrs attrs, int64_t group = 1,
-                             bool bias = true, const std::string& epilogue = "") {
-  GraphBuilder b;
-  Value* in = b.Input(x);
-  Ints wd = {x[1], m_per_group};
-  wd.insert(wd.end(), kernel.begin(), kernel.end());
-  std::vector<Value*> ins = {in, b.Input(wd)};
-  if (bias) ins.push_back(b.Input({m_per_group * group}));
-  attrs["group"] = AttrValue(group);
-  Value* y = b.Op("ConvTranspose", ins, std::move(attrs));
-  if (!epilogue.empty()) y = b.Op(epilogue, {y});
-  return b.Finish({y});
-}
-
 void CheckConvT(const Graph& g) { Check(g, "conv_transpose", EnumerateSchedules(g, kSm90)); }
 
 TEST(GpuConvTransposeLoweringTest, StridePadGroupsEveryPoint) {
-  CheckConvT(*ConvT({1, 8, 7, 9}, 6, {4, 4}, {{"strides", AttrValue(Ints{2, 2})}, {"pads", AttrValue(Ints{1, 1, 1, 1})}}));
-  CheckConvT(*ConvT({1, 6, 5, 5}, 2, {3, 3}, {{"strides", AttrValue(Ints{2, 2})}, {"pads", AttrValue(Ints{1, 1, 1, 1})}},
-                    3, false));
+  CheckConvT(*ConvTransposeGraph({1, 8, 7, 9}, 6, {4, 4},
+                                 {{"strides", AttrValue(Ints{2, 2})}, {"pads", AttrValue(Ints{1, 1, 1, 1})}}));
+  CheckConvT(*ConvTransposeGraph({1, 6, 5, 5}, 2, {3, 3},
+                                 {{"strides", AttrValue(Ints{2, 2})}, {"pads", AttrValue(Ints{1, 1, 1, 1})}},
+                                 3, false));
 }
 
 TEST(GpuConvTransposeLoweringTest, OutputPaddingDilationAsymmetricPads) {
-  CheckConvT(*ConvT({1, 3, 5, 6}, 4, {3, 2},
-                    {{"strides", AttrValue(Ints{3, 2})}, {"pads", AttrValue(Ints{1, 0, 2, 1})},
-                     {"dilations", AttrValue(Ints{2, 3})}, {"output_padding", AttrValue(Ints{1, 1})}}));
+  CheckConvT(*ConvTransposeGraph({1, 3, 5, 6}, 4, {3, 2},
+                                 {{"strides", AttrValue(Ints{3, 2})}, {"pads", AttrValue(Ints{1, 0, 2, 1})},
+                                  {"dilations", AttrValue(Ints{2, 3})}, {"output_padding", AttrValue(Ints{1, 1})}}));
 }
 
 TEST(GpuConvTransposeLoweringTest, OneAndThreeDimensional) {
-  CheckConvT(*ConvT({2, 5, 13}, 3, {5}, {{"strides", AttrValue(Ints{3})}, {"pads", AttrValue(Ints{2, 1})}}, 1, true,
-                    "Relu"));
-  CheckConvT(*ConvT({1, 3, 3, 4, 5}, 2, {3, 2, 3},
-                    {{"strides", AttrValue(Ints{2, 1, 2})}, {"pads", AttrValue(Ints{1, 0, 1, 0, 1, 1})},
-                     {"dilations", AttrValue(Ints{1, 2, 1})}}));
+  CheckConvT(*ConvTransposeGraph({2, 5, 13}, 3, {5},
+                                 {{"strides", AttrValue(Ints{3})}, {"pads", AttrValue(Ints{2, 1})}}, 1, true,
+                                 "Relu"));
+  CheckConvT(*ConvTransposeGraph({1, 3, 3, 4, 5}, 2, {3, 2, 3},
+                                 {{"strides", AttrValue(Ints{2, 1, 2})}, {"pads", AttrValue(Ints{1, 0, 1, 0, 1, 1})},
+                                  {"dilations", AttrValue(Ints{1, 2, 1})}}));
 }
 
 TEST(GpuConvTransposeLoweringTest, DefaultAndRefusedKnobs) {
-  auto g = ConvT({1, 4, 6, 6}, 4, {2, 2}, {{"strides", AttrValue(Ints{2, 2})}});
+  auto g = ConvTransposeGraph({1, 4, 6, 6}, 4, {2, 2}, {{"strides", AttrValue(Ints{2, 2})}});
   EXPECT_EQ(DefaultSchedule(*g, kSm90).ToString(), "bt=256,un=1");
   absl::StatusOr<loop_ir::LoopFunc> f = LowerWorkload(*g, DefaultSchedule(*g, kSm90), kSm90);
   ASSERT_TRUE(f.ok()) << f.status();

@@ -5,7 +5,8 @@
 // assembled by ptxas for sm_80 and sm_90; the default's loop IR; refused
 // knobs. CumSum data are multiples of 1/8, so that every order of summation
 // (a thread's serial sum, the block's Hillis-Steele scan, the interpreter's
-// doubles) gives the same floats and results compare exactly.
+// doubles) gives the same floats and results compare exactly. Most case
+// lists are the CPU test's too (loop_ir/index_cases.h).
 #include "compiler_core/codegen/loop_ir/gpu/lower_index.h"
 
 #include <cmath>
@@ -18,76 +19,37 @@
 #include "compiler_core/codegen/kernel_emitter.h"
 #include "compiler_core/codegen/loop_ir/printer.h"
 #include "compiler_core/codegen/schedule_space.h"
-#include "compiler_core/frontend/ops/index_ops.h"
 #include "gtest/gtest.h"
 #include "tests/compiler_core/codegen/codegen_testing.h"
 #include "tests/compiler_core/codegen/gpu_testing.h"
+#include "tests/compiler_core/codegen/loop_ir/index_cases.h"
 
 namespace kiln {
 namespace {
 
-using Ints = std::vector<int64_t>;
-using Attrs = std::map<std::string, AttrValue>;
+using loop_ir_testing::IndexCase;
+using loop_ir_testing::IndexData;
+using loop_ir_testing::IndexGraph;
+using loop_ir_testing::Ints;
 
 const GpuTarget kSm90{90};
 
-// Graphs with f32 inputs and i64 index inputs (each with the range of its
-// values) and i64 constants.
-class IndexGraph : public codegen_testing::GraphBuilder {
- public:
-  Value* F32(const Ints& dims) { return Input(dims); }
-  // An i64 input holding values in [lo, hi).
-  Value* I64(const Ints& dims, int64_t lo, int64_t hi) {
-    Value* v = Input(dims, DType::kInt64);
-    ranges_[v->name()] = {lo, hi};
-    return v;
-  }
-  Value* Const(const Ints& dims, const std::vector<int64_t>& vals) { return Int64Constant(dims, vals); }
-  const std::map<std::string, std::pair<int64_t, int64_t>>& ranges() const { return ranges_; }
-
- private:
-  std::map<std::string, std::pair<int64_t, int64_t>> ranges_;
-};
-
-enum class Data { kUniform, kEighths, kTies };
-
-std::map<std::string, Tensor> Feeds(const Graph& g, const IndexGraph& b, Data data) {
-  std::map<std::string, Tensor> feeds;
-  std::mt19937 rng(11);
-  for (const Value* v : g.inputs()) {
-    const Ints dims = v->type().StaticDims();
-    const int64_t n = codegen_testing::Product(dims);
-    if (v->type().dtype == DType::kInt64) {
-      auto [lo, hi] = b.ranges().at(v->name());
-      std::uniform_int_distribution<int64_t> dist(lo, hi - 1);
-      std::vector<int64_t> x(n);
-      for (int64_t& e : x) e = dist(rng);
-      feeds.emplace(v->name(), Tensor::FromVector(DType::kInt64, dims, x));
-      continue;
-    }
-    std::vector<float> x(n);
-    std::uniform_real_distribution<float> uniform(-1, 1);
-    std::uniform_int_distribution<int> eighths(-8, 8), ties(-1, 1);
-    for (float& e : x) {
-      if (data == Data::kUniform) e = uniform(rng);
-      if (data == Data::kEighths) e = static_cast<float>(eighths(rng)) / 8;
-      if (data == Data::kTies) e = static_cast<float>(ties(rng));
-    }
-    feeds.emplace(v->name(), Tensor::FromVector(DType::kFloat32, dims, x));
-  }
-  return feeds;
-}
-
 // Every point of the space against the interpreter (exactly, unless the
 // workload computes transcendental functions), then assembled.
-void CheckEverywhere(const Graph& g, const IndexGraph& b, Data data = Data::kUniform,
+void CheckEverywhere(const Graph& g, const IndexGraph& b, IndexData data = IndexData::kUniform,
                      codegen_testing::Tolerance tol = {0, 0}) {
-  ASSERT_EQ(WorkloadKind(g), "index") << g.ToText();
-  std::vector<ScheduleConfig> space = EnumerateSchedules(g, kSm90);
-  ASSERT_FALSE(space.empty()) << g.ToText();
-  EXPECT_NE(std::find(space.begin(), space.end(), DefaultSchedule(g, kSm90)), space.end());
-  gpu_testing::CheckGpuConfigsAgainstInterpreter(g, Feeds(g, b, data), space, tol);
-  gpu_testing::CheckPtxAssembles(g, space);
+  gpu_testing::CheckEveryPoint(g, "index", loop_ir_testing::IndexFeeds(g, b, data), tol);
+}
+
+// CheckEverywhere on the graph of each case.
+void CheckCases(const std::vector<IndexCase>& cases, IndexData data = IndexData::kUniform,
+                codegen_testing::Tolerance tol = {0, 0}) {
+  for (const IndexCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    IndexGraph b;
+    auto g = b.Finish(c.build(b));
+    CheckEverywhere(*g, b, data, tol);
+  }
 }
 
 std::string DefaultIr(const Graph& g) {
@@ -97,16 +59,11 @@ std::string DefaultIr(const Graph& g) {
 }
 
 TEST(GpuIndexLoweringTest, GatherAxesNegativeIndicesAndEpilogue) {
-  struct Case { Ints data, ind; int64_t axis; };
-  for (const Case& c : {Case{{3, 7, 5}, {4}, 1}, Case{{3, 7, 5}, {2, 3}, -1}, Case{{2, 3, 17}, {}, 2},
-                        Case{{13}, {3, 2}, 0}, Case{{11, 9}, {2, 3}, 0}}) {
-    SCOPED_TRACE(c.axis);
+  for (const IndexCase& c : loop_ir_testing::GatherAxisCases()) {
+    SCOPED_TRACE(c.name);
     IndexGraph b;
-    Value* x = b.F32(c.data);
-    const int64_t a = c.axis < 0 ? c.axis + static_cast<int64_t>(c.data.size()) : c.axis;
-    Value* i = b.I64(c.ind, -c.data[a], c.data[a]);
-    Value* y = b.Op("Gather", {x, i}, {{"axis", c.axis}});
-    auto g = b.Finish({y, b.Op("Relu", {b.Op("Neg", {y})})});
+    Value* y = c.build(b)[0];
+    auto g = b.Finish({y, b.Op("Relu", {b.Op("Neg", {y})})});  // an epilogue beside the Gather
     CheckEverywhere(*g, b);
   }
   IndexGraph b;  // constant indices, a transposed input, a reshaped consumer
@@ -118,16 +75,8 @@ TEST(GpuIndexLoweringTest, GatherAxesNegativeIndicesAndEpilogue) {
   CheckEverywhere(*g, b);
 }
 
-// Index expressions move elements of any type: bool and f16 rows.
 TEST(GpuIndexLoweringTest, GatherOfBoolAndHalfRows) {
-  for (int64_t to : {int64_t{9}, int64_t{10}}) {
-    SCOPED_TRACE(to);
-    IndexGraph b;
-    Value* x = b.F32({32, 6});
-    Value* data = b.Op("Cast", {x}, {{"to", to}});
-    auto g = b.Finish({b.Op("Gather", {data, b.I64({1, 5}, 0, 32)}, {{"axis", int64_t{0}}})});
-    CheckEverywhere(*g, b);
-  }
+  CheckCases(loop_ir_testing::GatherOfBoolAndHalfCases());
 }
 
 // Out-of-range indices are clamped (past the end to the last row, before
@@ -151,89 +100,25 @@ TEST(GpuIndexLoweringTest, GatherClampsOutOfRangeIndices) {
 }
 
 TEST(GpuIndexLoweringTest, GatherElementsAndGatherND) {
-  struct Case { Ints data, ind; int64_t axis; };
-  for (const Case& c : {Case{{3, 5}, {3, 5}, 0}, Case{{3, 5}, {2, 7}, 1}, Case{{2, 3, 7}, {1, 3, 4}, -1}}) {
-    IndexGraph b;
-    Value* x = b.F32(c.data);
-    const int64_t a = c.axis < 0 ? c.axis + static_cast<int64_t>(c.data.size()) : c.axis;
-    auto g = b.Finish({b.Op("GatherElements", {x, b.I64(c.ind, -c.data[a], c.data[a])}, {{"axis", c.axis}})});
-    CheckEverywhere(*g, b);
-  }
-  struct NdCase { Ints data, ind; int64_t batch_dims; };
-  for (const NdCase& c : {NdCase{{5, 7, 3}, {2, 4, 1}, 0}, NdCase{{2, 5, 3}, {2, 4, 1}, 1},
-                          NdCase{{2, 3, 4, 5}, {2, 3, 2}, 2}}) {
-    IndexGraph b;
-    Value* x = b.F32(c.data);
-    Value* i = b.I64(c.ind, -1, *std::min_element(c.data.begin() + c.batch_dims, c.data.end()));
-    auto g = b.Finish({b.Op("GatherND", {x, i}, {{"batch_dims", c.batch_dims}})});
-    CheckEverywhere(*g, b);
-  }
+  CheckCases(loop_ir_testing::GatherElementsCases());
+  CheckCases(loop_ir_testing::GatherNDCases());
 }
 
 TEST(GpuIndexLoweringTest, DepthToSpaceAndSpaceToDepth) {
-  for (std::string mode : {"DCR", "CRD"}) {
-    for (auto [dims, bs] : {std::pair<Ints, int64_t>{{1, 8, 3, 5}, 2}, {{2, 9, 1, 3}, 3}}) {
-      IndexGraph b;
-      auto g = b.Finish({b.Op("DepthToSpace", {b.F32(dims)}, {{"blocksize", bs}, {"mode", mode}})});
-      CheckEverywhere(*g, b);
-    }
-  }
-  for (auto [dims, bs] : {std::pair<Ints, int64_t>{{1, 3, 6, 10}, 2}, {{2, 1, 3, 9}, 3}}) {
-    IndexGraph b;
-    auto g = b.Finish({b.Op("SpaceToDepth", {b.F32(dims)}, {{"blocksize", bs}})});
-    CheckEverywhere(*g, b);
-  }
+  CheckCases(loop_ir_testing::DepthToSpaceAndSpaceToDepthCases());
 }
 
 TEST(GpuIndexLoweringTest, TriluConstantRuntimeAndMissingK) {
-  for (int64_t upper : {0, 1}) {
-    for (int64_t k : {-2, 1}) {
-      IndexGraph b;
-      auto g = b.Finish({b.Op("Trilu", {b.F32({2, 5, 7}), b.Const({}, {k})}, {{"upper", upper}})});
-      CheckEverywhere(*g, b);
-    }
-    IndexGraph b;
-    Value* x = b.F32({6, 5});
-    Value* k = b.I64({}, -3, 4);
-    auto g = b.Finish({b.Op("Trilu", {x, k}, {{"upper", upper}}), b.Op("Trilu", {x}, {{"upper", upper}})});
-    CheckEverywhere(*g, b);
-  }
+  CheckCases(loop_ir_testing::TriluCases());
 }
 
 TEST(GpuIndexLoweringTest, SplitPieces) {
-  struct Case { Ints dims; int64_t axis; std::vector<int64_t> sizes; int64_t pieces; };
-  for (const Case& c : {Case{{3, 7}, 1, {1, 4, 2}, 3}, Case{{7, 2}, 0, {}, 3}, Case{{2, 3, 10}, -1, {}, 2}}) {
-    IndexGraph b;
-    Value* x = b.F32(c.dims);
-    Value* sizes = c.sizes.empty() ? nullptr : b.Const({static_cast<int64_t>(c.sizes.size())}, c.sizes);
-    std::vector<Value*> outs;
-    for (int64_t k = 0; k < c.pieces; ++k) {
-      Attrs a = {{"axis", c.axis}, {ops::kSplitOutputIndexAttr, k}, {ops::kSplitNumOutputsAttr, c.pieces}};
-      std::vector<Value*> ins = {x};
-      if (sizes) ins.push_back(sizes);
-      outs.push_back(b.Op("Split", ins, a));
-    }
-    auto g = b.Finish(outs);
-    CheckEverywhere(*g, b);
-  }
+  CheckCases(loop_ir_testing::SplitCases());
 }
 
-// Every axis, exclusive and reverse, rows of 1 to 13 elements (a thread per
-// row and blocks mostly idle).
+// Short rows: a thread per row and blocks mostly idle.
 TEST(GpuIndexLoweringTest, CumSumEveryAxisAndDirection) {
-  for (Ints dims : {Ints{3, 7, 5}, Ints{13}, Ints{1, 2, 1}}) {
-    for (int64_t axis = -1; axis < static_cast<int64_t>(dims.size()); ++axis) {
-      for (int64_t excl : {0, 1}) {
-        for (int64_t rev : {0, 1}) {
-          SCOPED_TRACE(absl::StrCat("axis ", axis, " exclusive ", excl, " reverse ", rev));
-          IndexGraph b;
-          Value* x = b.F32(dims);
-          auto g = b.Finish({b.Op("CumSum", {x, b.Const({}, {axis})}, {{"exclusive", excl}, {"reverse", rev}})});
-          CheckEverywhere(*g, b, Data::kEighths);
-        }
-      }
-    }
-  }
+  CheckCases(loop_ir_testing::CumSumCases(), IndexData::kEighths);
 }
 
 // Long rows: the block-wide scan over several tiles with a partial last
@@ -248,7 +133,7 @@ TEST(GpuIndexLoweringTest, CumSumLongRowsAcrossTiles) {
         const int64_t axis = dims.size() == 2 && dims[1] == 3 ? 0 : -1;
         auto g = b.Finish(
             {b.Op("CumSum", {b.F32(dims), b.Const({}, {axis})}, {{"exclusive", excl}, {"reverse", rev}})});
-        CheckEverywhere(*g, b, Data::kEighths);
+        CheckEverywhere(*g, b, IndexData::kEighths);
       }
     }
   }
@@ -265,26 +150,14 @@ TEST(GpuIndexLoweringTest, CumSumConsumersAndRuntimeAxis) {
     Value* t = b.Op("Transpose", {c}, {{"perm", Ints{1, 0}}});
     Value* gather = b.Op("Gather", {x, b.I64({3}, 0, 4)}, {{"axis", int64_t{0}}});
     auto g = b.Finish({c, b.Op("Tanh", {c}), b.Op("Relu", {t}), gather});
-    CheckEverywhere(*g, b, Data::kEighths, {1e-6, 1e-6});
+    CheckEverywhere(*g, b, IndexData::kEighths, {1e-6, 1e-6});
     // The Tanh is stored where the scan stores (one store of out1 per
     // element written); only the transposed reads sum again.
     const std::string ir = DefaultIr(*g);
     EXPECT_NE(ir.find("allocate resum2_0: f32[1]"), std::string::npos) << ir;
     EXPECT_EQ(ir.find("resum1"), std::string::npos) << ir;
   }
-  {
-    IndexGraph b;
-    Value* x = b.F32({4, 9});
-    Value* c = b.Op("CumSum", {x, b.I64({}, -2, 2)}, {{"reverse", int64_t{1}}});
-    Value* t = b.Op("Transpose", {c}, {{"perm", Ints{1, 0}}});
-    auto g = b.Finish({c, b.Op("Tanh", {c}), t});
-    CheckEverywhere(*g, b, Data::kEighths, {1e-6, 1e-6});
-  }
-  {
-    IndexGraph b;
-    auto g = b.Finish({b.Op("CumSum", {b.F32({17}), b.I64({1}, -1, 1)})});
-    CheckEverywhere(*g, b, Data::kEighths);
-  }
+  CheckCases(loop_ir_testing::CumSumRuntimeAxisCases(), IndexData::kEighths, {1e-6, 1e-6});
 }
 
 // Scans read their input through fused producers: a broadcast product
@@ -295,35 +168,19 @@ TEST(GpuIndexLoweringTest, ScansOfFusedProducers) {
     Value* x = b.F32({3, 130});
     Value* scale = b.F32({3, 1});
     auto g = b.Finish({b.Op("CumSum", {b.Op("Mul", {x, scale}), b.Const({}, {-1})}, {{"reverse", int64_t{1}}})});
-    CheckEverywhere(*g, b, Data::kEighths);
+    CheckEverywhere(*g, b, IndexData::kEighths);
   }
   {
     IndexGraph b;
     Value* rows = b.Op("Gather", {b.F32({9, 40}), b.I64({5}, -9, 9)}, {{"axis", int64_t{0}}});
     auto g = b.Finish({b.Op("ArgMin", {b.Op("Abs", {rows})}, {{"axis", int64_t{1}}, {"keepdims", int64_t{0}}})});
-    CheckEverywhere(*g, b, Data::kTies);
+    CheckEverywhere(*g, b, IndexData::kTies);
   }
 }
 
-// Ties (data from {-1, 0, 1}), every axis, keepdims on and off, first and
-// last index; rows of 1 to 17 and of 70 and 1000 (warps and blocks per row).
+// Ties: data from {-1, 0, 1}.
 TEST(GpuIndexLoweringTest, ArgMaxArgMin) {
-  for (std::string op : {"ArgMax", "ArgMin"}) {
-    for (Ints dims : {Ints{3, 7, 5}, Ints{2, 1, 17}, Ints{5, 70}, Ints{2, 1000}}) {
-      for (int64_t axis = -1; axis < static_cast<int64_t>(dims.size()); ++axis) {
-        for (int64_t keep : {0, 1}) {
-          for (int64_t last : {0, 1}) {
-            if (dims.back() >= 70 && (axis != -1 || keep == 0)) continue;  // long rows: their own axis
-            SCOPED_TRACE(absl::StrCat(op, " axis ", axis, " keepdims ", keep, " last ", last));
-            IndexGraph b;
-            auto g = b.Finish(
-                {b.Op(op, {b.F32(dims)}, {{"axis", axis}, {"keepdims", keep}, {"select_last_index", last}})});
-            CheckEverywhere(*g, b, Data::kTies);
-          }
-        }
-      }
-    }
-  }
+  CheckCases(loop_ir_testing::ArgMaxArgMinCases(), IndexData::kTies);
 }
 
 // NaN as the interpreter compares: a NaN first element is never replaced

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/compiler_core/codegen/codegen_testing.h"
 #include "tests/compiler_core/codegen/gpu_testing.h"
+#include "tests/compiler_core/codegen/loop_ir/lowering_testing.h"
 
 namespace kiln {
 namespace {
@@ -32,18 +33,12 @@ const Tolerance kTol{1e-4, 1e-4};
 
 // The default, the first and last points and `count` more spread evenly
 // over the space, then `extra`.
-std::vector<ScheduleConfig> Spread(const Graph& g, size_t count, std::vector<ScheduleConfig> extra = {}) {
-  std::vector<ScheduleConfig> space = EnumerateSchedules(g, kSm90);
-  std::vector<ScheduleConfig> out;
-  auto add = [&](const ScheduleConfig& c) {
+std::vector<ScheduleConfig> Spread(const Graph& g, size_t count, const std::vector<ScheduleConfig>& extra = {}) {
+  std::vector<ScheduleConfig> out = loop_ir_testing::SpreadPoints(g, kSm90, count);
+  if (out.empty()) return out;
+  for (const ScheduleConfig& c : extra) {
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-  };
-  if (space.empty()) return out;
-  add(DefaultSchedule(g, kSm90));
-  add(space.front());
-  add(space.back());
-  for (size_t i = 1; i <= count; ++i) add(space[i * space.size() / (count + 1)]);
-  for (const ScheduleConfig& c : extra) add(c);
+  }
   return out;
 }
 

@@ -3,6 +3,8 @@
 // 1-D, 2-D and 3-D, with an epilogue; every point of the GPU space against
 // the reference interpreter (through the CPU emulation) and assembled by
 // ptxas for sm_80 and sm_90; windows of padding only, -inf and NaN taps.
+// The 3-D and MaxPool-with-Indices case lists are the CPU test's too
+// (loop_ir/pool_cases.h).
 #include "compiler_core/codegen/loop_ir/gpu/lower_pool.h"
 
 #include <cmath>
@@ -15,99 +17,66 @@
 #include "gtest/gtest.h"
 #include "tests/compiler_core/codegen/codegen_testing.h"
 #include "tests/compiler_core/codegen/gpu_testing.h"
+#include "tests/compiler_core/codegen/loop_ir/pool_cases.h"
 
 namespace kiln {
 namespace {
 
 using codegen_testing::GraphBuilder;
 using codegen_testing::RandomFeeds;
-using Attrs = std::map<std::string, AttrValue>;
-using Ints = std::vector<int64_t>;
+using loop_ir_testing::Attrs;
+using loop_ir_testing::Ints;
+using loop_ir_testing::MaxPoolWithIndicesGraph;
+using loop_ir_testing::PoolCase;
+using loop_ir_testing::PoolGraph;
 
 const GpuTarget kSm90{90};
 
 void CheckEverywhere(const Graph& g, const std::map<std::string, Tensor>& feeds) {
-  EXPECT_EQ(WorkloadKind(g), "pool") << g.ToText();
-  std::vector<ScheduleConfig> space = EnumerateSchedules(g, kSm90);
-  ASSERT_FALSE(space.empty()) << g.ToText();
-  EXPECT_NE(std::find(space.begin(), space.end(), DefaultSchedule(g, kSm90)), space.end());
-  gpu_testing::CheckGpuConfigsAgainstInterpreter(g, feeds, space);
-  gpu_testing::CheckPtxAssembles(g, space);
+  gpu_testing::CheckEveryPoint(g, "pool", feeds);
 }
 
 void CheckEverywhere(const Graph& g) { CheckEverywhere(g, RandomFeeds(g, 11, -2.0f, 2.0f)); }
 
-std::unique_ptr<Graph> Pool(const std::string& op, const Ints& x, Attrs attrs) {
-  GraphBuilder b;
-  return b.Finish({b.Op(op, {b.Input(x)}, std::move(attrs))});
-}
-
-// MaxPool -> (Y, Indices), both workload outputs.
-std::unique_ptr<Graph> MaxPoolWithIndices(const Ints& x, Attrs attrs) {
-  auto g = std::make_unique<Graph>();
-  g->set_opset_version(17);
-  Value* in = *g->AddInput("in0", TensorType::Static(DType::kFloat32, x));
-  Value* y = *g->AddValue("y");
-  Value* ind = *g->AddValue("ind");
-  EXPECT_TRUE(g->AddNode("MaxPool", "n0", {in}, {y, ind}, std::move(attrs)).ok());
-  g->AddOutput(y);
-  g->AddOutput(ind);
-  EXPECT_TRUE(InferShapes(*g).ok());
-  return g;
-}
-
 TEST(GpuPoolLoweringTest, MaxPool2d) {
   // ResNet's stem pool at an odd size; odd sizes without padding; ceil mode
   // and dilation with asymmetric pads.
-  CheckEverywhere(*Pool("MaxPool", {2, 3, 19, 21},
-                        {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}));
-  CheckEverywhere(*Pool("MaxPool", {2, 3, 9, 13}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}}));
-  CheckEverywhere(*Pool("MaxPool", {1, 4, 11, 12},
-                        {{"kernel_shape", Ints{3, 2}}, {"strides", Ints{2, 3}}, {"dilations", Ints{2, 1}},
-                         {"ceil_mode", int64_t{1}}, {"pads", Ints{1, 0, 1, 1}}}));
+  CheckEverywhere(*PoolGraph("MaxPool", {2, 3, 19, 21},
+                             {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}));
+  CheckEverywhere(*PoolGraph("MaxPool", {2, 3, 9, 13}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}}));
+  CheckEverywhere(*PoolGraph("MaxPool", {1, 4, 11, 12},
+                             {{"kernel_shape", Ints{3, 2}}, {"strides", Ints{2, 3}}, {"dilations", Ints{2, 1}},
+                              {"ceil_mode", int64_t{1}}, {"pads", Ints{1, 0, 1, 1}}}));
 }
 
 TEST(GpuPoolLoweringTest, AveragePool2d) {
   for (int64_t include_pad : {0, 1}) {
     SCOPED_TRACE(include_pad);
-    CheckEverywhere(*Pool("AveragePool", {2, 3, 10, 13},
-                          {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}},
-                           {"ceil_mode", int64_t{1}}, {"count_include_pad", include_pad}}));
+    CheckEverywhere(*PoolGraph("AveragePool", {2, 3, 10, 13},
+                               {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}},
+                                {"ceil_mode", int64_t{1}}, {"count_include_pad", include_pad}}));
   }
-  CheckEverywhere(*Pool("AveragePool", {1, 5, 8, 9},
-                        {{"kernel_shape", Ints{2, 3}}, {"strides", Ints{2, 2}},
-                         {"auto_pad", std::string("SAME_LOWER")}}));
+  CheckEverywhere(*PoolGraph("AveragePool", {1, 5, 8, 9},
+                             {{"kernel_shape", Ints{2, 3}}, {"strides", Ints{2, 2}},
+                              {"auto_pad", std::string("SAME_LOWER")}}));
   // A 7x7 global-like window: 49 taps, unrolled along the row, serial
   // beyond 8.
-  CheckEverywhere(*Pool("AveragePool", {2, 4, 9, 9}, {{"kernel_shape", Ints{9, 9}}}));
+  CheckEverywhere(*PoolGraph("AveragePool", {2, 4, 9, 9}, {{"kernel_shape", Ints{9, 9}}}));
 }
 
 TEST(GpuPoolLoweringTest, OneAndThreeDimensionalPools) {
-  CheckEverywhere(*Pool("MaxPool", {2, 3, 29}, {{"kernel_shape", Ints{3}}, {"strides", Ints{2}}, {"pads", Ints{1, 1}}}));
-  CheckEverywhere(*Pool("AveragePool", {2, 3, 17},
-                        {{"kernel_shape", Ints{4}}, {"strides", Ints{3}}, {"pads", Ints{2, 1}},
-                         {"count_include_pad", int64_t{1}}}));
-  CheckEverywhere(*Pool("MaxPool", {2, 2, 7, 5, 9},
-                        {{"kernel_shape", Ints{3, 2, 3}}, {"strides", Ints{2, 1, 2}}, {"pads", Ints{1, 0, 1, 1, 1, 0}},
-                         {"dilations", Ints{1, 2, 1}}, {"ceil_mode", int64_t{1}}}));
-  CheckEverywhere(*Pool("AveragePool", {1, 2, 4, 5, 3},
-                        {{"kernel_shape", Ints{2, 3, 2}}, {"strides", Ints{2, 2, 2}},
-                         {"pads", Ints{1, 1, 1, 1, 1, 1}}, {"count_include_pad", int64_t{1}}, {"ceil_mode", int64_t{1}}}));
+  CheckEverywhere(
+      *PoolGraph("MaxPool", {2, 3, 29}, {{"kernel_shape", Ints{3}}, {"strides", Ints{2}}, {"pads", Ints{1, 1}}}));
+  CheckEverywhere(*PoolGraph("AveragePool", {2, 3, 17},
+                             {{"kernel_shape", Ints{4}}, {"strides", Ints{3}}, {"pads", Ints{2, 1}},
+                              {"count_include_pad", int64_t{1}}}));
+  for (const PoolCase& c : loop_ir_testing::ThreeDimensionalPoolCases()) CheckEverywhere(*PoolGraph(c));
 }
 
-// Indices: row-major and column-major (storage_order=1) flat positions, 2-D,
-// 3-D and 1-D, dilated and padded.
 TEST(GpuPoolLoweringTest, MaxPoolWithIndices) {
-  CheckEverywhere(*MaxPoolWithIndices({2, 3, 7, 11}, {{"kernel_shape", Ints{2, 3}}, {"strides", Ints{2, 2}},
-                                                      {"storage_order", int64_t{1}}}));
-  CheckEverywhere(*MaxPoolWithIndices({1, 2, 9, 13}, {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 1}},
-                                                      {"pads", Ints{1, 1, 1, 1}}, {"dilations", Ints{1, 2}},
-                                                      {"ceil_mode", int64_t{1}}}));
-  CheckEverywhere(*MaxPoolWithIndices({1, 2, 3, 5, 6}, {{"kernel_shape", Ints{2, 2, 3}}, {"strides", Ints{1, 2, 2}},
-                                                        {"pads", Ints{0, 1, 1, 1, 0, 1}},
-                                                        {"storage_order", int64_t{1}}}));
-  CheckEverywhere(*MaxPoolWithIndices({2, 3, 17}, {{"kernel_shape", Ints{4}}, {"strides", Ints{3}},
-                                                   {"pads", Ints{1, 2}}}));
+  for (const PoolCase& c : loop_ir_testing::MaxPoolWithIndicesCases()) {
+    CheckEverywhere(*MaxPoolWithIndicesGraph(c.x, c.attrs));
+  }
 }
 
 // The interpreter's MaxPool takes the first tap inside the input, then
@@ -117,8 +86,11 @@ TEST(GpuPoolLoweringTest, MaxPoolWithIndices) {
 // the input) gives -inf and index -1 within its plane.
 TEST(GpuPoolLoweringTest, MaxPoolSpecialValues) {
   const Ints x = {1, 2, 6, 7};
-  auto g = MaxPoolWithIndices(x, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}},
-                                  {"pads", Ints{0, 0, 1, 3}}, {"ceil_mode", int64_t{1}}, {"dilations", Ints{1, 3}}});
+  auto g = MaxPoolWithIndicesGraph(x, {{"kernel_shape", Ints{2, 2}},
+                                       {"strides", Ints{2, 2}},
+                                       {"pads", Ints{0, 0, 1, 3}},
+                                       {"ceil_mode", int64_t{1}},
+                                       {"dilations", Ints{1, 3}}});
   std::vector<float> data = codegen_testing::RandomData(codegen_testing::Product(x), 9, -2, 2);
   data[0] = NAN;                  // first tap of the first window
   data[7 + 3] = NAN;              // a later tap of another window
@@ -144,7 +116,7 @@ TEST(GpuPoolLoweringTest, Epilogue) {
 TEST(GpuPoolLoweringTest, LoopIrOfTheDefault) {
   const Attrs stem = {{"kernel_shape", AttrValue(Ints{3, 3})}, {"strides", AttrValue(Ints{2, 2})},
                       {"pads", AttrValue(Ints{1, 1, 1, 1})}};
-  auto g = Pool("MaxPool", {1, 64, 112, 112}, stem);
+  auto g = PoolGraph("MaxPool", {1, 64, 112, 112}, stem);
   ScheduleConfig c = DefaultSchedule(*g, kSm90);
   EXPECT_EQ(c.ToString(), "bt=256,un=1,vw=2");
   absl::StatusOr<loop_ir::LoopFunc> f = LowerWorkload(*g, c, kSm90);
@@ -155,14 +127,14 @@ TEST(GpuPoolLoweringTest, LoopIrOfTheDefault) {
   EXPECT_NE(text.find("unrolled for (kw, 0, 3)"), std::string::npos) << text;
   EXPECT_NE(text.find("vectorized for (v, 0, 2)"), std::string::npos) << text;
   EXPECT_EQ(text.find("(ow < 56)"), std::string::npos) << "2 divides the row: no guard\n" << text;
-  EXPECT_EQ(DefaultSchedule(*Pool("MaxPool", {4, 64, 112, 112}, stem), kSm90).Get("vw", 0), 4);
+  EXPECT_EQ(DefaultSchedule(*PoolGraph("MaxPool", {4, 64, 112, 112}, stem), kSm90).Get("vw", 0), 4);
   // A small map: one output per thread.
-  auto small = Pool("MaxPool", {1, 8, 8, 8}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
+  auto small = PoolGraph("MaxPool", {1, 8, 8, 8}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
   EXPECT_EQ(DefaultSchedule(*small, kSm90).Get("vw", 0), 1);
 }
 
 TEST(GpuPoolLoweringTest, RefusesKnobsOutOfRange) {
-  auto g = Pool("MaxPool", {1, 4, 8, 8}, {{"kernel_shape", Ints{2, 2}}});
+  auto g = PoolGraph("MaxPool", {1, 4, 8, 8}, {{"kernel_shape", Ints{2, 2}}});
   for (const char* knobs : {"vw=3", "vw=8", "bt=48", "un=0", "rows=2"}) {
     EXPECT_EQ(ValidateSchedule(*g, *ScheduleConfig::Parse(knobs), kSm90).code(), absl::StatusCode::kInvalidArgument)
         << knobs;
