@@ -52,8 +52,17 @@ absl::Status CheckIndexNode(const Node& n) {
   const std::string& op = n.op_type();
   if (n.num_outputs() != 1) return NodeError(n, "extra outputs");
   if (n.input(0) == nullptr) return NodeError(n, "no data input");
-  // Index expressions move elements of any type; scans compute in f32.
-  if (IsScanOp(op) && n.input(0)->type().dtype != DType::kFloat32) return NodeError(n, "data is not f32");
+  // Index expressions move elements of any type; CumSum sums f32, f64, i32
+  // or i64 in that type (exporters write position ids as integer CumSums),
+  // ArgMax and ArgMin compare f32.
+  const DType data = n.input(0)->type().dtype;
+  if (op == "CumSum" && data != DType::kFloat32 && data != DType::kFloat64 && data != DType::kInt32 &&
+      data != DType::kInt64) {
+    return NodeError(n, absl::StrCat("data is ", DTypeName(data), ", not f32, f64, i32 or i64"));
+  }
+  if ((op == "ArgMax" || op == "ArgMin") && data != DType::kFloat32) {
+    return NodeError(n, absl::StrCat("data is ", DTypeName(data), ", not f32"));
+  }
   const int64_t rank = Rank(n.input(0));
   if (op == "Gather" || op == "GatherElements") {
     RETURN_IF_ERROR(ops::NormalizeAxis(n.GetInt("axis", 0), rank, "axis").status());
@@ -135,48 +144,29 @@ absl::StatusOr<IndexForm> AnalyzeIndex(const Graph& g) {
     return absl::UnimplementedError(absl::StrCat("workload ", g.name(), " has no index operator"));
   }
   RETURN_IF_ERROR(CheckWorkload(g, [](const Value*) { return true; }, "tensor"));
-  for (const Value* v : g.values()) {
-    if (v->is_constant() && v->users().empty()) continue;
-    const TensorType& t = v->type();
-    if (t.dtype != DType::kInt64 && t.dtype != DType::kInt32) continue;  // data: moved as its own type
-    if (v->is_constant()) continue;  // structural operand, read at lowering time
-    if (t.dtype == DType::kInt64 && v->producer() == nullptr) {
-      for (const Node* u : v->users()) {
-        for (int i = 0; i < u->num_inputs(); ++i) {
-          if (u->input(i) == v && i != IntOperand(u->op_type())) {
-            return NodeError(*u, absl::StrCat("i64 value ", v->name(), " is not its index operand"));
-          }
-        }
-      }
-      continue;
+  // Integer data (moved by index expressions, scanned, computed by
+  // elementwise nodes) takes its own type; an integer read as an index is
+  // an i64 workload input or a constant, which IndexExpr::IntAt reads.
+  for (const auto& n : g.nodes()) {
+    const int slot = IntOperand(n->op_type());
+    if (slot < 0 || slot >= n->num_inputs() || n->input(slot) == nullptr) continue;
+    const Value* v = n->input(slot);
+    if (v->is_constant()) continue;
+    const DType t = v->type().dtype;
+    if ((t != DType::kInt64 && t != DType::kInt32) || v->producer() != nullptr) {
+      return NodeError(*n, absl::StrCat("index operand ", v->name(), " is ", DTypeName(t),
+                                        v->producer() != nullptr ? " computed in the workload" : "",
+                                        " (indices are i64 or i32 workload inputs or constants)"));
     }
-    const Node* p = v->producer();
-    if (t.dtype == DType::kInt64 && p != nullptr && (p->op_type() == "ArgMax" || p->op_type() == "ArgMin") &&
-        v->users().empty()) {
-      continue;
-    }
-    return absl::UnimplementedError(
-        absl::StrCat("value ", v->name(), " is ", DTypeName(t.dtype),
-                     " (integer values are i64 indices read from workload inputs or constants)"));
   }
   return f;
 }
 
 IndexExpr::IndexExpr(const Graph& g) : g_(g), ge_(g) {
-  args_ = ge_.args();
+  args_ = ge_.args();  // typed as their values: i64 inputs are i64 buffers
   for (size_t i = 0; i < g.inputs().size(); ++i) {
-    const Value* v = g.inputs()[i];
-    if (v->type().dtype == DType::kInt64) {
-      args_[i] = MakeBuffer(args_[i]->name, args_[i]->shape, BufferRole::kInput, args_[i]->arg, ScalarType::kI64);
-      int_inputs_[v] = args_[i];
-    }
-  }
-  const size_t ni = g.inputs().size();
-  for (size_t j = 0; j < g.outputs().size(); ++j) {
-    if (g.outputs()[j]->type().dtype == DType::kInt64) {
-      const Buffer& b = args_[ni + j];
-      args_[ni + j] = MakeBuffer(b->name, b->shape, BufferRole::kOutput, b->arg, ScalarType::kI64);
-    }
+    const DType t = g.inputs()[i]->type().dtype;
+    if (t == DType::kInt64 || t == DType::kInt32) int_inputs_[g.inputs()[i]] = args_[i];
   }
   int k = 0;
   for (const auto& n : g.nodes()) {
@@ -211,8 +201,11 @@ absl::StatusOr<Expr> IndexExpr::IntAt(const Value* v, const Expr& flat) {
     return r;
   }
   auto it = int_inputs_.find(v);
-  if (it == int_inputs_.end()) return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is not an i64 input"));
-  return Load(it->second, flat);
+  if (it == int_inputs_.end()) {
+    return absl::UnimplementedError(absl::StrCat("value ", v->name(), " is not an integer input"));
+  }
+  Expr e = Load(it->second, flat);
+  return it->second->dtype == ScalarType::kI64 ? e : Cast(ScalarType::kI64, e);
 }
 
 // Replaces marker loads in `e` (built by GraphExpr at index `idx`).
@@ -320,7 +313,7 @@ absl::StatusOr<Expr> IndexExpr::NodeAt(const Node& n, const std::vector<Expr>& i
     Expr diff = Sub(idx[rank - 1], idx[rank - 2]);
     Expr keep = n.GetInt("upper", 1) != 0 ? Ge(diff, k) : Le(diff, k);
     ASSIGN_OR_RETURN(Expr v, At(x, idx));
-    return Select(keep, v, FloatImm(0));
+    return Select(keep, v, Const(ComputeTypeOf(x->type().dtype), 0));
   }
   if (op == "Split") {
     ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(n.GetInt("axis", 0), rank, "axis"));
@@ -425,7 +418,7 @@ absl::StatusOr<Stmt> CumSumNest(IndexExpr& ie, const Node& n, int64_t axis, cons
       return *v;
     };
     Expr first = IntImm(reverse ? len - 1 : 0);
-    std::vector<Stmt> st = {Store(out, at(first), exclusive ? FloatImm(0) : x_at(first))};
+    std::vector<Stmt> st = {Store(out, at(first), exclusive ? Const(out->dtype, 0) : x_at(first))};
     if (len > 1) {
       Expr s = Var("s_");
       Expr k = reverse ? Sub(IntImm(len - 2), s) : Add(s, IntImm(1));

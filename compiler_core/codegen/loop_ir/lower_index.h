@@ -61,14 +61,16 @@ class IndexExpr {
  public:
   explicit IndexExpr(const Graph& g);
 
-  // Argument buffers: i64 index inputs and ArgMax/ArgMin outputs typed i64.
+  // Argument buffers, each typed as its value (index inputs i64 or i32,
+  // ArgMax/ArgMin outputs i64).
   const std::vector<Buffer>& args() const { return args_; }
   const Buffer& output_buffer(int j) const { return args_[g_.inputs().size() + j]; }
   // Reads of `v` load from `b` from now on.
   void Bind(const Value* v, const Buffer& b);
   // The value `v` at a multi-dimensional index.
   absl::StatusOr<Expr> At(const Value* v, const std::vector<Expr>& idx);
-  // Integer operand `v` (i64 graph input or integer constant) at flat index `flat`.
+  // Integer operand `v` (i64 or i32 graph input, or integer constant) at
+  // flat index `flat`, as i64.
   absl::StatusOr<Expr> IntAt(const Value* v, const Expr& flat);
 
  private:

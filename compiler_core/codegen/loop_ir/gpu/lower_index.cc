@@ -287,6 +287,7 @@ class IndexKernel {
         tr_(c.Get("tr", 1)), ept_(c.Get("ept", 1)) {
     if (w.form.scan != nullptr) {
       scan_ = w.form.scan;
+      st_ = ComputeTypeOf(scan_->input(0)->type().dtype);
       scan_buf_ = ie_.output_buffer(w.scan_out);
       in_dims_ = DimsOf(scan_->input(0));
       ie_.Bind(scan_->output(0), scan_buf_);
@@ -338,6 +339,9 @@ class IndexKernel {
   IndexExpr ie_;
   const int64_t bt_, vw_, un_, tr_, ept_;
   const Node* scan_ = nullptr;
+  // What a CumSum sums in: its data's type (f32, f64, i32 or i64).
+  ScalarType st_ = ScalarType::kF32;
+  Expr Zero() const { return Const(st_, 0); }
   Buffer scan_buf_;
   std::vector<int64_t> in_dims_;
   absl::Status err_ = absl::OkStatus();
@@ -345,7 +349,7 @@ class IndexKernel {
 
 IndexKernel::Resummed IndexKernel::Resum(const std::vector<Expr>& sidx, const std::string& tag) {
   const bool exclusive = scan_->GetInt("exclusive", 0) != 0, reverse = scan_->GetInt("reverse", 0) != 0;
-  Buffer acc = MakeBuffer("resum" + tag, {1}, BufferRole::kTemp);
+  Buffer acc = MakeBuffer("resum" + tag, {1}, BufferRole::kTemp, -1, st_);
   auto along = [&](int64_t axis) {
     const int64_t len = in_dims_[axis];
     const Expr& k = sidx[axis];
@@ -357,7 +361,7 @@ IndexKernel::Resummed IndexKernel::Resum(const std::vector<Expr>& sidx, const st
     Expr m = reverse ? Sub(I(len - 1), Var(s)) : Var(s);
     return For(s, count, Store(acc, I(0), Add(Load(acc, I(0)), X(sidx, axis, m))));
   };
-  std::vector<Stmt> st = {Store(acc, I(0), F(0))};
+  std::vector<Stmt> st = {Store(acc, I(0), Zero())};
   if (w_.axis.has_value()) {
     st.push_back(along(*w_.axis));
   } else {
@@ -429,7 +433,7 @@ Stmt IndexKernel::StoreScanElement(const std::vector<Expr>& idx, const Expr& val
 Stmt IndexKernel::ThreadCumSum(const std::vector<Expr>& idx, int64_t axis) {
   const int64_t len = in_dims_[axis];
   const bool exclusive = scan_->GetInt("exclusive", 0) != 0, reverse = scan_->GetInt("reverse", 0) != 0;
-  Buffer acc = MakeBuffer(absl::StrCat("cum", axis), {1}, BufferRole::kTemp);
+  Buffer acc = MakeBuffer(absl::StrCat("cum", axis), {1}, BufferRole::kTemp, -1, st_);
   const std::string s = absl::StrCat("s", axis);
   Expr k = reverse ? Sub(I(len - 1), Var(s)) : Var(s);
   std::vector<Expr> at = idx;
@@ -437,7 +441,7 @@ Stmt IndexKernel::ThreadCumSum(const std::vector<Expr>& idx, int64_t axis) {
   Expr sum = Load(acc, I(0));
   Stmt add = Store(acc, I(0), Add(sum, X(idx, axis, k)));
   Stmt step = exclusive ? Block({StoreScanElement(at, sum), add}) : Block({add, StoreScanElement(at, sum)});
-  return Allocate(acc, Block({Store(acc, I(0), F(0)), For(s, I(len), step)}));
+  return Allocate(acc, Block({Store(acc, I(0), Zero()), For(s, I(len), step)}));
 }
 
 // ArgMax/ArgMin along `axis` of the row at `idx`: the best index and value
@@ -484,10 +488,11 @@ Stmt IndexKernel::BlockCumSum() {
   const std::vector<Expr> row = Unflatten(ScanDims(*scan_, axis), Var("blk"));
   // Tile element i lives at i + i/32: a thread's E consecutive elements
   // (stride E across the threads) then fall in distinct banks.
-  Buffer tile = MakeBuffer("tile", {S + S / 32}, BufferRole::kShared);
+  Buffer tile = MakeBuffer("tile", {S + S / 32}, BufferRole::kShared, -1, st_);
   auto slot = [](const Expr& i) { return Add(i, Div(i, I(32))); };
-  Buffer sa = MakeBuffer("sums_a", {T}, BufferRole::kShared), sb = MakeBuffer("sums_b", {T}, BufferRole::kShared);
-  Buffer carry = MakeBuffer("carry", {1}, BufferRole::kLocal);
+  Buffer sa = MakeBuffer("sums_a", {T}, BufferRole::kShared, -1, st_);
+  Buffer sb = MakeBuffer("sums_b", {T}, BufferRole::kShared, -1, st_);
+  Buffer carry = MakeBuffer("carry", {1}, BufferRole::kLocal, -1, st_);
   Expr tid = Var("tid"), tl = Var("tl");
   auto thread_loop = [&](Stmt body) { return For("tid", I(T), body, ForKind::kGpuThread); };
   // Position q of the scan order: its place along the axis, and the element.
@@ -507,7 +512,7 @@ Stmt IndexKernel::BlockCumSum() {
     for (int64_t e = 0; e < E; ++e) {
       Expr q = Add(Add(Mul(tl, I(S)), I(e * T)), tid);
       const Expr at = slot(Add(I(e * T), tid));
-      loads.push_back(guarded(q, Store(tile, at, X(row, axis, pos(q))), Store(tile, at, F(0))));
+      loads.push_back(guarded(q, Store(tile, at, X(row, axis, pos(q))), Store(tile, at, Zero())));
     }
     per_tile.push_back(thread_loop(Block(loads)));
   }
@@ -530,22 +535,22 @@ Stmt IndexKernel::BlockCumSum() {
     src = dst;
   }
   const Buffer inclusive = src;
-  Expr before = Add(Load(carry, I(0)), Select(Gt(tid, I(0)), Load(inclusive, Max(Sub(tid, I(1)), I(0))), F(0)));
+  Expr before = Add(Load(carry, I(0)), Select(Gt(tid, I(0)), Load(inclusive, Max(Sub(tid, I(1)), I(0))), Zero()));
   Stmt advance = Store(carry, I(0), Add(Load(carry, I(0)), Load(inclusive, I(T - 1))));
   if (E == 1) {
     Expr q = Add(Mul(tl, I(S)), tid);
-    Expr run = Var("run", ScalarType::kF32);
+    Expr run = Var("run", st_);
     Expr v = Load(tile, slot(tid));
     Stmt store = guarded(q, StoreScanElement(element(q), exclusive ? run : Add(run, v)));
     per_tile.push_back(thread_loop(LetStmt("run", before, Block({store, advance}))));
   } else {
     // Each thread's elements in place: the carry, the earlier threads' sums
     // and its own running sum; then the tile leaves coalesced.
-    Buffer r = MakeBuffer("run", {1}, BufferRole::kTemp);
+    Buffer r = MakeBuffer("run", {1}, BufferRole::kTemp, -1, st_);
     std::vector<Stmt> st = {Store(r, I(0), before)};
     for (int64_t e = 0; e < E; ++e) {
       Expr at = slot(Add(Mul(tid, I(E)), I(e)));
-      Expr v = Var(absl::StrCat("x", e), ScalarType::kF32);
+      Expr v = Var(absl::StrCat("x", e), st_);
       Stmt add = Store(r, I(0), Add(Load(r, I(0)), v));
       Stmt put = Store(tile, at, Load(r, I(0)));
       st.push_back(LetStmt(v->name, Load(tile, at), exclusive ? Block({put, add}) : Block({add, put})));
@@ -559,7 +564,7 @@ Stmt IndexKernel::BlockCumSum() {
     }
     per_tile.push_back(thread_loop(Block(stores)));
   }
-  Stmt body = Block({thread_loop(Store(carry, I(0), F(0))), For("tl", I(tiles), Block(per_tile))});
+  Stmt body = Block({thread_loop(Store(carry, I(0), Zero())), For("tl", I(tiles), Block(per_tile))});
   for (const Buffer& b : {tile, sa, sb, carry}) body = Allocate(b, body);
   return body;
 }

@@ -31,6 +31,12 @@ class IndexGraph : public codegen_testing::GraphBuilder {
     ranges_[v->name()] = {lo, hi};
     return v;
   }
+  // An i32 input holding values in [lo, hi).
+  Value* I32(const Ints& dims, int64_t lo, int64_t hi) {
+    Value* v = Input(dims, DType::kInt32);
+    ranges_[v->name()] = {lo, hi};
+    return v;
+  }
   Value* Const(const Ints& dims, const std::vector<int64_t>& vals) { return Int64Constant(dims, vals); }
   const std::map<std::string, std::pair<int64_t, int64_t>>& ranges() const { return ranges_; }
 
@@ -50,12 +56,16 @@ inline std::map<std::string, Tensor> IndexFeeds(const Graph& g, const IndexGraph
   for (const Value* v : g.inputs()) {
     const Ints dims = v->type().StaticDims();
     const int64_t n = Product(dims);
-    if (v->type().dtype == DType::kInt64) {
+    if (v->type().dtype == DType::kInt64 || v->type().dtype == DType::kInt32) {
       auto [lo, hi] = b.ranges().at(v->name());
       std::uniform_int_distribution<int64_t> dist(lo, hi - 1);
       std::vector<int64_t> x(n);
       for (int64_t& e : x) e = dist(rng);
-      feeds.emplace(v->name(), Tensor::FromVector(DType::kInt64, dims, x));
+      if (v->type().dtype == DType::kInt64) {
+        feeds.emplace(v->name(), Tensor::FromVector(DType::kInt64, dims, x));
+      } else {
+        feeds.emplace(v->name(), Tensor::FromVector(DType::kInt32, dims, std::vector<int32_t>(x.begin(), x.end())));
+      }
       continue;
     }
     std::vector<float> x(n);
@@ -264,6 +274,49 @@ inline std::vector<IndexCase> CumSumRuntimeAxisCases() {
       {"CumSum x=17, axis at run time",
        [](IndexGraph& b) -> std::vector<Value*> { return {b.Op("CumSum", {b.F32({17}), b.I64({1}, -1, 1)})}; }},
   };
+}
+
+// Integer data, as exporters write position ids (RoBERTa's, from dynamo):
+// CumSum over an i64 mask along either axis, exclusive and reverse, rows of
+// 1 to 1000 (a GPU block's tiles); over i32 (a Cast in the workload);
+// GatherElements, Trilu and Gather moving i64 data, and an i64 Add after
+// them; i32 indices.
+inline std::vector<IndexCase> IntegerDataCases() {
+  std::vector<IndexCase> out;
+  for (Ints dims : {Ints{1, 32}, Ints{3, 7}, Ints{2, 1000}}) {
+    for (int64_t axis : {-1, 0}) {
+      for (int64_t excl : {0, 1}) {
+        const int64_t rev = excl;
+        out.push_back({absl::StrCat("CumSum of i64 x=", absl::StrJoin(dims, "x"), " axis=", axis,
+                                    " exclusive=reverse=", excl),
+                       [dims, axis, excl, rev](IndexGraph& b) -> std::vector<Value*> {
+                         return {b.Op("CumSum", {b.I64(dims, -3, 5), b.Const({}, {axis})},
+                                      {{"exclusive", excl}, {"reverse", rev}})};
+                       }});
+      }
+    }
+  }
+  out.push_back({"CumSum of i32 (a Cast of i64) x=4x9 axis=1", [](IndexGraph& b) -> std::vector<Value*> {
+                   Value* x = b.Op("Cast", {b.I64({4, 9}, -100, 100)}, {{"to", int64_t{6}}});
+                   return {b.Op("CumSum", {x, b.Const({}, {1})})};
+                 }});
+  out.push_back({"GatherElements of i64 data x=1x66 by 1x32", [](IndexGraph& b) -> std::vector<Value*> {
+                   return {b.Op("GatherElements", {b.I64({1, 66}, -9, 9), b.I64({1, 32}, -66, 66)},
+                                {{"axis", int64_t{1}}})};
+                 }});
+  out.push_back({"Trilu (lower, k=1) of i64 data x=2x4x5", [](IndexGraph& b) -> std::vector<Value*> {
+                   return {b.Op("Trilu", {b.I64({2, 4, 5}, -50, 50), b.Const({}, {1})}, {{"upper", int64_t{0}}})};
+                 }});
+  out.push_back({"Gather and GatherND of f32 data by i32 indices", [](IndexGraph& b) -> std::vector<Value*> {
+                   Value* x = b.F32({6, 5});
+                   return {b.Op("Gather", {x, b.I32({2, 3}, -5, 5)}, {{"axis", int64_t{1}}}),
+                           b.Op("GatherND", {x, b.I32({4, 2}, 0, 5)})};
+                 }});
+  out.push_back({"Gather of i64 data x=10x3, then Add 1", [](IndexGraph& b) -> std::vector<Value*> {
+                   Value* g = b.Op("Gather", {b.I64({10, 3}, 0, 1000), b.I64({4}, -10, 10)}, {{"axis", int64_t{0}}});
+                   return {b.Op("Add", {g, b.Const({}, {1})})};
+                 }});
+  return out;
 }
 
 // ArgMax and ArgMin along every axis, keepdims on and off, first and last

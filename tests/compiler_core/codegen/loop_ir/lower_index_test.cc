@@ -157,6 +157,8 @@ TEST(IndexLoweringTest, CumSumRuntimeAxisAndEpilogue) {
   CheckCases(CumSumRuntimeAxisCases(), {1e-5f});
 }
 
+TEST(IndexLoweringTest, IntegerDataScannedAndMoved) { CheckCases(IntegerDataCases()); }
+
 TEST(IndexLoweringTest, ArgMaxArgMin) {
   CheckCases(ArgMaxArgMinCases(), {0, true});
   IndexGraph b;
@@ -175,16 +177,13 @@ TEST(IndexLoweringTest, PrintAndVerifyGather) {
 
 TEST(IndexLoweringTest, Declines) {
   loop_ir::WorkloadLowering l = loop_ir::IndexLowering();
-  {  // i32 indices from a graph input: loop IR has no i32 buffers yet
-    auto g = std::make_unique<Graph>();
-    g->set_opset_version(17);
-    Value* x = *g->AddInput("x", TensorType::Static(DType::kFloat32, {5, 3}));
-    Value* i = *g->AddInput("i", TensorType::Static(DType::kInt32, {2}));
-    Value* y = *g->AddValue("y");
-    ASSERT_TRUE(g->AddNode("Gather", "gather", {x, i}, {y}, {{"axis", int64_t{0}}}).ok());
-    g->AddOutput(y);
-    ASSERT_TRUE(InferShapes(*g).ok());
-    EXPECT_EQ(l.match(*g).code(), absl::StatusCode::kUnimplemented);
+  {  // indices computed in the workload: IntAt reads inputs and constants
+    IndexGraph b;
+    Value* i = b.Op("Add", {b.I64({2}, 0, 2), b.Const({}, {1})});
+    auto g = b.Finish({b.Op("Gather", {b.F32({5, 3}), i}, {{"axis", int64_t{0}}})});
+    absl::Status s = l.match(*g);
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+    EXPECT_NE(s.message().find("computed in the workload"), std::string::npos) << s;
   }
   {
     auto g = std::make_unique<Graph>();

@@ -178,6 +178,10 @@ TEST(GpuIndexLoweringTest, ScansOfFusedProducers) {
   }
 }
 
+// Integer scans sum in their own type, in registers and in the block's
+// shared tiles alike.
+TEST(GpuIndexLoweringTest, IntegerDataScannedAndMoved) { CheckCases(loop_ir_testing::IntegerDataCases()); }
+
 // Ties: data from {-1, 0, 1}.
 TEST(GpuIndexLoweringTest, ArgMaxArgMin) {
   CheckCases(loop_ir_testing::ArgMaxArgMinCases(), IndexData::kTies);
