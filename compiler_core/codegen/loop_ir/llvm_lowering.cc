@@ -566,6 +566,22 @@ class Lowerer {
                         otherwise ? std::function<absl::Status()>([&] { return LowerStmt(otherwise); }) : nullptr);
         }
         Value* saved = mask_;
+        if (otherwise != nullptr && then->kind == StmtKind::kStore && otherwise->kind == StmtKind::kStore &&
+            then->buffer == otherwise->buffer && Print(then->index) == Print(otherwise->index)) {
+          // Both arms store to the same elements: one store of the selected
+          // value (each arm's loads masked by its lanes). Two masked stores
+          // would leave partial writes that later loads cannot forward from.
+          mask_ = saved ? b_.CreateAnd(saved, c) : c;
+          ASSIGN_OR_RETURN(Value * vt, LowerExpr(then->value));
+          Value* nc = b_.CreateNot(c);
+          mask_ = saved ? b_.CreateAnd(saved, nc) : nc;
+          ASSIGN_OR_RETURN(Value * ve, LowerExpr(otherwise->value));
+          mask_ = saved;
+          vt = Splat(vt);
+          ve = Splat(ve);
+          if (vt->getType() == ve->getType()) return StoreValue(then, b_.CreateSelect(c, vt, ve));
+          mask_ = saved;  // arms of different types: each its own masked store
+        }
         mask_ = saved ? b_.CreateAnd(saved, c) : c;
         RETURN_IF_ERROR(LowerStmt(then));
         if (otherwise) {
@@ -691,11 +707,16 @@ class Lowerer {
   }
 
   absl::Status LowerStore(const Stmt& s) {
+    ASSIGN_OR_RETURN(Value * v, LowerExpr(s->value));
+    return StoreValue(s, v);
+  }
+
+  // The store `s` of the lowered value `v` (in place of s->value).
+  absl::Status StoreValue(const Stmt& s, Value* v) {
     ASSIGN_OR_RETURN(Value * base, BufferPtr(s->buffer));
     ScalarType dt = s->buffer->dtype;
     Type* et = MemTy(dt);
     llvm::Align al = AlignOf(dt);
-    ASSIGN_OR_RETURN(Value * v, LowerExpr(s->value));
     ASSIGN_OR_RETURN(Value * idx, LowerExpr(s->index));
     if (!IsVec(idx)) {
       if (IsVec(v) || mask_ != nullptr) {

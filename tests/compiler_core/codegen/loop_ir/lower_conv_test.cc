@@ -354,6 +354,20 @@ TEST(ConvLoweringTest, PointwiseVariantOddSizes) {
   CheckConv(*grouped, PointwisePoints(*grouped, target));
 }
 
+// The pointwise default blocks 8 output channels over 128 input channels
+// or more (their weights stream from L2), 4 over fewer; 16 accumulators.
+TEST(ConvLoweringTest, PointwiseDefaultBlockFollowsTheReduction) {
+  CpuTarget target = CpuTarget::Host();
+  if (target.FloatLanes() < 16) GTEST_SKIP() << "the default is stated for 16-lane targets";
+  for (const auto& [cin, kb] : std::vector<std::pair<int64_t, int64_t>>{{256, 8}, {128, 8}, {32, 4}, {64, 4}}) {
+    auto g = ConvGraph({1, cin, 14, 14}, 64, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+    ScheduleConfig d = DefaultSchedule(*g, target);
+    EXPECT_EQ(d.Get("pw", 0), 1) << cin;
+    EXPECT_EQ(d.Get("kb", 1), kb) << cin << ": " << d.ToString();
+    EXPECT_EQ(d.Get("kb", 1) * d.Get("ur", 1), 16) << cin << ": " << d.ToString();
+  }
+}
+
 // The pixels whole vector blocks leave: full vectors, then the last few in
 // the narrowest vector that holds them, ending at the last pixel and storing
 // only the pixels it adds. No multiply-add is lane-masked (that would keep

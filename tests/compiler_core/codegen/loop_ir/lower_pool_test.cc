@@ -111,9 +111,12 @@ TEST(PoolLoweringTest, ThreeDimensionalPools) {
 // MaxPool(x) -> (Y, Indices) at every point of the space: values and flat
 // argmax positions (row-major, or column-major with storage_order=1) equal the
 // interpreter's. `special` (optional) rewrites the random data first.
+// With `with_indices` false, MaxPool(x) -> Y alone (the value-only kernel).
 void CheckMaxPoolWithIndices(const Ints& x, Attrs attrs,
-                             const std::function<void(std::vector<float>&)>& special = nullptr) {
-  std::unique_ptr<Graph> g = MaxPoolWithIndicesGraph(x, std::move(attrs));
+                             const std::function<void(std::vector<float>&)>& special = nullptr,
+                             bool with_indices = true) {
+  std::unique_ptr<Graph> g =
+      with_indices ? MaxPoolWithIndicesGraph(x, std::move(attrs)) : PoolGraph("MaxPool", x, std::move(attrs));
   CpuTarget target = CpuTarget::Host();
   ASSERT_EQ(WorkloadKind(*g), "pool") << g->ToText();
   std::vector<float> data = Random(Product(x), 3, -1.0f, 1.0f);
@@ -122,15 +125,16 @@ void CheckMaxPoolWithIndices(const Ints& x, Attrs attrs,
   feeds.emplace("in0", Tensor::FromVector(DType::kFloat32, x, data));
   auto ref = Evaluate(*g, feeds);
   ASSERT_TRUE(ref.ok()) << ref.status();
-  const Tensor& want_y = ref->at("y");
-  const Tensor& want_i = ref->at("ind");
+  const Tensor& want_y = ref->at(g->outputs()[0]->name());
+  const Tensor want_i = with_indices ? ref->at("ind") : Tensor();
   for (const ScheduleConfig& c : EnumerateSchedules(*g, target)) {
     SCOPED_TRACE(c.ToString());
     auto kernel = JitCompile(*g, c, target);
     ASSERT_TRUE(kernel.ok()) << kernel.status();
     std::vector<float> got_y(want_y.num_elements(), std::numeric_limits<float>::quiet_NaN());
-    std::vector<int64_t> got_i(want_i.num_elements(), -7);
-    std::vector<void*> args = {data.data(), got_y.data(), got_i.data()};
+    std::vector<int64_t> got_i(with_indices ? want_i.num_elements() : 0, -7);
+    std::vector<void*> args = {data.data(), got_y.data()};
+    if (with_indices) args.push_back(got_i.data());
     (*kernel)->Run(args.data(), 0, (*kernel)->num_tasks());
     for (size_t i = 0; i < got_y.size(); ++i) {
       const float w = want_y.data<float>()[i];
@@ -139,7 +143,7 @@ void CheckMaxPoolWithIndices(const Ints& x, Attrs attrs,
       } else {
         ASSERT_EQ(got_y[i], w) << "element " << i;
       }
-      ASSERT_EQ(got_i[i], want_i.data<int64_t>()[i]) << "element " << i;
+      if (with_indices) ASSERT_EQ(got_i[i], want_i.data<int64_t>()[i]) << "element " << i;
     }
   }
 }
@@ -159,14 +163,34 @@ TEST(PoolLoweringTest, MaxPoolNaNAndMinusInfinityAsTheReference) {
       if ((i / 3) % 5 == 1) d[i] = -std::numeric_limits<float>::infinity();
     }
   };
-  CheckMaxPoolWithIndices({1, 2, 8, 9}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}}, special);
-  CheckMaxPoolWithIndices({1, 2, 9, 13}, {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 1}},
-                                          {"pads", Ints{1, 1, 1, 1}}, {"ceil_mode", int64_t{1}}},
-                          special);
   auto all_minus_inf = [](std::vector<float>& d) {
     for (float& v : d) v = -std::numeric_limits<float>::infinity();
   };
-  CheckMaxPoolWithIndices({1, 1, 6, 6}, {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}}, all_minus_inf);
+  for (bool with_indices : {true, false}) {
+    SCOPED_TRACE(with_indices ? "Y and Indices" : "Y alone");
+    CheckMaxPoolWithIndices({1, 2, 8, 9}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}}, special,
+                            with_indices);
+    CheckMaxPoolWithIndices({1, 2, 9, 13},
+                            {{"kernel_shape", Ints{3, 3}},
+                             {"strides", Ints{2, 1}},
+                             {"pads", Ints{1, 1, 1, 1}},
+                             {"ceil_mode", int64_t{1}}},
+                            special, with_indices);
+    // Dilated taps after a padding wider than one of them: the first tap
+    // inside is the second or third of the window.
+    CheckMaxPoolWithIndices({1, 2, 11, 12},
+                            {{"kernel_shape", Ints{3, 3}},
+                             {"strides", Ints{1, 2}},
+                             {"pads", Ints{3, 2, 1, 2}},
+                             {"dilations", Ints{2, 2}}},
+                            special, with_indices);
+    // Stride above the kernel in ceil mode: the last window starts past the
+    // input, wholly in the padding.
+    CheckMaxPoolWithIndices({1, 1, 8, 8}, {{"kernel_shape", Ints{1, 1}}, {"strides", Ints{3, 3}}, {"ceil_mode", int64_t{1}}},
+                            special, with_indices);
+    CheckMaxPoolWithIndices({1, 1, 6, 6}, {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}}, all_minus_inf,
+                            with_indices);
+  }
 }
 
 }  // namespace
