@@ -469,6 +469,21 @@ TEST(ConvLoweringTest, DirectDefaultWastesFewLanes) {
   }
 }
 
+// Where a task's packs of two channel vectors overflow (512 input channels
+// of 3x3 taps), the channel-vector default takes one vector by 12 pixels,
+// and 2 by 6 where they fit.
+TEST(ConvLoweringTest, ChannelVectorDefaultFitsItsPacks) {
+  CpuTarget target = CpuTarget::Host();
+  if (target.FloatLanes() < 16) GTEST_SKIP() << "host vectors hold fewer than 16 floats";
+  for (const auto& [cin, kb] : std::vector<std::pair<int64_t, int64_t>>{{512, 1}, {128, 2}}) {
+    auto g = ConvGraph({1, cin, 14, 14}, 64, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1);
+    ScheduleConfig d = DefaultSchedule(*g, target);
+    EXPECT_EQ(d.Get("kv", 0), 1) << cin << ": " << d.ToString();
+    EXPECT_EQ(d.Get("kb", 1), kb) << cin << ": " << d.ToString();
+    EXPECT_EQ(d.Get("kb", 1) * d.Get("ur", 1), 12) << cin << ": " << d.ToString();
+  }
+}
+
 // The depthwise default computes few positions past the map: a 7x7 map with
 // a 5x5 window needs 77 (7 rows of 11 padded columns); 16 lanes by 4 would
 // compute 128, the default computes 80, in vectors no wider than a row.
