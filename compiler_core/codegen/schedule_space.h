@@ -33,8 +33,10 @@ namespace kiln {
 // 2009: matmuls of up to 64 rows pack a B beyond 4 MiB (kc, mc points); an
 // unpacked task whose B slice exceeds an L2 walks column panels outermost.
 // 2010: the conv channel-vector variant (kv=1); the GPU spaces of every
-// kind (loop_ir/gpu/lower_<family>.h documents each one's knobs).
-inline constexpr int kScheduleSpaceVersion = 2010;
+// kind (loop_ir/gpu/lower_<family>.h documents each one's knobs). 2011: the
+// pointwise conv variant blocks output channels by 3, 5, 6 or 7 where 4 does
+// not divide them.
+inline constexpr int kScheduleSpaceVersion = 2011;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

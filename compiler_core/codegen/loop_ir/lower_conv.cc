@@ -285,10 +285,19 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
     const int64_t p = Pixels(*f);
     // Only the widest vector: pixels are contiguous, lanes are wasted only
     // in the last vector.
+    // Output-channel blocks of 1, 2, 4 and 8, and where 4 does not divide
+    // the channels (detection heads: 546 = 91 classes x 6 anchors, 255 =
+    // 3 x 85), their divisors from 3 to 8.
+    std::vector<int64_t> kbs = {1, 2, 4, 8};
+    if (f->kg % 4 != 0) {
+      for (int64_t d : {3, 5, 6, 7}) {
+        if (f->kg % d == 0) kbs.push_back(d);
+      }
+    }
     for (int64_t vw : {VectorWidths(target, p).back()}) {
       for (int64_t ur = 1; ur <= 8; ++ur) {
         if (ur > 1 && (ur - 1) * vw >= p) break;
-        for (int64_t kb : {1, 2, 4, 8}) {
+        for (int64_t kb : kbs) {
           if (f->kg % kb != 0 || kb * ur + ur + 1 > target.NumVectorRegisters()) continue;
           for (int64_t rows : {1, 2}) {
             if (rows > 1 && vw * ur >= p) break;
@@ -348,8 +357,9 @@ double DirectBlockCost(int64_t ow, int64_t vw, int64_t ur, int64_t kb) {
 }
 
 // Pointwise convs: the pointwise variant, widest vectors, a pixel tail
-// without masked multiply-adds, about 16 accumulators (kb 8 over 128 input
-// channels or more, else kb 4), one pixel block per task. Depthwise convs:
+// without masked multiply-adds, 14 to 18 accumulators (kb 8 over 128 input
+// channels or more, else kb 4, or the nearest divisor of the channels), one
+// pixel block per task. Depthwise convs:
 // the plane variant, widest vectors, 4 accumulators, the most channels per
 // task that still leaves 8 tasks. Others: of the register blocks within 10%
 // (5% when no such block covers a whole output row) of the cheapest by
@@ -463,7 +473,11 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     const int64_t blocks = dw || pw ? 0
                            : short_reduction ? static_cast<int64_t>(1e6 * direct_cost(c))
                                              : CeilDiv(ow, c.Get("vw", 1) * c.Get("ur", 1));
-    return std::make_tuple(kv_first(c), dw, pw, dw_score(c), near, -blocks, c.Get("vw", 1), unmasked, -std::abs(acc - want),
+    // Pointwise: 14 to 18 accumulators count alike, so that the channel
+    // block (below) decides where 4 does not divide the channels (7 by 2
+    // rather than 2 by 8 for 546 output channels).
+    const int64_t acc_off = pw ? std::max<int64_t>(0, std::abs(acc - want) - 2) : std::abs(acc - want);
+    return std::make_tuple(kv_first(c), dw, pw, dw_score(c), near, -blocks, c.Get("vw", 1), unmasked, -acc_off,
                            rows_score, -std::abs(c.Get("kb", 1) - pw_kb * pw), c.Get("kb", 1), split_score(c));
   };
   return BestBy(space, score);

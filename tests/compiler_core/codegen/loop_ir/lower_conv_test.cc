@@ -368,6 +368,26 @@ TEST(ConvLoweringTest, PointwiseDefaultBlockFollowsTheReduction) {
   }
 }
 
+// Output channels that 4 does not divide (detection heads: 91 classes x 6
+// anchors) are blocked by their divisors from 3 to 8: every such point
+// matches the interpreter, and the default takes the one nearest its
+// preferred block rather than 2 by 8.
+TEST(ConvLoweringTest, PointwiseOddChannelBlocks) {
+  CpuTarget target = CpuTarget::Host();
+  for (const auto& [cin, k] : std::vector<std::pair<int64_t, int64_t>>{{16, 21}, {160, 42}}) {
+    auto g = ConvGraph({1, cin, 5, 7}, k, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+    std::vector<ScheduleConfig> odd;
+    for (const ScheduleConfig& c : PointwisePoints(*g, target)) {
+      if (c.Get("kb", 1) % 2 == 1 && c.Get("kb", 1) > 1) odd.push_back(c);
+    }
+    ASSERT_FALSE(odd.empty()) << k;
+    CheckConv(*g, odd);
+    const int64_t kb = DefaultSchedule(*g, target).Get("kb", 1);
+    EXPECT_EQ(k % kb, 0);
+    EXPECT_GE(kb, 3) << cin << " -> " << k << ": " << DefaultSchedule(*g, target).ToString();
+  }
+}
+
 // The pixels whole vector blocks leave: full vectors, then the last few in
 // the narrowest vector that holds them, ending at the last pixel and storing
 // only the pixels it adds. No multiply-add is lane-masked (that would keep
