@@ -379,23 +379,18 @@ void Worker::HandleTask(const kiln::v1::MeasureTask& task, std::atomic<bool>* st
   if (!fetch_error.empty()) {
     result.set_error(kiln::v1::RUNTIME_ERROR);
     result.set_error_message(fetch_error);
-  } else if (device_process_ != nullptr) {
-    kiln::v1::MeasureTask sent = task;
-    for (std::string& bytes : packages) sent.add_package_bytes(std::move(bytes));
-    absl::StatusOr<kiln::v1::MeasureResult> r = device_process_->Measure(sent, timeout, stop);
-    if (!r.ok()) {
-      Log(r.status().code() == absl::StatusCode::kCancelled ? LogLevel::kInfo : LogLevel::kError,
-          "task abandoned", {{"task", task.task_id()}, {"error", std::string(r.status().message())}});
-      std::lock_guard<std::mutex> lock(mu_);
-      held_task_ids_.erase(task.task_id());
-      return;
+  } else if (device_process_ != nullptr || options_.isolate) {
+    absl::StatusOr<kiln::v1::MeasureResult> r;
+    if (device_process_ != nullptr) {
+      kiln::v1::MeasureTask sent = task;
+      for (std::string& bytes : packages) sent.add_package_bytes(std::move(bytes));
+      r = device_process_->Measure(sent, timeout, stop);
+    } else {
+      r = RunIsolated(task.task_id(), measure, timeout, stop);
     }
-    result = *std::move(r);
-  } else if (options_.isolate) {
-    absl::StatusOr<kiln::v1::MeasureResult> r = RunIsolated(task.task_id(), measure, timeout, stop);
     if (!r.ok()) {
-      // Cancelled by shutdown, or no child could be made: report nothing; the
-      // lease expires and the task is measured again.
+      // Cancelled by shutdown, or no child (or device process) could measure
+      // it: report nothing; the lease expires and the task is measured again.
       Log(r.status().code() == absl::StatusCode::kCancelled ? LogLevel::kInfo : LogLevel::kError,
           "task abandoned", {{"task", task.task_id()}, {"error", std::string(r.status().message())}});
       std::lock_guard<std::mutex> lock(mu_);

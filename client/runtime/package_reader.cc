@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <string>
+#include <tuple>
 
 #include "base/cpu_features.h"
 #include "base/digest.h"
@@ -27,6 +29,13 @@ uint8_t* AllocateAligned(size_t bytes) {
 // [offset, offset + size) lies in [0, limit), with no overflow.
 bool InRange(int64_t offset, int64_t size, int64_t limit) {
   return offset >= 0 && size >= 0 && offset <= limit && size <= limit - offset;
+}
+
+// Why the section `name` at [offset, offset + size) is not in a body of
+// `body` bytes (of a file of `file` bytes), or "" when it is.
+std::string SectionOutOfRange(const std::string& name, int64_t offset, int64_t size, int64_t body, size_t file) {
+  if (InRange(offset, size, body)) return "";
+  return Cat(name, " section (offset ", offset, ", size ", size, ") out of range of the file (", file, " bytes)");
 }
 
 const char* KindName(int kind) {
@@ -163,13 +172,9 @@ Status Package::Verify() {
   }
   // A CUDA package runs no host code: the host's CPU features do not matter.
   if (!is_cuda()) RT_RETURN_IF_ERROR(CheckHostRuns(m, ctx));
-  if (!InRange(m.code_offset, m.code_size, body)) {
-    return invalid(Cat("code section (offset ", m.code_offset, ", size ", m.code_size, ") out of range of the file (",
-                       size, " bytes)"));
-  }
-  if (!InRange(m.weights_offset, m.weights_size, body)) {
-    return invalid(Cat("weights section (offset ", m.weights_offset, ", size ", m.weights_size,
-                       ") out of range of the file (", size, " bytes)"));
+  for (const auto& [name, offset, length] : {std::tuple<const char*, int64_t, int64_t>{"code", m.code_offset, m.code_size},
+                                              {"weights", m.weights_offset, m.weights_size}}) {
+    if (std::string why = SectionOutOfRange(name, offset, length, body, size); !why.empty()) return invalid(why);
   }
   if (m.arena_bytes < 0 || m.arena_bytes > kMaxBytes) {
     return invalid(Cat("arena size ", m.arena_bytes, " is invalid"));
@@ -275,13 +280,9 @@ Status Package::VerifyCuda(const std::string& ctx) {
   const ManifestCuda& c = m.cuda;
   const int64_t body = static_cast<int64_t>(size_) - package::kTrailerSize;
   if (c.sm <= 0 || c.sm >= 1000) return invalid(Cat("CUDA SM ", c.sm, " is invalid"));
-  if (!InRange(c.ptx_offset, c.ptx_size, body)) {
-    return invalid(Cat("PTX section (offset ", c.ptx_offset, ", size ", c.ptx_size, ") out of range of the file (",
-                       size_, " bytes)"));
-  }
-  if (!InRange(c.cubin_offset, c.cubin_size, body)) {
-    return invalid(Cat("cubin section (offset ", c.cubin_offset, ", size ", c.cubin_size,
-                       ") out of range of the file (", size_, " bytes)"));
+  for (const auto& [name, offset, length] : {std::tuple<const char*, int64_t, int64_t>{"PTX", c.ptx_offset, c.ptx_size},
+                                              {"cubin", c.cubin_offset, c.cubin_size}}) {
+    if (std::string why = SectionOutOfRange(name, offset, length, body, size_); !why.empty()) return invalid(why);
   }
   if (!m.steps.empty() && c.ptx_size == 0) return invalid("package has steps but no PTX");
   if (ptx().find('\0') != std::string_view::npos) return invalid("the PTX section contains a NUL byte");

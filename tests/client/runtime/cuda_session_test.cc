@@ -135,6 +135,24 @@ std::string Rebuilt(const std::function<void(v1::PackageManifest*)>& tamper) {
   });
 }
 
+// The fixture package on `fake` loads its PTX (not its cubin), runs and
+// matches the interpreter; the driver is clean after.
+void ExpectRunsFromPtx(FakeCudaDriver& fake) {
+  const GpuFixture& f = Fixture();
+  {
+    std::shared_ptr<const Package> pkg = Load(f.package, fake);
+    ASSERT_NE(pkg, nullptr);
+    auto session = Session::Create(pkg, nullptr);
+    ASSERT_TRUE(session.ok()) << session.status();
+    EXPECT_EQ(fake.counts().modules_from_ptx, 1);
+    EXPECT_EQ(fake.counts().modules_from_cubin, 0);
+    SetInputs(**session, f.model.feeds);
+    ASSERT_TRUE((*session)->Run().ok());
+    ExpectMatches((*session)->OutputData(OutputIndex(**session, "o")), "o");
+  }
+  ExpectCleanDriver(fake);
+}
+
 TEST(CudaSessionTest, RunsAPackageOnTheDriverAndMatchesTheInterpreter) {
   const GpuFixture& f = Fixture();
   auto fake = MakeFake();
@@ -191,40 +209,14 @@ TEST(CudaSessionTest, RunsAPackageOnTheDriverAndMatchesTheInterpreter) {
 TEST(CudaSessionTest, ACubinTheDriverRefusesFallsBackToThePtx) {
   const GpuFixture& f = Fixture();
   if (!f.has_cubin) GTEST_SKIP() << "the fixture package has no cubin (no ptxas at configure time)";
-  auto fake = MakeFake(90, /*refuse_cubin=*/true);
-  {
-    std::shared_ptr<const Package> pkg = Load(f.package, *fake);
-    ASSERT_NE(pkg, nullptr);
-    auto session = Session::Create(pkg, nullptr);
-    ASSERT_TRUE(session.ok()) << session.status();
-    EXPECT_EQ(fake->counts().modules_from_ptx, 1);
-    EXPECT_EQ(fake->counts().modules_from_cubin, 0);
-    SetInputs(**session, f.model.feeds);
-    ASSERT_TRUE((*session)->Run().ok());
-    ExpectMatches((*session)->OutputData(OutputIndex(**session, "o")), "o");
-  }
-  ExpectCleanDriver(*fake);
+  ExpectRunsFromPtx(*MakeFake(90, /*refuse_cubin=*/true));
 }
 
 // A newer GPU than the package's runs its PTX (the driver JIT-compiles it);
 // an older one is refused, naming both.
 TEST(CudaSessionTest, PtxOnANewerGpuAndAnOlderGpuRefused) {
   const GpuFixture& f = Fixture();
-  {
-    auto fake = MakeFake(100);
-    {
-      std::shared_ptr<const Package> pkg = Load(f.package, *fake);
-      ASSERT_NE(pkg, nullptr);
-      auto session = Session::Create(pkg, nullptr);
-      ASSERT_TRUE(session.ok()) << session.status();
-      EXPECT_EQ(fake->counts().modules_from_ptx, 1);
-      EXPECT_EQ(fake->counts().modules_from_cubin, 0);
-      SetInputs(**session, f.model.feeds);
-      ASSERT_TRUE((*session)->Run().ok());
-      ExpectMatches((*session)->OutputData(OutputIndex(**session, "o")), "o");
-    }
-    ExpectCleanDriver(*fake);
-  }
+  ExpectRunsFromPtx(*MakeFake(100));
   auto fake = MakeFake(80);
   {
     std::shared_ptr<const Package> pkg = Load(f.package, *fake);
