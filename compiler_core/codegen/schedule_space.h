@@ -35,8 +35,9 @@ namespace kiln {
 // 2010: the conv channel-vector variant (kv=1); the GPU spaces of every
 // kind (loop_ir/gpu/lower_<family>.h documents each one's knobs). 2011: the
 // pointwise conv variant blocks output channels by 3, 5, 6 or 7 where 4 does
-// not divide them.
-inline constexpr int kScheduleSpaceVersion = 2011;
+// not divide them. 2012: kiln.BlockedConv (weights blocked at compile time
+// for the channel-vector variant, its only points; 2-pixel blocks).
+inline constexpr int kScheduleSpaceVersion = 2012;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

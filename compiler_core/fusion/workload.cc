@@ -16,8 +16,8 @@ int64_t ElementsOf(const Value* v) {
 }
 
 // Floating-point operations of one node: 2 per multiply-add of the
-// contractions (MatMul, Gemm, Conv, ConvTranspose, kiln.Recurrence's state
-// times weights), one per output element otherwise.
+// contractions (MatMul, Gemm, Conv, ConvTranspose, kiln.BlockedConv,
+// kiln.Recurrence's state times weights), one per output element otherwise.
 double FlopsOf(const Node& n) {
   auto static_dims = [](const Value* v) {
     return v != nullptr && v->type().IsStatic() ? v->type().StaticDims() : std::vector<int64_t>{};
@@ -31,6 +31,13 @@ double FlopsOf(const Node& n) {
     double macs = static_cast<double>(w[1]);
     for (size_t i = 2; i < w.size(); ++i) macs *= static_cast<double>(w[i]);
     return 2.0 * static_cast<double>(ElementsOf(side)) * macs;
+  }
+  if (n.op_type() == "BlockedConv" && n.domain() == "kiln") {  // W [K/B, C/g, k..., B]: B * C/g * window per output
+    std::vector<int64_t> w = static_dims(n.input(1));
+    if (w.size() < 4 || !n.output(0)->type().IsStatic()) return 0;
+    double macs = 1;
+    for (size_t i = 1; i + 1 < w.size(); ++i) macs *= static_cast<double>(w[i]);
+    return 2.0 * static_cast<double>(ElementsOf(n.output(0))) * macs;
   }
   if (n.op_type() == "Recurrence" && n.domain() == "kiln") {  // T*B*ND steps of [H] x [H, G*H]
     std::vector<int64_t> xp = static_dims(n.input(0)), rt = static_dims(n.input(1));

@@ -7,6 +7,7 @@
 
 #include "compiler_core/passes/algebraic_simplification.h"
 #include "compiler_core/passes/batchnorm_folding.h"
+#include "compiler_core/passes/blocked_conv_weights.h"
 #include "compiler_core/passes/common_subexpression_elimination.h"
 #include "compiler_core/passes/constant_folding.h"
 #include "compiler_core/passes/dead_code_elimination.h"
@@ -50,6 +51,7 @@ PassPipeline AlgorithmSelectionPipeline() {
   PassPipeline p("algorithm_selection");
   p.Add(std::make_unique<WinogradConvolution>())
       .Add(std::make_unique<PointwiseConvAsMatMul>())
+      .Add(std::make_unique<BlockedConvWeights>())
       .Add(std::make_unique<DeadCodeElimination>());
   return p;
 }

@@ -9,7 +9,7 @@
 namespace kiln::loop_ir {
 
 absl::Status CheckWorkload(const Graph& g, const std::function<bool(const Value*)>& accepts,
-                           const std::string& what) {
+                           const std::string& what, const Node* domain_node) {
   if (g.nodes().empty() || g.outputs().empty()) {
     return absl::InvalidArgumentError(absl::StrCat("workload graph ", g.name(), " has no nodes or no outputs"));
   }
@@ -24,7 +24,7 @@ absl::Status CheckWorkload(const Graph& g, const std::function<bool(const Value*
     }
   }
   for (const auto& n : g.nodes()) {
-    if (!n->domain().empty()) return absl::UnimplementedError(absl::StrCat("node ", n->name(), " has a domain"));
+    if (!n->domain().empty() && n.get() != domain_node) return absl::UnimplementedError(absl::StrCat("node ", n->name(), " has a domain"));
   }
   return absl::OkStatus();
 }
@@ -34,9 +34,10 @@ bool IsStructuralInt(const Value* v) {
   return v->is_constant() && (t == DType::kInt64 || t == DType::kInt32);
 }
 
-absl::Status CheckWorkloadBasics(const Graph& g) {
+absl::Status CheckWorkloadBasics(const Graph& g, const Node* domain_node) {
   return CheckWorkload(
-      g, [](const Value* v) { return IsStructuralInt(v) || v->type().dtype == DType::kFloat32; }, "f32 tensor");
+      g, [](const Value* v) { return IsStructuralInt(v) || v->type().dtype == DType::kFloat32; }, "f32 tensor",
+      domain_node);
 }
 
 absl::Status CheckWorkloadTypes(const Graph& g) {

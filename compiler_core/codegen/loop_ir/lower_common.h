@@ -20,14 +20,15 @@ namespace kiln::loop_ir {
 inline int64_t CeilDiv(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
 
 // The shared workload check: at least one node and one output, no node
-// domain, every used value static, at most 2^31 elements and of a dtype
-// `accepts` takes (UNIMPLEMENTED "value V is not a static <what>" otherwise).
+// domain (but `domain_node`'s, the one a lowering reads itself), every used
+// value static, at most 2^31 elements and of a dtype `accepts` takes
+// (UNIMPLEMENTED "value V is not a static <what>" otherwise).
 absl::Status CheckWorkload(const Graph& g, const std::function<bool(const Value*)>& accepts,
-                           const std::string& what);
+                           const std::string& what, const Node* domain_node = nullptr);
 // A small integer constant read at lowering time (shape, axes, k, ...).
 bool IsStructuralInt(const Value* v);
 // CheckWorkload for f32 values (and structural integer constants).
-absl::Status CheckWorkloadBasics(const Graph& g);
+absl::Status CheckWorkloadBasics(const Graph& g, const Node* domain_node = nullptr);
 // CheckWorkloadBasics for workloads of any Kiln dtype (the data-movement and
 // elementwise lowering): every used value static with a known dtype.
 absl::Status CheckWorkloadTypes(const Graph& g);

@@ -11,12 +11,14 @@
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"
 #include "compiler_core/codegen/loop_ir/substitute.h"
+#include "compiler_core/frontend/op_registry.h"
+#include "compiler_core/frontend/ops/conv_blocking.h"
 
 namespace kiln::loop_ir {
 namespace {
 
 // Floats of the per-task input pack (a stack buffer).
-constexpr int64_t kMaxPackFloats = 128 * 1024;
+constexpr int64_t kMaxPackFloats = ops::kMaxConvPackFloats;
 
 
 int InputIndex(const Graph& g, const Value* v) {
@@ -29,16 +31,20 @@ int InputIndex(const Graph& g, const Value* v) {
 }  // namespace
 
 absl::StatusOr<ConvForm> AnalyzeConv(const Graph& g) {
-  RETURN_IF_ERROR(CheckWorkloadBasics(g));
   ConvForm f;
   for (const auto& n : g.nodes()) {
-    if (n->op_type() == "Conv") {
+    const bool blocked = n->op_type() == "BlockedConv" && n->domain() == kKilnDomain;
+    if ((n->op_type() == "Conv" && n->domain().empty()) || blocked) {
       if (f.conv != nullptr) return NodeError(*n, "a second Conv in one workload");
+      if (blocked) f.weight_block = DimsOf(n->input(1)).empty() ? 0 : DimsOf(n->input(1)).back();
       f.conv = n.get();
       continue;
     }
     if (!IsInlinableElementwise(n->op_type())) return NodeError(*n, "not an elementwise epilogue operator");
-    RETURN_IF_ERROR(GraphExpr::CheckNode(*n));
+  }
+  RETURN_IF_ERROR(CheckWorkloadBasics(g, f.weight_block > 0 ? f.conv : nullptr));
+  for (const auto& n : g.nodes()) {
+    if (n.get() != f.conv) RETURN_IF_ERROR(GraphExpr::CheckNode(*n));
   }
   if (f.conv == nullptr) return absl::UnimplementedError(absl::StrCat("workload ", g.name(), " has no Conv"));
   const Node& conv = *f.conv;
@@ -50,7 +56,7 @@ absl::StatusOr<ConvForm> AnalyzeConv(const Graph& g) {
     f.b_arg = InputIndex(g, conv.input(2));
     if (f.b_arg < 0) return NodeError(conv, "bias computed inside the workload");
   }
-  std::vector<int64_t> wd = DimsOf(conv.input(1));
+  std::vector<int64_t> wd = f.weight_block > 0 ? ops::UnblockedWeightDims(DimsOf(conv.input(1))) : DimsOf(conv.input(1));
   std::vector<int64_t> xd = DimsOf(conv.input(0));
   if (wd.size() != xd.size() || wd.size() < 3) return NodeError(conv, "weights and input ranks differ");
   std::vector<int64_t> kernel(wd.begin() + 2, wd.end());
@@ -65,6 +71,9 @@ absl::StatusOr<ConvForm> AnalyzeConv(const Graph& g) {
   }
   f.cg = f.geo.c / f.group;
   f.kg = f.k / f.group;
+  if (f.weight_block > 0 && (f.geo.one_d || f.geo.three_d || f.kg % f.weight_block != 0)) {
+    return NodeError(conv, "blocked weights are not 2-D or their blocks straddle groups");
+  }
   std::vector<int64_t> od = DimsOf(conv.output(0));
   for (const auto& n : g.nodes()) {
     if (n.get() != f.conv && DimsOf(n->output(0)) != od) {
@@ -194,20 +203,22 @@ int64_t ChunkChannels(const ConvForm& f, const Knobs& k) {
 // channels x taps x kb vectors of output channels) and of one output row's
 // packed input rows (padded to whole vectors).
 int64_t ChannelVectorWeightFloats(const ConvForm& f, const Knobs& k) {
-  return f.cg * f.geo.kh * f.geo.kw * k.kb * k.vw;
+  return f.weight_block > 0 ? 0 : f.cg * f.geo.kh * f.geo.kw * k.kb * k.vw;
 }
 int64_t ChannelVectorRowWidth(const ConvForm& f, const Knobs& k) {
   const WindowGeometry& s = f.geo;
   return CeilDiv((s.ow - 1) * s.sw + (s.kw - 1) * s.dw + 1, k.vw) * k.vw;
 }
 int64_t ChannelVectorInputFloats(const ConvForm& f, const Knobs& k) {
-  return f.cg * ((f.geo.kh - 1) * f.geo.dh + 1) * ChannelVectorRowWidth(f, k);
+  const WindowGeometry& s = f.geo;
+  return ops::ChannelVectorRowFloats(f.cg, s.kh, s.dh, s.ow, s.sw, s.kw, s.dw, k.vw);
 }
 
 absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& target) {
   if (k.kv != 0) {
     bool ok = k.kv == 1 && k.pw == 0 && k.dw == 0 && k.ks == 1 && !f.geo.three_d && !f.geo.one_d && k.vw == target.FloatLanes() &&
-              k.kb >= 1 && k.kb <= 4 && f.kg % (k.kb * k.vw) == 0 && k.ur >= 1 && k.ur <= 12 &&
+              k.kb >= 1 && k.kb <= 4 && f.kg % (k.kb * k.vw) == 0 &&
+              (f.weight_block == 0 || (k.kb * k.vw) % f.weight_block == 0) && k.ur >= 1 && k.ur <= 12 &&
               k.kb * k.ur + k.kb + 1 <= target.NumVectorRegisters() && k.rows >= 1 &&
               k.rows <= std::max<int64_t>(f.geo.oh, 1) &&
               ChannelVectorWeightFloats(f, k) + ChannelVectorInputFloats(f, k) <= kMaxPackFloats;
@@ -215,6 +226,9 @@ absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& targ
       return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": channel-vector knobs out of range"));
     }
     return absl::OkStatus();
+  }
+  if (f.weight_block > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": blocked weights need kv=1"));
   }
   if (k.dw != 0) {
     bool ok = k.dw == 1 && k.pw == 0 && IsDepthwise(f) && k.vw >= 1 && k.vw <= target.FloatLanes() &&
@@ -242,12 +256,38 @@ absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& targ
   return absl::OkStatus();
 }
 
+// Channel-vector variant: output channels in the lanes, all rows or half or
+// a quarter of them per task. Blocked weights (which need 16 output channels
+// per block: four vectors of four lanes on SSE, whose 16 registers then hold
+// 2 pixels) take 2-pixel blocks too.
+void AddChannelVectorPoints(const ConvForm& f, const CpuTarget& target, std::vector<ScheduleConfig>* out) {
+  const int64_t vw = target.FloatLanes();
+  std::vector<int64_t> urs = {4, 6, 8, 12};
+  if (f.weight_block > 0) urs.insert(urs.begin(), 2);
+  for (int64_t kb : {1, 2, 4}) {
+    for (int64_t ur : urs) {
+      if (ur > 4 && (ur / 2) >= f.geo.ow) break;
+      for (int64_t rows : {f.geo.oh, CeilDiv(f.geo.oh, 2), CeilDiv(f.geo.oh, 4)}) {
+        Knobs k{vw, ur, kb, rows};
+        k.kv = 1;
+        if (!CheckKnobs(f, k, target).ok()) continue;
+        ScheduleConfig c = ConfigOf(k);
+        if (std::find(out->begin(), out->end(), c) == out->end()) out->push_back(c);
+      }
+    }
+  }
+}
+
 std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
   absl::StatusOr<ConvForm> f = AnalyzeConv(g);
   if (!f.ok()) return {};
+  std::vector<ScheduleConfig> out;
+  if (f->weight_block > 0) {
+    AddChannelVectorPoints(*f, target, &out);
+    return out;
+  }
   std::vector<int64_t> vws = VectorWidths(target, f->geo.ow);
   if (vws.size() > 2) vws.erase(vws.begin(), vws.end() - 2);
-  std::vector<ScheduleConfig> out;
   for (int64_t vw : vws) {
     for (int64_t ur : {1, 2, 3, 4}) {
       if (ur > 1 && (ur - 1) * vw >= f->geo.ow) break;
@@ -263,21 +303,7 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
     }
   }
   if (!f->geo.three_d && !f->geo.one_d && !IsDepthwise(*f) && !IsPointwise(*f)) {
-    // Channel-vector variant: output channels in the lanes, all rows or half
-    // of them per task.
-    const int64_t vw = target.FloatLanes();
-    for (int64_t kb : {1, 2, 4}) {
-      for (int64_t ur : {4, 6, 8, 12}) {
-        if (ur > 4 && (ur / 2) >= f->geo.ow) break;
-        for (int64_t rows : {f->geo.oh, CeilDiv(f->geo.oh, 2), CeilDiv(f->geo.oh, 4)}) {
-          Knobs k{vw, ur, kb, rows};
-          k.kv = 1;
-          if (!CheckKnobs(*f, k, target).ok()) continue;
-          ScheduleConfig c = ConfigOf(k);
-          if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-        }
-      }
-    }
+    AddChannelVectorPoints(*f, target, &out);
   }
   if (IsPointwise(*f)) {
     // Pointwise variant: vectors over the flattened pixels, rows = register
@@ -356,6 +382,53 @@ double DirectBlockCost(int64_t ow, int64_t vw, int64_t ur, int64_t kb) {
   return cycles / (lanes * used);
 }
 
+// Channel-vector variant: modelled cycles per output vector of a row of ow
+// pixels, taken in blocks of ur pixels (the last one narrower) by kb
+// channel vectors, per input channel and tap: the two FMA pipes, two loads
+// a cycle (a broadcast per pixel, a weight vector per channel vector), and
+// fewer than 8 accumulators leaving the FMA latency uncovered.
+double ChannelVectorRowCost(int64_t ow, int64_t ur, int64_t kb) {
+  auto block = [kb](int64_t p) {
+    const double acc = static_cast<double>(p * kb);
+    return std::max(acc / 2, static_cast<double>(p + kb) / 2) * std::max(1.0, 8.0 / acc);
+  };
+  const double cycles = static_cast<double>(ow / ur) * block(ur) + (ow % ur != 0 ? block(ow % ur) : 0.0);
+  return cycles / static_cast<double>(ow * kb);
+}
+
+// Floats of a task's weights (input channels x taps x kb vectors) that its
+// register blocks may stream from L2 again and again: three quarters of the
+// 1 MiB L2 of a Zen 4 or Zen 5 core. Past it each block streams them from L3
+// (HRNet's 512 -> 1024 3x3 stride-2 conv onto 7x7, blocked weights: 4
+// vectors of channels 2.65 ms, 2 vectors 2.13 ms).
+constexpr int64_t kL2WeightFloats = 192 * 1024;
+
+// The channel-vector variant's tasks for kb vectors of output channels:
+// every output row in one task while the images, groups and channel blocks
+// make 4 tasks, else half or a quarter of the rows.
+int64_t ChannelVectorRows(const ConvForm& f, int64_t kb, int64_t lanes) {
+  const int64_t blocks = f.geo.n * f.group * std::max<int64_t>(1, f.kg / (kb * lanes));
+  return blocks >= 4 ? f.geo.oh : CeilDiv(f.geo.oh, CeilDiv(4, blocks) <= 2 ? 2 : 4);
+}
+
+// Blocked weights (channel-vector points only): the most channel vectors
+// whose weights stay in L2 (kL2WeightFloats), then the register block of the
+// cheapest row (ChannelVectorRowCost), the fewest blocks per row, the
+// narrowest; rows per ChannelVectorRows. Measured against 48 tuned points
+// of HRNet's three 3x3 stride-2 convs (1 thread): 512 -> 1024 onto 7x7 2 x 8
+// (one block of 7) 2.13 ms, best; 256 -> 512 onto 14x14 4 x 6 1.95 ms, best
+// 1.88; 128 -> 256 onto 28x28 4 x 6 1.93, best 1.91.
+ScheduleConfig DefaultBlocked(const std::vector<ScheduleConfig>& space, const ConvForm& f, const CpuTarget& target) {
+  const int64_t lanes = target.FloatLanes(), taps = f.geo.kh * f.geo.kw;
+  auto score = [&](const ScheduleConfig& c) {
+    const int64_t kb = c.Get("kb", 1), ur = c.Get("ur", 1);
+    return std::make_tuple(f.cg * taps * kb * lanes <= kL2WeightFloats, kb,
+                           -ChannelVectorRowCost(f.geo.ow, ur, kb), -CeilDiv(f.geo.ow, ur), -ur,
+                           c.Get("rows", 1) == ChannelVectorRows(f, kb, lanes));
+  };
+  return BestBy(space, score);
+}
+
 // Pointwise convs: the pointwise variant, widest vectors, a pixel tail
 // without masked multiply-adds, 14 to 18 accumulators (kb 8 over 128 input
 // channels or more, else kb 4, or the nearest divisor of the channels), one
@@ -364,10 +437,12 @@ double DirectBlockCost(int64_t ow, int64_t vw, int64_t ur, int64_t kb) {
 // task that still leaves 8 tasks. Others: of the register blocks within 10%
 // (5% when no such block covers a whole output row) of the cheapest by
 // DirectBlockCost, the fewest per row (then about 12 accumulators), one row
-// per task.
+// per task, unless the channel-vector variant is preferred. Blocked weights:
+// DefaultBlocked.
 ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   std::vector<ScheduleConfig> space = Enumerate(g, target);
   absl::StatusOr<ConvForm> f = AnalyzeConv(g);
+  if (f.ok() && f->weight_block > 0 && !space.empty()) return DefaultBlocked(space, *f, target);
   const int64_t planes = f.ok() ? f->geo.n * f->group : 1;
   // Pointwise: the fewest channel splits that reach kMinTasks (or the most there are).
   auto split_score = [&](const ScheduleConfig& c) -> int64_t {
@@ -389,23 +464,16 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   auto direct_cost = [ow](const ScheduleConfig& c) {
     return DirectBlockCost(ow, c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1));
   };
-  // Channel-vector variant: on maps of 4 rows or more whose rows leave more
-  // than a tenth of the lanes of whole pixel vectors idle (17 columns in two
-  // vectors of 16, 56 in four), 6 pixels by 2 vectors of output channels,
-  // every row in one task while that still leaves 4 tasks: 64x56x56 3x3
+  // Channel-vector variant where ops::PrefersChannelVectors holds, 6 pixels
+  // by 2 vectors of output channels, rows per ChannelVectorRows: 64x56x56 3x3
   // 1.17 -> 1.04 ms, Inception's 17x17 1x7/7x1 convs 0.66 -> 0.57 ms,
   // Inception v3 whole 73 -> 54 ms. Not on maps of fewer than 36 pixels,
   // where packing a task's weights is not paid back (SegFormer's 8x8
   // stride-8 patch embedding onto 4x4: 0.05 ms direct, 0.26 ms as channel
   // vectors), nor on one row (CRNN's 1x33: 0.96 ms direct, 1.2 ms).
   const int64_t lanes = target.FloatLanes();
-  const bool prefer_kv = f.ok() && !short_reduction && f->geo.oh >= 4 && f->geo.oh * ow >= 36 &&
-                         static_cast<double>(ow) < 0.9 * static_cast<double>(CeilDiv(ow, lanes) * lanes);
-  const int64_t kv_rows = [&] {
-    if (!f.ok()) return int64_t{1};
-    const int64_t blocks = f->geo.n * f->group * std::max<int64_t>(1, f->kg / (2 * lanes));
-    return blocks >= 4 ? f->geo.oh : CeilDiv(f->geo.oh, CeilDiv(4, blocks) <= 2 ? 2 : 4);
-  }();
+  const bool prefer_kv = f.ok() && ops::PrefersChannelVectors(reduction, f->geo.oh, ow, lanes);
+  const int64_t kv_rows = f.ok() ? ChannelVectorRows(*f, 2, lanes) : 1;
   // 2: the preferred channel-vector point; 1: any other variant; 0: other
   // channel-vector points (only tuning picks them).
   // Where a task's packs of 2 channel vectors would not fit (512 input
@@ -729,7 +797,8 @@ absl::StatusOr<LoopFunc> LowerDepthwise(const Graph& g, const ConvForm& f, const
 // (17 columns of Inception's 17x17 convs filled 17 of 24 row lanes). A task
 // is (image, group, kb*vw output channels, `rows` output rows). It packs its
 // channels' weights once, tap-major with the channels innermost
-// (wp[cl][r][s][j*vw + v]); per output row it packs the input rows the row
+// (wp[cl][r][s][j*vw + v]), unless they come so from compile time
+// (kiln.BlockedConv: read in place); per output row it packs the input rows the row
 // reads, padding included. A register block of ur output pixels by kb
 // channel vectors accumulates, per input channel and tap, the broadcast
 // input pixel times a weight vector; the pixels a row's full blocks leave
@@ -793,7 +862,17 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
     Expr col = Add(Mul(Add(ow0, u), I(s.sw)), Mul(c, I(s.dw)));
     Expr xi = Add(Mul(Add(Mul(cl, I(rin)), Mul(r, I(s.dh))), I(wq)), col);
     Expr wi = Add(Mul(Add(Mul(cl, I(taps)), Add(Mul(r, I(s.kw)), c)), I(cw)), Add(Mul(j, I(vw)), v));
-    Stmt upd = Store(acc, ai, MulAdd(Load(xr, xi), Load(wp, wi), Load(acc, ai)));
+    Expr wv = Load(wp, wi);
+    if (f.weight_block > 0) {
+      // In place: Wb[(k / B, cl, r, c, k % B)] for k = k0 + j*vw + v, k0 a
+      // multiple of B (cw is).
+      const int64_t bk = f.weight_block;
+      Expr jv = Mul(j, I(vw));
+      Expr blk = Add(Add(Mul(grp, I(f.kg / bk)), Mul(kbo, I(cw / bk))), Div(jv, I(bk)));
+      Expr tapi = Add(Mul(Add(Mul(blk, I(f.cg)), cl), I(taps)), Add(Mul(r, I(s.kw)), c));
+      wv = Load(bufs.w, Add(Mul(tapi, I(bk)), Add(Mod(jv, I(bk)), v)));
+    }
+    Stmt upd = Store(acc, ai, MulAdd(Load(xr, xi), wv, Load(acc, ai)));
     Stmt per_kh = For("kw_", I(s.kw), lanes(upd), s.kw <= 8 ? ForKind::kUnrolled : ForKind::kSerial);
     if (s.pad_top > 0 || s.pad_bottom > 0) {
       // A tap row in the padding packed zeros: skip it.
@@ -817,7 +896,7 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
     row.push_back(tail);
   }
   Stmt per_row = For("rr_", I(rows), IfThen(Lt(oh, I(s.oh)), Allocate(xr, Block(std::move(row)))));
-  Stmt body = Allocate(wp, Block({wpack, per_row}));
+  Stmt body = f.weight_block > 0 ? per_row : Allocate(wp, Block({wpack, per_row}));
   Expr t = Var("t_");
   body = LetStmt("hb_", Mod(t, I(ohb)),
                  LetStmt("kbo_", Mod(Div(t, I(ohb)), I(nkb)),

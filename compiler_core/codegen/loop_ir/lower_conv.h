@@ -44,9 +44,13 @@ struct ConvForm {
   WindowGeometry geo;
   int64_t k = 1, group = 1, cg = 1, kg = 1;
   int x_arg = -1, w_arg = -1, b_arg = -1;
+  // kiln.BlockedConv: the weights are Wb [K/B, C/group, kh, kw, B] with B =
+  // weight_block (ops/conv_blocking.h); 0: a Conv's W [K, C/group, k...].
+  int64_t weight_block = 0;
 };
 
-// The "conv" kind's match: one Conv and an elementwise epilogue of its shape.
+// The "conv" kind's match: one Conv (or kiln.BlockedConv) and an elementwise
+// epilogue of its shape.
 // UNIMPLEMENTED naming the node otherwise.
 absl::StatusOr<ConvForm> AnalyzeConv(const Graph& workload);
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "compiler_core/frontend/ops/conv_blocking.h"
 #include "compiler_core/frontend/ops/op_families.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
 #include "compiler_core/frontend/ops/window.h"
@@ -160,6 +161,44 @@ OpDef ConvOp() {
   def.validate = ValidateConv;
   def.infer = InferConv;
   def.eval = EvalConv;
+  return def;
+}
+
+// ---------------------------------------------------------------------------
+// kiln.BlockedConv: a Conv whose weights are blocked by output channel,
+// Wb [K/B, C/group, k..., B] (ops/conv_blocking.h); everything else as Conv.
+
+// W's type from Wb's: [K/B, C/g, k..., B] -> [K, C/g, k...].
+absl::StatusOr<TensorType> UnblockedWeightType(const TensorType& wb) {
+  if (wb.rank() < 4 || !wb.IsStatic()) {
+    return absl::InvalidArgumentError(absl::StrCat("blocked weights ", wb.ToString(),
+                                                   " must be static [K/B, C/group, k..., B]"));
+  }
+  std::vector<Dim> dims;
+  for (int64_t d : UnblockedWeightDims(wb.StaticDims())) dims.push_back(Dim::Static(d));
+  return MakeType(wb.dtype, dims);
+}
+
+OpDef BlockedConvOp() {
+  OpDef def;
+  def.op_type = "BlockedConv";
+  def.domain = std::string(kKilnDomain);
+  def.min_inputs = 2;
+  def.max_inputs = 3;
+  def.attrs = kConvAttrs;
+  def.validate = ValidateConv;
+  def.infer = [](const Node& node, const InputTypes& in) -> absl::StatusOr<std::vector<TensorType>> {
+    ASSIGN_OR_RETURN(TensorType w, UnblockedWeightType(*in[1]));
+    InputTypes conv_in = in;
+    conv_in[1] = &w;
+    return InferConv(node, conv_in);
+  };
+  def.eval = [](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
+    const Tensor w = UnblockConvWeights(*in[1]);
+    InputTensors conv_in = in;
+    conv_in[1] = &w;
+    return EvalConv(node, conv_in, out);
+  };
   return def;
 }
 
@@ -325,6 +364,7 @@ OpDef ConvTransposeOp() {
 void RegisterConvOps(std::vector<OpDef>* defs) {
   defs->push_back(WithClass(OpClass::kAnchor, ConvOp()));
   defs->push_back(WithClass(OpClass::kAnchor, ConvTransposeOp()));
+  defs->push_back(WithClass(OpClass::kAnchor, BlockedConvOp()));
 }
 
 }  // namespace kiln::ops

@@ -16,7 +16,7 @@ void RegisterDataMovementOps(std::vector<OpDef>* defs);  // Transpose, Reshape, 
 void RegisterIndexOps(std::vector<OpDef>* defs);         // Gather*, GatherND, DepthToSpace, SpaceToDepth, Split, Trilu, ArgMax, CumSum
 void RegisterMatMulOps(std::vector<OpDef>* defs);        // MatMul, Gemm, Einsum
 void RegisterReductionOps(std::vector<OpDef>* defs);     // Reduce*, Softmax family, LayerNorm, InstanceNorm, global pools
-void RegisterConvOps(std::vector<OpDef>* defs);          // Conv, ConvTranspose
+void RegisterConvOps(std::vector<OpDef>* defs);          // Conv, ConvTranspose, kiln.BlockedConv (made by a pass)
 void RegisterPoolOps(std::vector<OpDef>* defs);          // MaxPool, AveragePool
 void RegisterResizeOps(std::vector<OpDef>* defs);        // Resize, Upsample
 void RegisterTopKOps(std::vector<OpDef>* defs);          // TopK

@@ -41,9 +41,10 @@ class GraphBuilder {
   Value* FloatConstant(const std::vector<int64_t>& dims, const std::vector<float>& values) {
     return *g_->AddConstant(absl::StrCat("c", n_++), Tensor::FromVector(DType::kFloat32, dims, values));
   }
-  Value* Op(const std::string& op, std::vector<Value*> ins, std::map<std::string, AttrValue> attrs = {}) {
+  Value* Op(const std::string& op, std::vector<Value*> ins, std::map<std::string, AttrValue> attrs = {},
+            const std::string& domain = "") {
     Value* y = *g_->AddValue(absl::StrCat("t", n_));
-    EXPECT_TRUE(g_->AddNode(op, absl::StrCat("n", n_++), std::move(ins), {y}, std::move(attrs)).ok());
+    EXPECT_TRUE(g_->AddNode(op, absl::StrCat("n", n_++), std::move(ins), {y}, std::move(attrs), domain).ok());
     return y;
   }
   void Output(Value* v) { g_->AddOutput(v); }

@@ -223,8 +223,16 @@ absl::StatusOr<Stmt> Depthwise(const Graph& g, const ConvForm& f, GraphExpr& ge,
 
 std::string What(const ConvForm& f) { return absl::StrCat("conv ", f.conv->name()); }
 
+// The CPU's blocked weights (kiln.BlockedConv, made only for CPU targets)
+// have no GPU kernel.
+absl::StatusOr<ConvForm> AnalyzeGpuConv(const Graph& g) {
+  ASSIGN_OR_RETURN(ConvForm f, AnalyzeConv(g));
+  if (f.weight_block > 0) return absl::UnimplementedError(absl::StrCat(What(f), ": blocked weights are CPU-only"));
+  return f;
+}
+
 std::vector<ScheduleConfig> Enumerate(const Graph& g, const GpuTarget&) {
-  absl::StatusOr<ConvForm> f = AnalyzeConv(g);
+  absl::StatusOr<ConvForm> f = AnalyzeGpuConv(g);
   if (!f.ok()) return {};
   std::vector<ScheduleConfig> out;
   for (const GemmTile& t : EnumerateGemmTiles(ShapeOf(*f), MaxGemmVw(*f))) {
@@ -239,7 +247,7 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const GpuTarget&) {
 // Depthwise convs: the direct kernel (implicit GEMM would run a 1-row GEMM
 // per channel). Others: the tiled GEMM's default over (K/group, pixels).
 ScheduleConfig Default(const Graph& g, const GpuTarget& target) {
-  absl::StatusOr<ConvForm> f = AnalyzeConv(g);
+  absl::StatusOr<ConvForm> f = AnalyzeGpuConv(g);
   if (!f.ok()) return {};
   ScheduleConfig c;
   if (!DepthwisePoints(*f).empty()) {
@@ -252,7 +260,7 @@ ScheduleConfig Default(const Graph& g, const GpuTarget& target) {
 }
 
 absl::Status Validate(const Graph& g, const ScheduleConfig& c, const GpuTarget&) {
-  ASSIGN_OR_RETURN(ConvForm f, AnalyzeConv(g));
+  ASSIGN_OR_RETURN(ConvForm f, AnalyzeGpuConv(g));
   const std::string what = absl::StrCat("schedule ", c.ToString(), " of ", What(f));
   if (c.Get("dw", 0) != 0) {
     RETURN_IF_ERROR(ValidateGpuKnobs(g, c, {"dw", "bt", "rows"}));
@@ -275,7 +283,7 @@ absl::Status Validate(const Graph& g, const ScheduleConfig& c, const GpuTarget&)
 }
 
 absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& c, const GpuTarget& target) {
-  ASSIGN_OR_RETURN(ConvForm f, AnalyzeConv(g));
+  ASSIGN_OR_RETURN(ConvForm f, AnalyzeGpuConv(g));
   RETURN_IF_ERROR(Validate(g, c, target));
   GraphExpr ge(g);
   const AnchorOutputs outs = PlanAnchorOutputs(g, f.conv->output(0));

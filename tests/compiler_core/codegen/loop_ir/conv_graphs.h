@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler_core/frontend/op_registry.h"
 #include "compiler_core/ir/graph.h"
 #include "tests/compiler_core/codegen/loop_ir/lowering_testing.h"
 
@@ -30,6 +31,21 @@ inline std::unique_ptr<Graph> ConvGraph(Ints x, int64_t k, Ints kernel, Ints str
   Value* y = b.Op("Conv", ins, ConvAttrs(kernel, strides, pads, dil, group));
   if (!epilogue.empty()) y = b.Op(epilogue, {y});
   return b.Finish({y});
+}
+
+// kiln.BlockedConv(x, wb[k/16, c/group, kernel..., 16], bias[k]) (2-D), then
+// a Relu: the weights as the blocked_conv_weights pass lays them out.
+inline std::unique_ptr<Graph> BlockedConvGraph(Ints x, int64_t k, Ints kernel, Ints strides, Ints pads, Ints dil,
+                                               int64_t group, bool bias = true) {
+  Builder b;
+  Value* in = b.Input(x);
+  Ints wd = {k / 16, x[1] / group};
+  wd.insert(wd.end(), kernel.begin(), kernel.end());
+  wd.push_back(16);
+  std::vector<Value*> ins = {in, b.Input(wd)};
+  if (bias) ins.push_back(b.Input({k}));
+  Value* y = b.Op("BlockedConv", ins, ConvAttrs(kernel, strides, pads, dil, group), std::string(kKilnDomain));
+  return b.Finish({b.Op("Relu", {y})});
 }
 
 // ConvTranspose(x, w[c, m/group, k...], bias[m]) with `attrs`, then

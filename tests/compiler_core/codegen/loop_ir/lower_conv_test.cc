@@ -504,6 +504,52 @@ TEST(ConvLoweringTest, ChannelVectorDefaultFitsItsPacks) {
   }
 }
 
+// kiln.BlockedConv (weights blocked by 16 output channels at compile time):
+// only channel-vector points, each matching the interpreter (which unblocks
+// the weights into a Conv's): stride 2 onto 7x7 rows that one register
+// block covers, stride 2 without padding over two images, dilation with
+// asymmetric pads over two groups of 16, a 7x1 window, no bias. A point of
+// another variant is refused.
+TEST(ConvLoweringTest, BlockedWeightsEveryPoint) {
+  CpuTarget target = CpuTarget::Host();
+  struct Case {
+    Ints x;
+    int64_t k;
+    Ints kernel, strides, pads, dil;
+    int64_t group;
+    bool bias;
+  };
+  for (const Case& c : std::vector<Case>{{{1, 8, 14, 14}, 32, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, true},
+                                         {{2, 5, 15, 15}, 16, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, true},
+                                         {{1, 4, 11, 10}, 32, {3, 3}, {1, 1}, {2, 1, 1, 2}, {2, 2}, 2, true},
+                                         {{1, 6, 13, 9}, 16, {7, 1}, {1, 1}, {3, 0, 3, 0}, {1, 1}, 1, false}}) {
+    auto g = BlockedConvGraph(c.x, c.k, c.kernel, c.strides, c.pads, c.dil, c.group, c.bias);
+    std::vector<ScheduleConfig> space = EnumerateSchedules(*g, target);
+    ASSERT_FALSE(space.empty()) << g->ToText();
+    for (const ScheduleConfig& p : space) EXPECT_EQ(p.Get("kv", 0), 1) << p.ToString();
+    CheckConv(*g, space);
+    ScheduleConfig direct;
+    direct.Set("vw", 4), direct.Set("ur", 1), direct.Set("kb", 1), direct.Set("rows", 1);
+    EXPECT_EQ(ValidateSchedule(*g, direct, target).code(), absl::StatusCode::kInvalidArgument);
+  }
+}
+
+// The blocked default: the most channel vectors whose weights a task keeps in
+// L2, then a register block that covers a 7-pixel row at once (HRNet's
+// 512 -> 1024 onto 7x7: 2 vectors by one block of 7), else 4 vectors.
+TEST(ConvLoweringTest, BlockedDefaultKeepsWeightsInL2) {
+  CpuTarget target = CpuTarget::Host();
+  if (target.FloatLanes() < 16) GTEST_SKIP() << "host vectors hold fewer than 16 floats";
+  auto wide = BlockedConvGraph({1, 512, 14, 14}, 1024, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1);
+  ScheduleConfig d = DefaultSchedule(*wide, target);
+  EXPECT_EQ(d.Get("kb", 1), 2) << d.ToString();
+  EXPECT_GE(d.Get("ur", 1), 7) << d.ToString();
+  auto mid = BlockedConvGraph({1, 256, 28, 28}, 512, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1);
+  d = DefaultSchedule(*mid, target);
+  EXPECT_EQ(d.Get("kb", 1), 4) << d.ToString();
+  EXPECT_EQ(d.Get("ur", 1), 6) << d.ToString();
+}
+
 // The depthwise default computes few positions past the map: a 7x7 map with
 // a 5x5 window needs 77 (7 rows of 11 padded columns); 16 lanes by 4 would
 // compute 128, the default computes 80, in vectors no wider than a row.

@@ -1,0 +1,56 @@
+// Output-channel-blocked conv weights (see blocked_conv_weights.h).
+#include "compiler_core/passes/blocked_conv_weights.h"
+
+#include "base/status_macros.h"
+#include "compiler_core/frontend/op_registry.h"
+#include "compiler_core/frontend/ops/conv_blocking.h"
+#include "compiler_core/frontend/ops/window.h"
+#include "compiler_core/passes/graph_rewriting.h"
+
+namespace kiln {
+namespace {
+
+using ops::kConvWeightBlock;
+
+absl::StatusOr<bool> Rewrite(Graph& graph, Node* n) {
+  Value* x = n->input(0);
+  Value* w = n->input(1);
+  Value* bias = n->num_inputs() > 2 ? n->input(2) : nullptr;
+  if (x == nullptr || w == nullptr || !x->type().known || !x->type().IsStatic() ||
+      x->type().dtype != DType::kFloat32 || x->type().rank() != 4 || !w->is_constant() ||
+      w->constant().dtype() != DType::kFloat32 || w->constant().rank() != 4) {
+    return false;
+  }
+  if (bias != nullptr && (!bias->type().known || bias->type().dtype != DType::kFloat32)) return false;
+  const std::vector<int64_t> wd = w->constant().dims();
+  const int64_t group = n->GetInt("group", 1);
+  if (group < 1 || wd[0] % group != 0 || (wd[0] / group) % kConvWeightBlock != 0) return false;
+  if (wd[2] == 1 && wd[3] == 1) return false;  // 1x1: the pointwise kernels
+  absl::StatusOr<ops::Window> win = ops::ForwardWindow(*n, x->type(), 0, {wd[2], wd[3]}, true);
+  if (!win.ok()) return false;
+  const int64_t oh = win->out[0], ow = win->out[1];
+  if (!ops::PrefersChannelVectors(wd[1] * wd[2] * wd[3], oh, ow, kConvWeightBlock) ||
+      ops::ChannelVectorRowFloats(wd[1], wd[2], win->dilation[0], ow, win->stride[1], wd[3], win->dilation[1],
+                                  kConvWeightBlock) > ops::kMaxConvPackFloats) {
+    return false;
+  }
+  std::vector<Value*> inputs = {x, nullptr};
+  if (bias != nullptr) inputs.push_back(bias);
+  const std::string name = n->name();
+  const std::map<std::string, AttrValue> attrs = n->attrs();
+  Value* y = n->output(0);
+  NodeBuilder b(graph, name);
+  inputs[1] = b.Constant(ops::BlockConvWeights(w->constant(), kConvWeightBlock));
+  graph.RemoveNode(n);
+  RETURN_IF_ERROR(graph.AddNode("BlockedConv", name, std::move(inputs), {y}, attrs, std::string(kKilnDomain)).status());
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> BlockedConvWeights::Run(Graph& graph) {
+  auto is_conv = [](const Node& n) { return IsOp(&n, "Conv"); };
+  return RewriteSelectedNodes(graph, is_conv, Rewrite);
+}
+
+}  // namespace kiln
