@@ -182,19 +182,41 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   Buffer xp = MakeBuffer("xp", {din * rin * s.sw * wq}, BufferRole::kTemp);
   Stmt pack;
   {
-    Expr z = s.three_d ? Var("pz_") : I(0), r = Var("pr_"), ph = Var("pp_"), qo = Var("pq_"), qi = Var("pv_");
-    Expr q = Add(Mul(qo, I(vw)), qi);
+    // Per packed row: the identity where the row is in the padding; else, per
+    // phase, the vectors whose columns all lie inside the input are plain
+    // loads (no per-lane test, no masked load) and only the vectors at the
+    // row's ends test each lane's column.
+    Expr z = s.three_d ? Var("pz_") : I(0), r = Var("pr_"), ph = Var("pp_"), qi = Var("pv_");
     Expr id = Sub(Add(Mul(odv, I(s.sd)), z), I(s.pad_front));
     Expr ih = Sub(Add(Mul(hb, I(rows * s.sh)), r), I(s.pad_top));
-    Expr iw = Sub(Add(Mul(q, I(s.sw)), ph), I(s.pad_left));
-    Expr inside = And(And(Ge(ih, I(0)), Lt(ih, I(s.h))), And(Ge(iw, I(0)), Lt(iw, I(s.w))));
-    if (s.three_d) inside = And(And(Ge(id, I(0)), Lt(id, I(s.d))), inside);
+    Expr row_inside = And(Ge(ih, I(0)), Lt(ih, I(s.h)));
+    if (s.three_d) row_inside = And(And(Ge(id, I(0)), Lt(id, I(s.d))), row_inside);
     Expr plane = s.three_d ? Add(Mul(p, I(s.d)), id) : p;
-    Expr xi = Add(Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)), iw);
     Expr prow = s.three_d ? Add(Mul(z, I(rin)), r) : r;
-    Expr pi = Add(Mul(Add(Mul(prow, I(s.sw)), ph), I(wq)), q);
-    Stmt body = IfThen(inside, Store(xp, pi, Load(x, xi)), Store(xp, pi, FloatImm(identity)));
-    pack = For("pr_", I(rin), For("pp_", I(s.sw), For("pq_", I(wq / vw), For("pv_", I(vw), body, ForKind::kVectorized))));
+    const int64_t span = vw * s.sw, nq = wq / vw;
+    const int64_t q_lo = std::min(nq, CeilDiv(s.pad_left, span));
+    const int64_t q_hi = std::max(q_lo, std::min(nq, (s.w + s.pad_left) / span));
+    // Vectors [lo, hi) of one phase's row: loads, each lane's column tested
+    // where `checked`; the identity everywhere where `load` is false.
+    auto cols = [&](int64_t lo, int64_t hi, bool checked, bool load) -> Stmt {
+      Expr q = Add(Mul(Add(Var("pq_"), I(lo)), I(vw)), qi);
+      Expr iw = Sub(Add(Mul(q, I(s.sw)), ph), I(s.pad_left));
+      Expr xi = Add(Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)), iw);
+      Expr pi = Add(Mul(Add(Mul(prow, I(s.sw)), ph), I(wq)), q);
+      Stmt body = Store(xp, pi, FloatImm(identity));
+      if (load && checked) {
+        body = IfThen(And(Ge(iw, I(0)), Lt(iw, I(s.w))), Store(xp, pi, Load(x, xi)), body);
+      } else if (load) {
+        body = Store(xp, pi, Load(x, xi));
+      }
+      return For("pq_", I(hi - lo), For("pv_", I(vw), body, ForKind::kVectorized));
+    };
+    std::vector<Stmt> row;
+    if (q_lo > 0) row.push_back(cols(0, q_lo, true, true));
+    if (q_hi > q_lo) row.push_back(cols(q_lo, q_hi, false, true));
+    if (nq > q_hi) row.push_back(cols(q_hi, nq, true, true));
+    pack = For("pr_", I(rin), IfThen(row_inside, For("pp_", I(s.sw), Block(std::move(row))),
+                                      For("pp_", I(s.sw), cols(0, nq, false, false))));
     if (s.three_d) pack = For("pz_", I(din), pack);
   }
   Buffer acc = MakeBuffer("acc", {vw}, BufferRole::kTemp);
