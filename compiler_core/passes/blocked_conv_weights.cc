@@ -29,7 +29,7 @@ absl::StatusOr<bool> Rewrite(Graph& graph, Node* n) {
   absl::StatusOr<ops::Window> win = ops::ForwardWindow(*n, x->type(), 0, {wd[2], wd[3]}, true);
   if (!win.ok()) return false;
   const int64_t oh = win->out[0], ow = win->out[1];
-  if (!ops::PrefersChannelVectors(wd[1] * wd[2] * wd[3], oh, ow, kConvWeightBlock) ||
+  if (!ops::PrefersChannelVectors(wd[1] * wd[2] * wd[3], oh, ow, kConvWeightBlock, true) ||
       ops::ChannelVectorRowFloats(wd[1], wd[2], win->dilation[0], ow, win->stride[1], wd[3], win->dilation[1],
                                   kConvWeightBlock) > ops::kMaxConvPackFloats) {
     return false;

@@ -2,7 +2,7 @@
 // channels in the vector lanes: a 2-D f32 Conv with constant weights, a
 // kernel larger than 1x1, output channels per group a multiple of
 // ops::kConvWeightBlock (16), and a geometry for which
-// ops::PrefersChannelVectors holds, becomes
+// ops::PrefersChannelVectors holds with blocked weights, becomes
 //
 //   Y = kiln.BlockedConv(X, Wb, bias)      Wb = W blocked by 16 output channels
 //                                          (ops/conv_blocking.h; a constant)
@@ -12,7 +12,9 @@
 // transposing gather of every weight once per task), and its register blocks
 // are no longer bounded by the pack: HRNet's 3x3 stride-2 convs at 1 thread,
 // 512 -> 1024 onto 7x7 4.29 -> 2.28 ms, 256 -> 512 onto 14x14 2.52 -> 2.01,
-// 128 -> 256 onto 28x28 2.22 -> 1.93 (ORT 2.12, 1.86, 1.76). A blocked conv has
+// 128 -> 256 onto 28x28 2.22 -> 1.93 (ORT 2.12, 1.86, 1.76); maps too small
+// to pay a per-run pack back take the kernel too (DLA-34's 512 -> 512 onto
+// 5x5 1.43 -> 0.49 ms, ORT 0.48). A blocked conv has
 // only the channel-vector schedules; the convs this pass leaves (1x1,
 // depthwise, maps whose rows fill the pixel vectors, short reductions) keep
 // every variant. Runs once after the optimisation fixed point, after the

@@ -53,9 +53,10 @@ int64_t ChannelVectorRowFloats(int64_t cg, int64_t kh, int64_t dh, int64_t ow, i
   return cg * ((kh - 1) * dh + 1) * ((width + lanes - 1) / lanes * lanes);
 }
 
-bool PrefersChannelVectors(int64_t reduction, int64_t oh, int64_t ow, int64_t lanes) {
+bool PrefersChannelVectors(int64_t reduction, int64_t oh, int64_t ow, int64_t lanes, bool blocked) {
   const int64_t whole = (ow + lanes - 1) / lanes * lanes;
-  return reduction > 32 && oh >= 4 && oh * ow >= 36 && static_cast<double>(ow) < 0.9 * static_cast<double>(whole);
+  const bool map = blocked || (oh >= 4 && oh * ow >= 36);
+  return reduction > 32 && map && static_cast<double>(ow) < 0.9 * static_cast<double>(whole);
 }
 
 }  // namespace kiln::ops

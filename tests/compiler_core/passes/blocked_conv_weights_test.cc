@@ -56,6 +56,8 @@ TEST(BlockedConvWeightsTest, BlocksConvsWithOutputChannelsInTheLanes) {
                                               {"dilations", std::vector<int64_t>{2, 2}},
                                               {"group", int64_t{2}}}});      // 2 groups of 16
   ExpectRewritten({.h = 9, .w = 9, .attrs = {{"auto_pad", std::string("SAME_UPPER")}}, .bias = false});
+  ExpectRewritten({.h = 6, .w = 6});                                         // 3x3 outputs
+  ExpectRewritten({.h = 2, .w = 34, .attrs = {}, .kernel = 2});             // one row of 33 (CRNN)
 }
 
 TEST(BlockedConvWeightsTest, LeavesTheOthers) {
@@ -65,7 +67,6 @@ TEST(BlockedConvWeightsTest, LeavesTheOthers) {
       {.c = 16, .k = 32, .attrs = {{"group", int64_t{4}}}},            // 8 output channels per group
       {.h = 32, .w = 32, .attrs = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}},  // 32 columns fill the lanes
       {.c = 3},                                                        // a stem: 27 multiply-adds per output
-      {.h = 6, .w = 6},                                                // 3x3 outputs
       {.constant_weights = false},
   };
   for (const Case& c : stay) {

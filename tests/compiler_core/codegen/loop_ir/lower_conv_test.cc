@@ -508,8 +508,8 @@ TEST(ConvLoweringTest, ChannelVectorDefaultFitsItsPacks) {
 // only channel-vector points, each matching the interpreter (which unblocks
 // the weights into a Conv's): stride 2 onto 7x7 rows that one register
 // block covers, stride 2 without padding over two images, dilation with
-// asymmetric pads over two groups of 16, a 7x1 window, no bias. A point of
-// another variant is refused.
+// asymmetric pads over two groups of 16, a 7x1 window, no bias, a 3x3 map,
+// one row of 19. A point of another variant is refused.
 TEST(ConvLoweringTest, BlockedWeightsEveryPoint) {
   CpuTarget target = CpuTarget::Host();
   struct Case {
@@ -522,7 +522,9 @@ TEST(ConvLoweringTest, BlockedWeightsEveryPoint) {
   for (const Case& c : std::vector<Case>{{{1, 8, 14, 14}, 32, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, true},
                                          {{2, 5, 15, 15}, 16, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, true},
                                          {{1, 4, 11, 10}, 32, {3, 3}, {1, 1}, {2, 1, 1, 2}, {2, 2}, 2, true},
-                                         {{1, 6, 13, 9}, 16, {7, 1}, {1, 1}, {3, 0, 3, 0}, {1, 1}, 1, false}}) {
+                                         {{1, 6, 13, 9}, 16, {7, 1}, {1, 1}, {3, 0, 3, 0}, {1, 1}, 1, false},
+                                         {{1, 8, 3, 3}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+                                         {{1, 8, 2, 20}, 16, {2, 2}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true}}) {
     auto g = BlockedConvGraph(c.x, c.k, c.kernel, c.strides, c.pads, c.dil, c.group, c.bias);
     std::vector<ScheduleConfig> space = EnumerateSchedules(*g, target);
     ASSERT_FALSE(space.empty()) << g->ToText();
