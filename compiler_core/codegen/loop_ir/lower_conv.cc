@@ -609,9 +609,21 @@ ConvBuffers BindConvBuffers(const Graph& g, const ConvForm& f, GraphExpr& ge) {
   return b;
 }
 
+// Pointwise variant: whether a task packs its full blocks' input (cg
+// channels of rows * vw * ur pixels) once, contiguous, before its blocks of
+// output channels read it: where the input's channel planes are 4 KiB or
+// more (in place, every channel step of a block is a new page and a new
+// cache line), at least 4 channel blocks per task read the pack, and it
+// fits the stack pack.
+bool PointwisePacksInput(const ConvForm& f, const Knobs& k) {
+  const int64_t per_task = CeilDiv(f.kg / k.kb, k.ks);
+  return Pixels(f) >= 1024 && per_task >= 4 && f.cg * k.rows * k.vw * k.ur <= kMaxPackFloats / 2;
+}
+
 // Pointwise variant: a task is (image, group, `rows` register blocks of
 // vw*ur pixels); per block of kb output channels it accumulates over the
-// group's input channels reading x and the weights in place (no pack). The
+// group's input channels reading x and the weights in place, or a pack of
+// its input (PointwisePacksInput). The
 // pixels the full blocks leave (fewer than vw*ur) form one narrower block in
 // the last task: whole vw-wide vectors, then the pixels left in the
 // narrowest power-of-two vector that holds them (an 8-lane vector costs
@@ -646,8 +658,14 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   // One register block: pixels p0 + u*lw + v (u < nu, v < lw) of channels
   // kbo*kb + kk. guard: lanes at or past np are off throughout;
   // store_from > 0: only pixels from store_from on are stored.
+  // The task's full blocks' input, packed once per task where
+  // PointwisePacksInput says so: xs[cl * tw + q] = x[n, g*cg + cl, pc*tw + q].
+  const int64_t tw = rows * bw;
+  const bool pack_x = nbf > 0 && PointwisePacksInput(f, kn);
+  Buffer xs = pack_x ? MakeBuffer("xs", {f.cg * tw}, BufferRole::kTemp) : nullptr;
+  // xq: the block's first pixel within xs (null: the block reads x in place).
   auto block = [&](const std::string& acc_name, Expr p0, int64_t nu, int64_t lw, bool guard,
-                   int64_t store_from) -> absl::StatusOr<Stmt> {
+                   int64_t store_from, Expr xq = nullptr) -> absl::StatusOr<Stmt> {
     Buffer acc = MakeBuffer(acc_name, {kb * nu * lw}, BufferRole::kTemp);
     Expr kk = Var("kk_"), u = Var("u_"), v = Var("v_"), cl = Var("cl_");
     Expr k = Add(Add(Mul(grp, I(f.kg)), Mul(kbo, I(kb))), kk);
@@ -663,7 +681,8 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
     Stmt init = lanes(Store(acc, ai, bias ? Load(bias, k) : FloatImm(0)), nullptr);
     Expr xi = Add(Mul(Add(Mul(n, I(s.c)), Add(Mul(grp, I(f.cg)), cl)), I(np)), p);
     Expr wi = Add(Mul(k, I(f.cg)), cl);
-    Stmt mac = For("cl_", I(f.cg), lanes(Store(acc, ai, MulAdd(Load(x, xi), Load(w, wi), Load(acc, ai))), in_map));
+    Expr xv = xq != nullptr ? Load(xs, Add(Mul(cl, I(tw)), Add(Add(xq, Mul(u, I(lw))), v))) : Load(x, xi);
+    Stmt mac = For("cl_", I(f.cg), lanes(Store(acc, ai, MulAdd(xv, Load(w, wi), Load(acc, ai))), in_map));
     Expr oi = Add(Mul(Add(Mul(n, I(f.k)), k), I(np)), p);
     const std::vector<Expr> idx = out_index(k, p);
     ASSIGN_OR_RETURN(Stmt st, StoreThroughEpilogue(g, ge, f.conv->output(0), outs, Load(acc, ai), idx, oi));
@@ -719,7 +738,8 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   std::vector<Stmt> per_kb;
   if (nbf > 0) {
     Expr bi = Add(Mul(pc, I(rows)), Var("ob_"));
-    ASSIGN_OR_RETURN(Stmt full, block("acc", Mul(bi, I(bw)), ur, vw, false, 0));
+    ASSIGN_OR_RETURN(Stmt full, block("acc", Mul(bi, I(bw)), ur, vw, false, 0,
+                                      pack_x ? Mul(Var("ob_"), I(bw)) : nullptr));
     if (nbf % rows != 0) full = IfThen(Lt(bi, I(nbf)), full);
     per_kb.push_back(For("ob_", I(rows), full));
   }
@@ -762,6 +782,15 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
     Stmt pack = For("l_", I(dots), For("cl_", I(f.cg), Store(xcol, Add(Mul(l, I(f.cg)), cl), Load(x, xi))));
     if (chunks > 1) pack = IfThen(Eq(pc, I(chunks - 1)), pack);
     body = Allocate(xcol, Block({pack, body}));
+  }
+  if (pack_x) {
+    Expr cl = Var("xc_"), qo = Var("xq_"), v = Var("xv_");
+    Expr q = Add(Mul(qo, I(vw)), v);
+    Expr xi = Add(Mul(Add(Mul(n, I(s.c)), Add(Mul(grp, I(f.cg)), cl)), I(np)), Add(Mul(pc, I(tw)), q));
+    Stmt copy = For("xv_", I(vw), Store(xs, Add(Mul(cl, I(tw)), q), Load(x, xi)), ForKind::kVectorized);
+    // The last task's blocks may end before its share: copy whole blocks only.
+    if (nbf % rows != 0) copy = IfThen(Lt(Add(Mul(pc, I(tw)), Mul(qo, I(vw))), I(nbf * bw)), copy);
+    body = Allocate(xs, Block({For("xc_", I(f.cg), For("xq_", I(tw / vw), copy)), body}));
   }
   Expr t = splits == 1 ? Var("t_") : Div(Var("t_"), I(splits));  // (image, group, pixel chunk)
   body = LetStmt("pc_", Mod(t, I(chunks)), body);

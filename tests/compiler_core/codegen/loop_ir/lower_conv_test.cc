@@ -354,6 +354,25 @@ TEST(ConvLoweringTest, PointwiseVariantOddSizes) {
   CheckConv(*grouped, PointwisePoints(*grouped, target));
 }
 
+// Maps of 1024 pixels or more: tasks whose channel blocks reuse their input
+// pack it once (xs), at every point of the space (last tasks of fewer
+// blocks than their share, split channel blocks, two images, two groups).
+TEST(ConvLoweringTest, PointwiseVariantPacksLargeMapsInput) {
+  CpuTarget target = CpuTarget::Host();
+  auto g = ConvGraph({2, 6, 32, 37}, 32, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 2);
+  std::vector<ScheduleConfig> pw = PointwisePoints(*g, target);
+  ASSERT_FALSE(pw.empty());
+  int packed = 0;
+  for (const ScheduleConfig& c : pw) {
+    auto f = loop_ir::FindLowering(*g)->lower(*g, c, target);
+    ASSERT_TRUE(f.ok()) << f.status();
+    if (loop_ir::Print(*f).find("allocate xs:") != std::string::npos) ++packed;
+  }
+  EXPECT_GT(packed, 0);
+  EXPECT_LT(packed, static_cast<int>(pw.size()));  // too few channel blocks per task: in place
+  CheckConv(*g, pw);
+}
+
 // The pointwise default blocks 8 output channels over 128 input channels
 // or more (their weights stream from L2), 4 over fewer; 16 accumulators.
 TEST(ConvLoweringTest, PointwiseDefaultBlockFollowsTheReduction) {
