@@ -405,15 +405,23 @@ std::vector<ScheduleConfig> GemvPoints(const MatMulSpec& s) {
 }
 
 // B larger than an L2 and more rows than kFewRows: worth packing. Fewer
-// rows read B in place once, in one row block; packing it first costs as
-// much again (LeViT's 49 x 256 by 256 x 1280: packed 0.35 ms, in place 0.31)
-// until B passes kPackAnyRowsBytes: its rows are then pages apart and a
-// register tile's K walk misses the TLB on every row (8 x 1024 by 1024 x
-// 4096: in place 4.2 ms, packed 1.9; 49 x 4608 by 4608 x 1024: 9.9 -> 6.0).
+// rows read B in place once, in one row block, and packing it first costs
+// about as much again while B stays near an L2's size (25 x 240 by 240 x
+// 1280, 1.2 MB: 0.074 ms in place, 0.083 packed; LeViT's 49 x 256 by 256 x
+// 1280: 0.149 and 0.144). From kPackFewRowsBytes on, 8 rows or more gain
+// from packing: B's rows are kilobytes apart, and a register tile's K walk
+// in place touches a new page and cache line at every row where packed
+// panels are contiguous (Zen 5, 1 thread, in place -> packed: a
+// bidirectional LSTM's input projection 33 x 512 by 512 x 2048 0.69 -> 0.43
+// ms, 33 x 256 by 256 x 2048 0.34 -> 0.21, 8 x 256 by 256 x 2048 0.119 ->
+// 0.097; but 4 x 512 by 512 x 1024 0.036 -> 0.039); any rows from
+// kPackAnyRowsBytes on (8 x 1024 by 1024 x 4096: 4.2 -> 1.9 ms on Zen 4).
+constexpr int64_t kPackFewRowsBytes = int64_t{2} << 20;
 constexpr int64_t kPackAnyRowsBytes = int64_t{4} << 20;
 bool WantsPacking(const MatMulSpec& s) {
   const int64_t b_bytes = s.k * s.n * 4;
-  return b_bytes > (int64_t{1} << 20) && (s.m > kFewRows || b_bytes > kPackAnyRowsBytes);
+  return b_bytes > (int64_t{1} << 20) &&
+         (s.m > kFewRows || (s.m >= 8 && b_bytes >= kPackFewRowsBytes) || b_bytes > kPackAnyRowsBytes);
 }
 
 // `reg` with K blocking kc, the widest column block whose packed B fits

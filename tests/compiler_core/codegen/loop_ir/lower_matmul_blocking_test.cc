@@ -282,6 +282,12 @@ TEST(MatMulBlocking, SpaceOnLargeShapesAndBufferBound) {
   ASSERT_TRUE(few_spec.ok());
   EXPECT_EQ(loop_ir::TileMatMul(*few_spec, packed, target).row_blocks, 1) << packed.ToString();
   EXPECT_EQ(DefaultSchedule(*few_rows, target).Get("kc", 0), 0);  // 1.2 MB: read in place
+  // 8 rows or more over 2 MiB of B (an LSTM's input projection): packed;
+  // 4 rows: in place.
+  auto lstm = MakeWorkload("MatMul", {{33, 256}, {256, 2048}}, {33, 2048});
+  EXPECT_GT(DefaultSchedule(*lstm, target).Get("kc", 0), 0);
+  auto four_rows = MakeWorkload("MatMul", {{4, 512}, {512, 1024}}, {4, 1024});
+  EXPECT_EQ(DefaultSchedule(*four_rows, target).Get("kc", 0), 0);
   // 1024 x 1024 floats of packed B is over the bound.
   absl::Status s = ValidateSchedule(*big, Config("kc=1024,mr=6,nr=2,ku=4,nc=1024"), target);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
