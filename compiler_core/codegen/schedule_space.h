@@ -36,7 +36,9 @@ namespace kiln {
 // kind (loop_ir/gpu/lower_<family>.h documents each one's knobs). 2011: the
 // pointwise conv variant blocks output channels by 3, 5, 6 or 7 where 4 does
 // not divide them. 2012: kiln.BlockedConv (weights blocked at compile time
-// for the channel-vector variant, its only points; 2-pixel blocks).
+// for the channel-vector variant, its only points; 2-pixel blocks); the
+// direct conv variant's column splits (cs); pointwise input packs; few-row
+// MatMuls pack B from 2 MiB.
 inline constexpr int kScheduleSpaceVersion = 2012;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",

@@ -107,11 +107,12 @@ struct Knobs {
   int64_t dw = 0;  // 1: depthwise plane variant
   int64_t ks = 1;  // pointwise variant: tasks split the output-channel blocks this many ways
   int64_t kv = 0;  // 1: channel-vector variant (output channels in the lanes)
+  int64_t cs = 1;  // direct variant: tasks split each output row's register blocks this many ways
 };
 
 Knobs KnobsOf(const ScheduleConfig& c) {
-  return Knobs{c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1), c.Get("rows", 1),
-               c.Get("pw", 0), c.Get("dw", 0), c.Get("ks", 1), c.Get("kv", 0)};
+  return Knobs{c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1), c.Get("rows", 1), c.Get("pw", 0),
+               c.Get("dw", 0), c.Get("ks", 1),   c.Get("kv", 0),   c.Get("cs", 1)};
 }
 
 // The inverse of KnobsOf (pw, dw, ks and kv only when set).
@@ -121,6 +122,7 @@ ScheduleConfig ConfigOf(const Knobs& k) {
   if (k.pw != 0) c.Set("pw", k.pw);
   if (k.dw != 0) c.Set("dw", k.dw);
   if (k.ks != 1) c.Set("ks", k.ks);
+  if (k.cs != 1) c.Set("cs", k.cs);
   c.Set("vw", k.vw);
   c.Set("ur", k.ur);
   c.Set("kb", k.kb);
@@ -176,11 +178,11 @@ bool IsDepthwise(const ConvForm& f) { return f.cg == 1 && f.kg == 1 && !f.geo.on
 PlaneDims PlaneDimsOf(const ConvForm& f, const Knobs& k) { return loop_ir::PlaneDimsOf(f.geo, k.vw, k.ur); }
 
 // Pack geometry: rin input rows, per stride phase wq columns (a multiple of
-// vw covering every register block, padded width owr).
+// vw covering every register block of one column split, padded width owr).
 void PackDims(const ConvForm& f, const Knobs& k, int64_t* rin, int64_t* wq, int64_t* owr) {
   const WindowGeometry& s = f.geo;
   *rin = (k.rows - 1) * s.sh + (s.kh - 1) * s.dh + 1;
-  *owr = CeilDiv(s.ow, k.vw * k.ur) * k.vw * k.ur;
+  *owr = CeilDiv(CeilDiv(s.ow, k.vw * k.ur), k.cs) * k.vw * k.ur;  // one column split's blocks
   *wq = CeilDiv(*owr + ((s.kw - 1) * s.dw) / s.sw, k.vw) * k.vw;
 }
 
@@ -215,6 +217,9 @@ int64_t ChannelVectorInputFloats(const ConvForm& f, const Knobs& k) {
 }
 
 absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& target) {
+  if (k.cs != 1 && (k.kv != 0 || k.dw != 0 || k.pw != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": cs needs the direct variant"));
+  }
   if (k.kv != 0) {
     bool ok = k.kv == 1 && k.pw == 0 && k.dw == 0 && k.ks == 1 && !f.geo.three_d && !f.geo.one_d && k.vw == target.FloatLanes() &&
               k.kb >= 1 && k.kb <= 4 && f.kg % (k.kb * k.vw) == 0 &&
@@ -247,7 +252,8 @@ absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& targ
   }
   if (k.ks != 1) return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": ks needs pw=1"));
   bool ok = k.vw >= 1 && k.vw <= target.FloatLanes() && (k.vw & (k.vw - 1)) == 0 && k.ur >= 1 && k.ur <= 8 &&
-            k.kb >= 1 && k.kb <= 16 && f.kg % k.kb == 0 && k.rows >= 1 && k.rows <= std::max<int64_t>(f.geo.oh, 1);
+            k.kb >= 1 && k.kb <= 16 && f.kg % k.kb == 0 && k.rows >= 1 && k.rows <= std::max<int64_t>(f.geo.oh, 1) &&
+            k.cs >= 1 && k.cs <= CeilDiv(f.geo.ow, k.vw * k.ur);
   if (!ok) return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": knobs out of range"));
   if (ChunkChannels(f, k) == 0) {
     return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": rows=", k.rows, " vw=", k.vw,
@@ -255,6 +261,9 @@ absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& targ
   }
   return absl::OkStatus();
 }
+
+// Direct variant: tasks of `rows` output rows (before column splits).
+int64_t DirectTasks(const ConvForm& f, int64_t rows) { return f.geo.n * f.group * f.geo.od * CeilDiv(f.geo.oh, rows); }
 
 // Channel-vector variant: output channels in the lanes, all rows or half or
 // a quarter of them per task. Blocked weights (which need 16 output channels
@@ -295,9 +304,15 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
         if (f->kg % kb != 0 || kb * ur + ur + 1 > target.NumVectorRegisters()) continue;
         for (int64_t rows : {1, 2, 4}) {
           if (rows > 1 && rows / 2 >= f->geo.oh) break;
-          Knobs k{vw, ur, kb, rows};
-          if (!CheckKnobs(*f, k, target).ok()) continue;
-          out.push_back(ConfigOf(k));
+          // Fewer row tasks than kMinTasks (1-D convs, maps of a few rows):
+          // tasks split each row's register blocks too.
+          for (int64_t cs : {1, 2, 4}) {
+            if (cs > 1 && DirectTasks(*f, rows) * cs / 2 >= kMinTasks) break;
+            Knobs k{vw, ur, kb, rows};
+            k.cs = cs;
+            if (!CheckKnobs(*f, k, target).ok()) continue;
+            out.push_back(ConfigOf(k));
+          }
         }
       }
     }
@@ -445,11 +460,15 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   if (f.ok() && f->weight_block > 0 && !space.empty()) return DefaultBlocked(space, *f, target);
   const int64_t planes = f.ok() ? f->geo.n * f->group : 1;
   // Pointwise: the fewest channel splits that reach kMinTasks (or the most there are).
+  // Direct: the fewest column splits that reach kMinTasks (1-D convs: one
+  // task without).
   auto split_score = [&](const ScheduleConfig& c) -> int64_t {
-    if (!f.ok() || c.Get("pw", 0) == 0) return 0;
+    if (!f.ok() || c.Get("dw", 0) != 0 || c.Get("kv", 0) != 0) return 0;
     const Knobs k = KnobsOf(c);
-    const int64_t blocks = planes * std::max<int64_t>(1, CeilDiv(Pixels(*f) / (k.vw * k.ur), k.rows));
-    return blocks * k.ks >= kMinTasks ? -k.ks : k.ks - kMinTasks * 16;
+    const int64_t blocks = k.pw != 0 ? planes * std::max<int64_t>(1, CeilDiv(Pixels(*f) / (k.vw * k.ur), k.rows))
+                                     : DirectTasks(*f, k.rows);
+    const int64_t split = k.pw != 0 ? k.ks : k.cs;
+    return blocks * split >= kMinTasks ? -split : split - kMinTasks * 16;
   };
   const int64_t reduction = f.ok() ? f->cg * f->geo.kd * f->geo.kh * f->geo.kw : 1;
   const bool short_reduction = reduction <= kShortReduction;
@@ -555,7 +574,7 @@ absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& 
   ASSIGN_OR_RETURN(ConvForm f, AnalyzeConv(g));
   for (const auto& [key, v] : c.knobs) {
     if (key != "vw" && key != "ur" && key != "kb" && key != "rows" && key != "pw" && key != "dw" && key != "ks" &&
-        key != "kv") {
+        key != "kv" && key != "cs") {
       return absl::InvalidArgumentError(absl::StrCat("schedule ", c.ToString(), ": knob ", key,
                                                      " does not apply to conv ", f.conv->name()));
     }
@@ -946,7 +965,11 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   PackDims(f, kn, &rin, &wq, &owr);
   const int64_t vw = kn.vw, ur = kn.ur, kb = kn.kb, rows = kn.rows;
   const int64_t ohb = CeilDiv(s.oh, rows);
-  const int64_t tasks = s.n * f.group * s.od * ohb;
+  // Column splits: task share cb_ of each row's register blocks, bpc each
+  // (owr / (vw * ur)), from output column col0 on.
+  const int64_t nblocks = CeilDiv(s.ow, vw * ur), bpc = owr / (vw * ur), csplits = CeilDiv(nblocks, bpc);
+  const int64_t tasks = s.n * f.group * s.od * ohb * csplits;
+  Expr col0 = csplits > 1 ? Mul(Var("cb_"), I(bpc * vw * ur)) : I(0);
   const int64_t din = (s.kd - 1) * s.dd + 1;  // input depth slices per output slice
   // Input channels per pack; more than one chunk accumulates partial sums in
   // the raw output between chunks (big channel counts, wide dilated windows).
@@ -971,7 +994,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     Expr q = Add(Mul(qo, I(vw)), qi);
     Expr id = Sub(Add(Mul(odv, I(s.sd)), z), I(s.pad_front));
     Expr ih = Sub(Add(Mul(hb, I(rows * s.sh)), r), I(s.pad_top));
-    Expr iw = Sub(Add(Mul(q, I(s.sw)), ph), I(s.pad_left));
+    Expr iw = Sub(Add(Mul(Add(col0, q), I(s.sw)), ph), I(s.pad_left));
     Expr inside = And(And(Ge(ih, I(0)), Lt(ih, I(s.h))), And(Ge(iw, I(0)), Lt(iw, I(s.w))));
     if (s.three_d) inside = And(And(Ge(id, I(0)), Lt(id, I(s.d))), inside);
     Expr chan = Add(Add(Mul(grp, I(f.cg)), ch0), cl);
@@ -992,7 +1015,8 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   Expr oh = Add(Mul(hb, I(rows)), rr);
   Expr k = Add(Add(Mul(grp, I(f.kg)), Mul(kbo, I(kb))), kk);
   Expr ai = Add(Mul(Add(Mul(kk, I(ur)), u), I(vw)), v);
-  Expr ow = Add(Add(Mul(owo, I(vw * ur)), Mul(u, I(vw))), v);
+  Expr ow_local = Add(Add(Mul(owo, I(vw * ur)), Mul(u, I(vw))), v);  // within the column split
+  Expr ow = Add(col0, ow_local);
   auto lanes = [&](Stmt body) {
     return For("v_", I(vw), For("kk_", I(kb), For("u_", I(ur), std::move(body), ForKind::kUnrolled), ForKind::kUnrolled),
                ForKind::kVectorized);
@@ -1016,7 +1040,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     Expr cl = Var("cl_"), kd = s.three_d ? Var("kd_") : I(0), kh = Var("kh_"), kw = Var("kw_");
     Expr off = Mul(kw, I(s.dw));
     Expr row = Add(Mul(rr, I(s.sh)), Mul(kh, I(s.dh)));
-    Expr col = Add(ow, Div(off, I(s.sw)));
+    Expr col = Add(ow_local, Div(off, I(s.sw)));
     Expr prow = s.three_d ? Add(Mul(Add(Mul(cl, I(din)), Mul(kd, I(s.dd))), I(rin)), row) : Add(Mul(cl, I(rin)), row);
     Expr xi = Add(Mul(Add(Mul(prow, I(s.sw)), Mod(off, I(s.sw))), I(wq)), col);
     Expr wch = Add(Add(Mul(k, I(f.cg)), ch0), cl);
@@ -1042,20 +1066,25 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     if (s.ow % (vw * ur) != 0) body = IfThen(Lt(ow, I(s.ow)), body);
     store = lanes(body);
   }
-  Stmt block = For("owo_", I(owr / (vw * ur)), Allocate(acc, Block({init, mac, store})));
+  Stmt block = Allocate(acc, Block({init, mac, store}));
+  // The last column split may hold fewer blocks than its share.
+  if (nblocks % bpc != 0) block = IfThen(Lt(Add(Mul(Var("cb_"), I(bpc)), owo), I(nblocks)), block);
+  block = For("owo_", I(bpc), block);
   Stmt per_rows = For("kbo_", I(f.kg / kb), For("rr_", I(rows), IfThen(Lt(oh, I(s.oh)), block)));
   Stmt chunk = Block({pack, per_rows});
   if (nch > 1) chunk = For("ch_", I(nch), chunk);
   Stmt body = Allocate(xp, chunk);
+  // Tasks are (n, g, [od,] hb, cb).
+  Expr t = csplits == 1 ? Var("t_") : Div(Var("t_"), I(csplits));
   if (s.three_d) {
-    // Tasks are (n, g, od, hb).
-    body = LetStmt("n_", Div(Var("t_"), I(f.group * s.od * ohb)),
-                   LetStmt("g_", Mod(Div(Var("t_"), I(s.od * ohb)), I(f.group)),
-                           LetStmt("od_", Mod(Div(Var("t_"), I(ohb)), I(s.od)), LetStmt("hb_", Mod(Var("t_"), I(ohb)), body))));
+    body = LetStmt("n_", Div(t, I(f.group * s.od * ohb)),
+                   LetStmt("g_", Mod(Div(t, I(s.od * ohb)), I(f.group)),
+                           LetStmt("od_", Mod(Div(t, I(ohb)), I(s.od)), LetStmt("hb_", Mod(t, I(ohb)), body))));
   } else {
-    body = LetStmt("n_", Div(Var("t_"), I(f.group * ohb)),
-                   LetStmt("g_", Mod(Div(Var("t_"), I(ohb)), I(f.group)), LetStmt("hb_", Mod(Var("t_"), I(ohb)), body)));
+    body = LetStmt("n_", Div(t, I(f.group * ohb)),
+                   LetStmt("g_", Mod(Div(t, I(ohb)), I(f.group)), LetStmt("hb_", Mod(t, I(ohb)), body)));
   }
+  if (csplits > 1) body = LetStmt("cb_", Mod(Var("t_"), I(csplits)), body);
   return LoopFunc{"conv", args, For("t_", I(tasks), body, ForKind::kParallel)};
 }
 

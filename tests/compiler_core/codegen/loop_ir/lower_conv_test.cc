@@ -168,6 +168,40 @@ TEST(ConvLoweringTest, OneDimensional) {
   CheckConv(*b.Finish({y}));
 }
 
+// Fewer row tasks than threads want (1-D convs, a 2-row map): the direct
+// variant's tasks split each row's register blocks (cs), the last split
+// holding fewer; every such point against the interpreter, with the input
+// channels in chunks too (a wide 1-D row), and the default splits a 1-D row.
+TEST(ConvLoweringTest, DirectColumnSplits) {
+  CpuTarget target = CpuTarget::Host();
+  auto split_points = [&](const Graph& g) {
+    std::vector<ScheduleConfig> out;
+    for (const ScheduleConfig& c : EnumerateSchedules(g, target)) {
+      if (c.Get("cs", 1) > 1) out.push_back(c);
+    }
+    return out;
+  };
+  Builder b;
+  Value* x = b.Input({1, 6, 301});
+  Value* y = b.Op("Conv", {x, b.Input({10, 6, 3}), b.Input({10})},
+                  {{"kernel_shape", Ints{3}}, {"strides", Ints{2}}, {"pads", Ints{1, 0}}, {"dilations", Ints{1}}});
+  auto one_d = b.Finish({b.Op("Relu", {y})});
+  std::vector<ScheduleConfig> cs = split_points(*one_d);
+  ASSERT_FALSE(cs.empty());
+  EXPECT_GT(DefaultSchedule(*one_d, target).Get("cs", 1), 1) << DefaultSchedule(*one_d, target).ToString();
+  CheckConv(*one_d, cs);
+  auto two_rows = ConvGraph({1, 4, 4, 45}, 8, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1);
+  CheckConv(*two_rows, split_points(*two_rows));
+  Builder wide;
+  Value* wx = wide.Input({1, 160, 1700});
+  Value* wy = wide.Op("Conv", {wx, wide.Input({8, 160, 2})},
+                      {{"kernel_shape", Ints{2}}, {"strides", Ints{1}}, {"pads", Ints{0, 0}}, {"dilations", Ints{1}}});
+  auto chunked = wide.Finish({wy});
+  std::vector<ScheduleConfig> wide_cs = split_points(*chunked);
+  ASSERT_FALSE(wide_cs.empty());
+  CheckConv(*chunked, {wide_cs.front(), wide_cs.back()});
+}
+
 TEST(ConvLoweringTest, EpilogueBiasRelu) {
   Builder b;
   Value* x = b.Input({1, 8, 14, 14});
