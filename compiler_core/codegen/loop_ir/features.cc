@@ -26,7 +26,7 @@ const std::vector<std::string>& Kinds() {
 // each, sorted.
 const std::vector<std::string>& Knobs() {
   static const std::vector<std::string> kKnobs = {
-      "bb", "bk",   "bm",  "bn", "bt", "cols", "dw", "ept", "gc", "gv",    "gw", "kb", "kc",   "ks",
+      "bb", "bk",   "bm",  "bn", "bt", "cols", "cs", "dw", "ept", "gc", "gv",    "gw", "kb", "kc",   "ks",
       "ku", "kv",   "mc",  "mr", "nc", "nr",   "pu", "pw",  "rc", "rows",  "sk", "sort", "tasks", "tm",
       "tn", "tr",   "un",  "unroll", "ur", "vw"};
   return kKnobs;
