@@ -13,15 +13,9 @@ namespace {
 using ops::kConvWeightBlock;
 
 absl::StatusOr<bool> Rewrite(Graph& graph, Node* n) {
-  Value* x = n->input(0);
-  Value* w = n->input(1);
-  Value* bias = n->num_inputs() > 2 ? n->input(2) : nullptr;
-  if (x == nullptr || w == nullptr || !x->type().known || !x->type().IsStatic() ||
-      x->type().dtype != DType::kFloat32 || x->type().rank() != 4 || !w->is_constant() ||
-      w->constant().dtype() != DType::kFloat32 || w->constant().rank() != 4) {
-    return false;
-  }
-  if (bias != nullptr && (!bias->type().known || bias->type().dtype != DType::kFloat32)) return false;
+  const std::optional<ConstantWeightConv> ops = MatchConstantWeightConv(*n);
+  if (!ops || ops->x->type().rank() != 4 || ops->w->constant().rank() != 4) return false;
+  Value *x = ops->x, *w = ops->w, *bias = ops->bias;
   const std::vector<int64_t> wd = w->constant().dims();
   const int64_t group = n->GetInt("group", 1);
   if (group < 1 || wd[0] % group != 0 || (wd[0] / group) % kConvWeightBlock != 0) return false;

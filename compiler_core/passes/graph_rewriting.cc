@@ -59,6 +59,16 @@ bool IsOp(const Node* n, const char* op) {
   return n != nullptr && n->op_type() == op && IsDefaultDomain(n->domain());
 }
 
+std::optional<ConstantWeightConv> MatchConstantWeightConv(const Node& conv) {
+  ConstantWeightConv c{conv.input(0), conv.input(1), conv.num_inputs() > 2 ? conv.input(2) : nullptr};
+  if (c.x == nullptr || c.w == nullptr || !c.x->type().known || !c.x->type().IsStatic() ||
+      c.x->type().dtype != DType::kFloat32 || !c.w->is_constant() || c.w->constant().dtype() != DType::kFloat32) {
+    return std::nullopt;
+  }
+  if (c.bias != nullptr && (!c.bias->type().known || c.bias->type().dtype != DType::kFloat32)) return std::nullopt;
+  return c;
+}
+
 std::optional<std::vector<int64_t>> TransposePermutation(const Node* t) {
   const TensorType& in = t->input(0)->type();
   if (!in.known) return std::nullopt;

@@ -33,6 +33,15 @@ bool IsGraphOutput(const Graph& graph, const Value* v);
 // True when `n` is non-null and has op type `op` in the default domain.
 bool IsOp(const Node* n, const char* op);
 
+// A Conv's operands when the algorithm-selection rewrites can take it: X a
+// static f32 tensor, W an f32 constant, the bias (null when absent) f32.
+struct ConstantWeightConv {
+  Value* x = nullptr;
+  Value* w = nullptr;
+  Value* bias = nullptr;
+};
+std::optional<ConstantWeightConv> MatchConstantWeightConv(const Node& conv);
+
 // The permutation of a Transpose node, its default (reversed axes) resolved;
 // nullopt when its input's rank is unknown or perm does not match it.
 std::optional<std::vector<int64_t>> TransposePermutation(const Node* t);

@@ -27,15 +27,9 @@ Tensor TransposedWeights(const Tensor& w) {
 }
 
 absl::StatusOr<bool> Rewrite(Graph& graph, Node* n) {
-  Value* x = n->input(0);
-  Value* w = n->input(1);
-  Value* bias = n->num_inputs() > 2 ? n->input(2) : nullptr;
-  if (x == nullptr || w == nullptr || !x->type().known || !x->type().IsStatic() ||
-      x->type().dtype != DType::kFloat32 || x->type().rank() < 3 || !w->is_constant() ||
-      w->constant().dtype() != DType::kFloat32 || n->GetInt("group", 1) != 1) {
-    return false;
-  }
-  if (bias != nullptr && (!bias->type().known || bias->type().dtype != DType::kFloat32)) return false;
+  const std::optional<ConstantWeightConv> ops = MatchConstantWeightConv(*n);
+  if (!ops || ops->x->type().rank() < 3 || n->GetInt("group", 1) != 1) return false;
+  Value *x = ops->x, *w = ops->w, *bias = ops->bias;
   const std::vector<int64_t> xd = x->type().StaticDims();
   const std::vector<int64_t> wd = w->constant().dims();
   if (wd.size() != xd.size() || !AllEqual(std::vector<int64_t>(wd.begin() + 2, wd.end()), 1)) return false;

@@ -27,15 +27,9 @@ int64_t ChooseTile(int64_t n, int64_t oh, int64_t ow) {
 }
 
 absl::StatusOr<bool> Rewrite(Graph& graph, Node* n) {
-  Value* x = n->input(0);
-  Value* w = n->input(1);
-  Value* bias = n->num_inputs() > 2 ? n->input(2) : nullptr;
-  if (x == nullptr || w == nullptr || !x->type().known || !x->type().IsStatic() ||
-      x->type().dtype != DType::kFloat32 || x->type().rank() != 4 || !w->is_constant() ||
-      w->constant().dtype() != DType::kFloat32 || n->GetInt("group", 1) != 1) {
-    return false;
-  }
-  if (bias != nullptr && (!bias->type().known || bias->type().dtype != DType::kFloat32)) return false;
+  const std::optional<ConstantWeightConv> ops = MatchConstantWeightConv(*n);
+  if (!ops || ops->x->type().rank() != 4 || n->GetInt("group", 1) != 1) return false;
+  Value *x = ops->x, *w = ops->w, *bias = ops->bias;
   const std::vector<int64_t> wd = w->constant().dims();
   if (wd.size() != 4 || wd[2] != 3 || wd[3] != 3) return false;
   absl::StatusOr<ops::Window> win = ops::ForwardWindow(*n, x->type(), 0, {3, 3}, true);

@@ -36,7 +36,8 @@ absl::StatusOr<ConvForm> AnalyzeConv(const Graph& g) {
     const bool blocked = n->op_type() == "BlockedConv" && n->domain() == kKilnDomain;
     if ((n->op_type() == "Conv" && n->domain().empty()) || blocked) {
       if (f.conv != nullptr) return NodeError(*n, "a second Conv in one workload");
-      if (blocked) f.weight_block = DimsOf(n->input(1)).empty() ? 0 : DimsOf(n->input(1)).back();
+      const std::vector<int64_t> wd = DimsOf(n->input(1));
+      if (blocked && !wd.empty()) f.weight_block = wd.back();
       f.conv = n.get();
       continue;
     }
