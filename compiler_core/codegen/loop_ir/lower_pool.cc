@@ -196,27 +196,26 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     const int64_t span = vw * s.sw, nq = wq / vw;
     const int64_t q_lo = std::min(nq, CeilDiv(s.pad_left, span));
     const int64_t q_hi = std::max(q_lo, std::min(nq, (s.w + s.pad_left) / span));
-    // Vectors [lo, hi) of one phase's row: loads, each lane's column tested
-    // where `checked`; the identity everywhere where `load` is false.
-    auto cols = [&](int64_t lo, int64_t hi, bool checked, bool load) -> Stmt {
+    // Vectors [lo, hi) of one phase's row: the identity (kFill), plain loads
+    // (kLoad), or loads where each lane's column is inside (kLoadTested).
+    enum class Cols { kFill, kLoad, kLoadTested };
+    auto cols = [&](int64_t lo, int64_t hi, Cols how) -> Stmt {
       Expr q = Add(Mul(Add(Var("pq_"), I(lo)), I(vw)), qi);
       Expr iw = Sub(Add(Mul(q, I(s.sw)), ph), I(s.pad_left));
       Expr xi = Add(Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)), iw);
       Expr pi = Add(Mul(Add(Mul(prow, I(s.sw)), ph), I(wq)), q);
-      Stmt body = Store(xp, pi, FloatImm(identity));
-      if (load && checked) {
-        body = IfThen(And(Ge(iw, I(0)), Lt(iw, I(s.w))), Store(xp, pi, Load(x, xi)), body);
-      } else if (load) {
-        body = Store(xp, pi, Load(x, xi));
+      Stmt body = how == Cols::kFill ? Store(xp, pi, FloatImm(identity)) : Store(xp, pi, Load(x, xi));
+      if (how == Cols::kLoadTested) {
+        body = IfThen(And(Ge(iw, I(0)), Lt(iw, I(s.w))), body, Store(xp, pi, FloatImm(identity)));
       }
       return For("pq_", I(hi - lo), For("pv_", I(vw), body, ForKind::kVectorized));
     };
     std::vector<Stmt> row;
-    if (q_lo > 0) row.push_back(cols(0, q_lo, true, true));
-    if (q_hi > q_lo) row.push_back(cols(q_lo, q_hi, false, true));
-    if (nq > q_hi) row.push_back(cols(q_hi, nq, true, true));
+    if (q_lo > 0) row.push_back(cols(0, q_lo, Cols::kLoadTested));
+    if (q_hi > q_lo) row.push_back(cols(q_lo, q_hi, Cols::kLoad));
+    if (nq > q_hi) row.push_back(cols(q_hi, nq, Cols::kLoadTested));
     pack = For("pr_", I(rin), IfThen(row_inside, For("pp_", I(s.sw), Block(std::move(row))),
-                                      For("pp_", I(s.sw), cols(0, nq, false, false))));
+                                      For("pp_", I(s.sw), cols(0, nq, Cols::kFill))));
     if (s.three_d) pack = For("pz_", I(din), pack);
   }
   Buffer acc = MakeBuffer("acc", {vw}, BufferRole::kTemp);
