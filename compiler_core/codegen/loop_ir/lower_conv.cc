@@ -969,7 +969,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   // Column splits: task share cb_ of each row's register blocks, bpc each
   // (owr / (vw * ur)), from output column col0 on.
   const int64_t nblocks = CeilDiv(s.ow, vw * ur), bpc = owr / (vw * ur), csplits = CeilDiv(nblocks, bpc);
-  const int64_t tasks = s.n * f.group * s.od * ohb * csplits;
+  const int64_t tasks = DirectTasks(f, rows) * csplits;
   Expr col0 = csplits > 1 ? Mul(Var("cb_"), I(bpc * vw * ur)) : I(0);
   const int64_t din = (s.kd - 1) * s.dd + 1;  // input depth slices per output slice
   // Input channels per pack; more than one chunk accumulates partial sums in
