@@ -10,6 +10,7 @@
 #include "compiler_core/codegen/loop_ir/depthwise_planes.h"
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"
+#include "compiler_core/codegen/loop_ir/phase_rows.h"
 #include "compiler_core/codegen/loop_ir/substitute.h"
 #include "compiler_core/frontend/op_registry.h"
 #include "compiler_core/frontend/ops/conv_blocking.h"
@@ -990,22 +991,27 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   Buffer xp = MakeBuffer("xp", {cc * din * rin * s.sw * wq}, BufferRole::kTemp);
   Stmt pack;
   {
-    Expr cl = Var("pc_"), z = s.three_d ? Var("pz_") : I(0), r = Var("pr_"), ph = Var("pp_"), qo = Var("pq_"),
-         qi = Var("pv_");
-    Expr q = Add(Mul(qo, I(vw)), qi);
+    Expr cl = Var("pc_"), z = s.three_d ? Var("pz_") : I(0), r = Var("pr_");
     Expr id = Sub(Add(Mul(odv, I(s.sd)), z), I(s.pad_front));
     Expr ih = Sub(Add(Mul(hb, I(rows * s.sh)), r), I(s.pad_top));
-    Expr iw = Sub(Add(Mul(Add(col0, q), I(s.sw)), ph), I(s.pad_left));
-    Expr inside = And(And(Ge(ih, I(0)), Lt(ih, I(s.h))), And(Ge(iw, I(0)), Lt(iw, I(s.w))));
-    if (s.three_d) inside = And(And(Ge(id, I(0)), Lt(id, I(s.d))), inside);
+    Expr row_inside = And(Ge(ih, I(0)), Lt(ih, I(s.h)));
+    if (s.three_d) row_inside = And(And(Ge(id, I(0)), Lt(id, I(s.d))), row_inside);
     Expr chan = Add(Add(Mul(grp, I(f.cg)), ch0), cl);
     Expr plane = Add(Mul(n, I(s.c)), chan);
     if (s.three_d) plane = Add(Mul(plane, I(s.d)), id);
-    Expr xi = Add(Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)), iw);
-    Expr prow = s.three_d ? Add(Mul(Add(Mul(cl, I(din)), z), I(rin)), r) : Add(Mul(cl, I(rin)), r);
-    Expr pi = Add(Mul(Add(Mul(prow, I(s.sw)), ph), I(wq)), q);
-    Stmt body = IfThen(inside, Store(xp, pi, Load(x, xi)), Store(xp, pi, FloatImm(0)));
-    Stmt rowsl = For("pr_", I(rin), For("pp_", I(s.sw), For("pq_", I(wq / vw), For("pv_", I(vw), body, ForKind::kVectorized))));
+    PhaseRowPack row{.x = x,
+                     .xp = xp,
+                     .x_row = Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)),
+                     .row_inside = row_inside,
+                     .prow = s.three_d ? Add(Mul(Add(Mul(cl, I(din)), z), I(rin)), r) : Add(Mul(cl, I(rin)), r),
+                     .col0 = col0,
+                     .w = s.w,
+                     .sw = s.sw,
+                     .pad_left = s.pad_left,
+                     .wq = wq,
+                     .vw = vw,
+                     .fill = 0.0};
+    Stmt rowsl = For("pr_", I(rin), PackPhaseRow(row));
     if (s.three_d) rowsl = For("pz_", I(din), rowsl);
     pack = For("pc_", I(cc), rowsl);
   }

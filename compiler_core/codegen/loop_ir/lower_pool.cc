@@ -10,6 +10,7 @@
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"
 #include "compiler_core/codegen/loop_ir/lower_conv.h"
+#include "compiler_core/codegen/loop_ir/phase_rows.h"
 
 namespace kiln::loop_ir {
 namespace {
@@ -182,40 +183,25 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   Buffer xp = MakeBuffer("xp", {din * rin * s.sw * wq}, BufferRole::kTemp);
   Stmt pack;
   {
-    // Per packed row: the identity where the row is in the padding; else, per
-    // phase, the vectors whose columns all lie inside the input are plain
-    // loads (no per-lane test, no masked load) and only the vectors at the
-    // row's ends test each lane's column.
-    Expr z = s.three_d ? Var("pz_") : I(0), r = Var("pr_"), ph = Var("pp_"), qi = Var("pv_");
+    Expr z = s.three_d ? Var("pz_") : I(0), r = Var("pr_");
     Expr id = Sub(Add(Mul(odv, I(s.sd)), z), I(s.pad_front));
     Expr ih = Sub(Add(Mul(hb, I(rows * s.sh)), r), I(s.pad_top));
     Expr row_inside = And(Ge(ih, I(0)), Lt(ih, I(s.h)));
     if (s.three_d) row_inside = And(And(Ge(id, I(0)), Lt(id, I(s.d))), row_inside);
     Expr plane = s.three_d ? Add(Mul(p, I(s.d)), id) : p;
-    Expr prow = s.three_d ? Add(Mul(z, I(rin)), r) : r;
-    const int64_t span = vw * s.sw, nq = wq / vw;
-    const int64_t q_lo = std::min(nq, CeilDiv(s.pad_left, span));
-    const int64_t q_hi = std::max(q_lo, std::min(nq, (s.w + s.pad_left) / span));
-    // Vectors [lo, hi) of one phase's row: the identity (kFill), plain loads
-    // (kLoad), or loads where each lane's column is inside (kLoadTested).
-    enum class Cols { kFill, kLoad, kLoadTested };
-    auto cols = [&](int64_t lo, int64_t hi, Cols how) -> Stmt {
-      Expr q = Add(Mul(Add(Var("pq_"), I(lo)), I(vw)), qi);
-      Expr iw = Sub(Add(Mul(q, I(s.sw)), ph), I(s.pad_left));
-      Expr xi = Add(Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)), iw);
-      Expr pi = Add(Mul(Add(Mul(prow, I(s.sw)), ph), I(wq)), q);
-      Stmt body = how == Cols::kFill ? Store(xp, pi, FloatImm(identity)) : Store(xp, pi, Load(x, xi));
-      if (how == Cols::kLoadTested) {
-        body = IfThen(And(Ge(iw, I(0)), Lt(iw, I(s.w))), body, Store(xp, pi, FloatImm(identity)));
-      }
-      return For("pq_", I(hi - lo), For("pv_", I(vw), body, ForKind::kVectorized));
-    };
-    std::vector<Stmt> row;
-    if (q_lo > 0) row.push_back(cols(0, q_lo, Cols::kLoadTested));
-    if (q_hi > q_lo) row.push_back(cols(q_lo, q_hi, Cols::kLoad));
-    if (nq > q_hi) row.push_back(cols(q_hi, nq, Cols::kLoadTested));
-    pack = For("pr_", I(rin), IfThen(row_inside, For("pp_", I(s.sw), Block(std::move(row))),
-                                      For("pp_", I(s.sw), cols(0, nq, Cols::kFill))));
+    PhaseRowPack row{.x = x,
+                     .xp = xp,
+                     .x_row = Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)),
+                     .row_inside = row_inside,
+                     .prow = s.three_d ? Add(Mul(z, I(rin)), r) : r,
+                     .col0 = I(0),
+                     .w = s.w,
+                     .sw = s.sw,
+                     .pad_left = s.pad_left,
+                     .wq = wq,
+                     .vw = vw,
+                     .fill = identity};
+    pack = For("pr_", I(rin), PackPhaseRow(row));
     if (s.three_d) pack = For("pz_", I(din), pack);
   }
   Buffer acc = MakeBuffer("acc", {vw}, BufferRole::kTemp);
