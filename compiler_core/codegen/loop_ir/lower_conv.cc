@@ -886,16 +886,22 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
   Buffer xr = MakeBuffer("xr", {ChannelVectorInputFloats(f, kn)}, BufferRole::kTemp);
   Stmt xpack;
   {
-    Expr cl = Var("xc_"), r = Var("xr_"), qo = Var("xq_"), qi = Var("xv_");
-    Expr q = Add(Mul(qo, I(vw)), qi);
+    Expr cl = Var("xc_"), r = Var("xr_");
     Expr ih = Sub(Add(Mul(oh, I(s.sh)), r), I(s.pad_top));
-    Expr iw = Sub(q, I(s.pad_left));
-    Expr inside = And(And(Ge(ih, I(0)), Lt(ih, I(s.h))), And(Ge(iw, I(0)), Lt(iw, I(s.w))));
     Expr plane = Add(Mul(n, I(s.c)), Add(Mul(grp, I(f.cg)), cl));
-    Expr xi = Add(Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)), iw);
-    Expr dst = Add(Mul(Add(Mul(cl, I(rin)), r), I(wq)), q);
-    xpack = For("xc_", I(f.cg),
-                For("xr_", I(rin), For("xq_", I(wq / vw), For("xv_", I(vw), IfThen(inside, Store(xr, dst, Load(bufs.x, xi)), Store(xr, dst, FloatImm(0))), ForKind::kVectorized))));
+    PhaseRowPack row{.x = bufs.x,
+                     .xp = xr,
+                     .x_row = Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)),
+                     .row_inside = And(Ge(ih, I(0)), Lt(ih, I(s.h))),
+                     .prow = Add(Mul(cl, I(rin)), r),
+                     .col0 = I(0),
+                     .w = s.w,
+                     .sw = 1,
+                     .pad_left = s.pad_left,
+                     .wq = wq,
+                     .vw = vw,
+                     .fill = 0.0};
+    xpack = For("xc_", I(f.cg), For("xr_", I(rin), PackPhaseRow(row)));
   }
   // ---- a register block of `px` pixels from column ow0: acc[(u*kb + j)*vw + v]
   auto block = [&](const Expr& ow0, int64_t px, const std::string& tag) -> absl::StatusOr<Stmt> {

@@ -7,6 +7,7 @@
 #include "base/status_macros.h"
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"
+#include "compiler_core/codegen/loop_ir/phase_rows.h"
 #include "compiler_core/frontend/op_registry.h"
 #include "compiler_core/frontend/ops/winograd.h"
 
@@ -226,13 +227,20 @@ absl::StatusOr<LoopFunc> LowerInput(const Graph& g, const ScheduleConfig& config
   Expr p = Var("p_");
   Stmt pack;
   {
-    Expr r = Var("pr_"), q = Add(Mul(Var("pq_"), I(pack_vw)), Var("pv_"));
-    Expr ih = Sub(r, I(s.pad_top)), iw = Sub(q, I(s.pad_left));
-    Expr inside = And(And(Ge(ih, I(0)), Lt(ih, I(s.h))), And(Ge(iw, I(0)), Lt(iw, I(s.w))));
-    Expr xi = Add(Mul(Add(Mul(p, I(s.h)), ih), I(s.w)), iw);
-    Expr pi = Add(Mul(r, I(wq)), q);
-    Stmt body = IfThen(inside, Store(xp, pi, Load(x, xi)), Store(xp, pi, FloatImm(0)));
-    pack = For("pr_", I(hp), For("pq_", I(wq / pack_vw), For("pv_", I(pack_vw), body, ForKind::kVectorized)));
+    Expr ih = Sub(Var("pr_"), I(s.pad_top));
+    PhaseRowPack row{.x = x,
+                     .xp = xp,
+                     .x_row = Mul(Add(Mul(p, I(s.h)), ih), I(s.w)),
+                     .row_inside = And(Ge(ih, I(0)), Lt(ih, I(s.h))),
+                     .prow = Var("pr_"),
+                     .col0 = I(0),
+                     .w = s.w,
+                     .sw = 1,
+                     .pad_left = s.pad_left,
+                     .wq = wq,
+                     .vw = pack_vw,
+                     .fill = 0.0};
+    pack = For("pr_", I(hp), PackPhaseRow(row));
   }
   Expr n = Div(p, I(s.c)), c = Mod(p, I(s.c));
   // The plane is wide enough for every lane of the last chunk: the loads need

@@ -1,12 +1,13 @@
-// Input rows packed by stride phase, shared by the direct conv (lower_conv.h)
-// and the pool (lower_pool.h): one input row of a strided window is stored
-// as sw phase rows of wq columns, xp[(prow*sw + ph)*wq + q] = x[row + (col0 +
-// q)*sw + ph - pad_left], so that tap kw of vector column q reads phase
-// (kw*dw) % sw at q + (kw*dw) / sw: unit-stride vectors for any stride. A
-// row inside the input stores, per phase, the vectors whose columns all lie
-// inside as plain loads (no per-lane test, no masked load) and tests each
-// lane's column only in the vectors at the row's ends; a row in the padding
-// stores `fill` throughout.
+// Input rows packed by stride phase, shared by the direct and channel-vector
+// convs (lower_conv.h), the pool (lower_pool.h) and the Winograd input
+// transform's padded plane (lower_winograd.h, stride 1). One input row of a
+// strided window is stored as sw phase rows of wq columns, xp[(prow*sw +
+// ph)*wq + q] = x[row + (col0 + q)*sw + ph - pad_left], so that tap kw of
+// vector column q reads phase (kw*dw) % sw at q + (kw*dw) / sw: unit-stride
+// vectors for any stride. A row inside the input stores, per phase, the
+// vectors whose columns all lie inside as plain loads (no per-lane test, no
+// masked load) and tests each lane's column only in the vectors at the
+// row's ends; a row in the padding stores `fill` throughout.
 #pragma once
 
 #include <cstdint>
