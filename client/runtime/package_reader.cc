@@ -20,10 +20,13 @@ namespace {
 // Sizes beyond this are corrupt, not big models.
 constexpr int64_t kMaxBytes = int64_t{1} << 42;
 
+// Page aligned: the file's page-aligned sections stay so in memory (see
+// package::kPageAlignment).
 uint8_t* AllocateAligned(size_t bytes) {
-  size_t rounded = (bytes + 63) / 64 * 64;
-  if (rounded == 0) rounded = 64;
-  return static_cast<uint8_t*>(std::aligned_alloc(64, rounded));
+  constexpr size_t kPage = static_cast<size_t>(package::kPageAlignment);
+  size_t rounded = (bytes + kPage - 1) / kPage * kPage;
+  if (rounded == 0) rounded = kPage;
+  return static_cast<uint8_t*>(std::aligned_alloc(kPage, rounded));
 }
 
 // [offset, offset + size) lies in [0, limit), with no overflow.

@@ -103,6 +103,7 @@ llvm::Function* DeclareKernelFunction(llvm::Module* module, const std::string& s
   llvm::Function* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, symbol, module);
   fn->setDSOLocal(true);
   fn->setDoesNotThrow();
+  fn->setAlignment(llvm::Align(64));
   fn->addFnAttr("target-cpu", target.cpu);
   fn->addFnAttr("target-features", target.features);
   fn->addFnAttr("min-legal-vector-width", std::to_string(target.VectorBits()));

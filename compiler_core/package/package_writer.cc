@@ -77,7 +77,7 @@ void FillTensor(const Value* v, int buffer, kiln::v1::PackageTensor* t) {
   t->set_buffer(buffer);
 }
 
-// The file: header, manifest, `sections` (each 64-byte aligned), trailer.
+// The file: header, manifest, `sections` (each page aligned), trailer.
 // `place(offsets)` records the sections' offsets in the manifest; they
 // depend on the manifest's own size, so the layout iterates until stable.
 absl::StatusOr<std::string> LayOut(kiln::v1::PackageManifest& m, const std::vector<std::string_view>& sections,
@@ -90,7 +90,7 @@ absl::StatusOr<std::string> LayOut(kiln::v1::PackageManifest& m, const std::vect
     std::vector<int64_t> next(sections.size());
     int64_t end = package::kHeaderSize + static_cast<int64_t>(manifest_bytes.size());
     for (size_t i = 0; i < sections.size(); ++i) {
-      next[i] = package::AlignUp(end);
+      next[i] = package::AlignUp(end, package::kPageAlignment);
       end = next[i] + static_cast<int64_t>(sections[i].size());
     }
     if (next == offsets) break;
@@ -107,7 +107,7 @@ absl::StatusOr<std::string> LayOut(kiln::v1::PackageManifest& m, const std::vect
   file.append(reinterpret_cast<const char*>(&header), sizeof(header));
   file.append(manifest_bytes);
   for (size_t i = 0; i < sections.size(); ++i) {
-    file.resize(package::AlignUp(static_cast<int64_t>(file.size())), '\0');
+    file.resize(package::AlignUp(static_cast<int64_t>(file.size()), package::kPageAlignment), '\0');
     if (static_cast<int64_t>(file.size()) != offsets[i]) {
       return absl::InternalError(absl::StrCat("package writer: section ", i, " landed at ", file.size(),
                                               ", the manifest says ", offsets[i]));
@@ -225,7 +225,8 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
   std::string weights;
   auto add_constant = [&](const Value* v) {
     int b = add_buffer(v, PackageBuffer::CONSTANT);
-    weights.resize(AlignTo(static_cast<int64_t>(weights.size()), alignment), '\0');
+    const int64_t align = !gpu && ValueBytes(v) >= package::kPageAlignedBytes ? package::kPageAlignment : alignment;
+    weights.resize(AlignTo(static_cast<int64_t>(weights.size()), align), '\0');
     m.mutable_buffers(b)->set_offset(static_cast<int64_t>(weights.size()));
     weights.append(v->constant().bytes());
     return b;
