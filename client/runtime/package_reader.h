@@ -25,7 +25,7 @@ namespace kiln::runtime {
 // buffers lie inside the file, scratch buffers inside the arena, step arguments
 // and tensors name existing buffers, tensor sizes match their buffers. A
 // truncated or corrupt file is an error, never a crash. The file is held in
-// 64-byte aligned memory, so weights() and every constant buffer in it are
+// page-aligned memory, so weights() and every constant buffer in it are
 // aligned as the writer laid them out. A package whose target CPU features this
 // host lacks is FAILED_PRECONDITION naming them (cpu_features.h): running it
 // would be an illegal instruction.

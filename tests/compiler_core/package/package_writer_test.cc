@@ -14,6 +14,7 @@
 #include "compiler_core/frontend/onnx_importer.h"
 #include "compiler_core/fusion/partitioner.h"
 #include "compiler_core/package/package_writer.h"
+#include "proto/kiln/v1/package_layout.h"
 
 namespace kiln {
 namespace {
@@ -91,6 +92,32 @@ TEST(PackageWriterTest, SameInputsGiveTheSameBytes) {
   EXPECT_EQ(a.package.digest, b.package.digest);
   EXPECT_EQ(a.package.bytes, b.package.bytes);
   EXPECT_NE(a.package.llvm_ir.find("kiln_group_0"), std::string::npos);
+}
+
+// Sections start pages, constants of 4 KiB or more start pages of the
+// weights, smaller ones 64-byte boundaries, and the runtime holds the file in
+// page-aligned memory: a constant's place in its page is the writer's alone.
+TEST(PackageWriterTest, SectionsAndLargeConstantsArePageAligned) {
+  Compiled c = CompileMlp();
+  auto pkg = runtime::Package::FromBytes(c.package.bytes);
+  ASSERT_TRUE(pkg.ok()) << pkg.status();
+  const runtime::Manifest& m = (*pkg)->manifest();
+  EXPECT_EQ(m.code_offset % package::kPageAlignment, 0);
+  EXPECT_EQ(m.weights_offset % package::kPageAlignment, 0);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>((*pkg)->weights()) % package::kPageAlignment, 0u);
+  int large = 0, small = 0;
+  for (const runtime::ManifestBuffer& b : m.buffers) {
+    if (b.kind != runtime::ManifestBuffer::kConstant) continue;
+    if (b.size_bytes >= package::kPageAlignedBytes) {
+      EXPECT_EQ(b.offset % package::kPageAlignment, 0) << b.name;
+      ++large;
+    } else {
+      EXPECT_EQ(b.offset % package::kAlignment, 0) << b.name;
+      ++small;
+    }
+  }
+  EXPECT_GT(large, 0);
+  EXPECT_GT(small, 0);
 }
 
 // Outputs no kernel computes: a constant, a graph input, and a computed value
