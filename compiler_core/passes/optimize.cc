@@ -16,6 +16,7 @@
 #include "compiler_core/passes/hardswish_recognition.h"
 #include "compiler_core/passes/layer_norm_recognition.h"
 #include "compiler_core/passes/legacy_forms.h"
+#include "compiler_core/passes/live_tap_regions.h"
 #include "compiler_core/passes/pad_folding.h"
 #include "compiler_core/passes/pointwise_conv_as_matmul.h"
 #include "compiler_core/passes/rnn_recurrence.h"
@@ -49,7 +50,8 @@ PassPipeline DefaultOptimizationPipeline() {
 
 PassPipeline AlgorithmSelectionPipeline() {
   PassPipeline p("algorithm_selection");
-  p.Add(std::make_unique<WinogradConvolution>())
+  p.Add(std::make_unique<LiveTapRegions>())
+      .Add(std::make_unique<WinogradConvolution>())
       .Add(std::make_unique<PointwiseConvAsMatMul>())
       .Add(std::make_unique<BlockedConvWeights>())
       .Add(std::make_unique<DeadCodeElimination>());
