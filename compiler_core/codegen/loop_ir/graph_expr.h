@@ -36,6 +36,12 @@ class GraphExpr {
   // element being stored (the epilogue takes the accumulator, not a reload).
   void BindValue(const Value* v, Expr e) { values_[v] = std::move(e); }
   bool IsBound(const Value* v) const { return bound_.count(v) > 0; }
+  // Reads of Concat `concat` take its input `input` (the element's index on
+  // the axis less the input's offset), no select over the inputs: for a loop
+  // nest that covers only that input's slab of the Concat (OutputSegments).
+  // -1 unpins.
+  void PinConcatInput(const Node* concat, int input) { pinned_concat_ = concat, pinned_input_ = input; }
+  int PinnedConcatInput(const Node* concat) const { return concat == pinned_concat_ ? pinned_input_ : -1; }
 
   // The value at a multi-dimensional index (one expression per dim of v), of
   // type ComputeTypeOf(v's dtype) (Cast to the buffer's dtype to store it).
@@ -56,6 +62,8 @@ class GraphExpr {
   std::map<const Value*, Buffer> bound_;
   std::map<const Value*, Expr> values_;
   std::map<const Value*, Buffer> input_buf_;
+  const Node* pinned_concat_ = nullptr;
+  int pinned_input_ = -1;
 };
 
 // UNIMPLEMENTED "node N (Op): why": a node a lowering cannot take.

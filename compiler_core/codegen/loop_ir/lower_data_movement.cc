@@ -176,6 +176,11 @@ std::map<std::string, DataMovementRule> MakeRules() {
       offs.push_back(off);
       off += DimsOf(n.input(i))[axis];
     }
+    if (const int pin = ge.PinnedConcatInput(&n); pin >= 0) {
+      std::vector<Expr> sub = idx;
+      sub[axis] = Sub(idx[axis], IntImm(offs[pin]));
+      return ge.At(n.input(pin), sub);
+    }
     Expr r;
     for (int i = n.num_inputs(); i-- > 0;) {
       int64_t ext = DimsOf(n.input(i))[axis];

@@ -336,13 +336,12 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
       absl::Status err = absl::OkStatus();
       std::string prefix = absl::StrCat("o", j, "_", seg.name);
       Stmt nest = ForEachIndex(seg.dims, prefix, [&](const std::vector<Expr>& idx) -> Stmt {
-        absl::StatusOr<Expr> v = ge.At(seg.source, idx);
+        std::vector<Expr> at;
+        absl::StatusOr<Expr> v = SegmentValue(ge, seg, idx, &at);
         if (!v.ok()) {
           err = v.status();
           return Block({});
         }
-        std::vector<Expr> at = idx;
-        if (seg.offset != 0) at[seg.axis] = Add(at[seg.axis], IntImm(seg.offset));
         return Store(out, at, Cast(out->dtype, *v));
       });
       RETURN_IF_ERROR(err);
@@ -378,16 +377,57 @@ WorkloadLowering InlinedNestLowering(bool movement) {
 }
 
 
+namespace {
+
+// The Concat of `result`'s shape that `result` is computed from elementwise,
+// through nodes whose other operands are workload inputs (or null): the
+// Concat is then read only at the element being computed.
+const Node* ConcatUnderElementwise(const Value* result) {
+  const std::vector<int64_t> dims = DimsOf(result);
+  const Value* v = result;
+  while (const Node* p = v->producer()) {
+    if (p->op_type() == "Concat") return p;
+    if (FindElementwiseRule(p->op_type()) == nullptr || p->num_outputs() != 1) return nullptr;
+    const Value* next = nullptr;
+    for (int i = 0; i < p->num_inputs(); ++i) {
+      const Value* x = p->input(i);
+      if (x == nullptr || x->producer() == nullptr) continue;
+      if (next != nullptr || DimsOf(x) != dims) return nullptr;
+      next = x;
+    }
+    if (next == nullptr) return nullptr;
+    v = next;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+absl::StatusOr<Expr> SegmentValue(GraphExpr& ge, const OutputSegment& seg, const std::vector<Expr>& idx,
+                                  std::vector<Expr>* at) {
+  *at = idx;
+  if (seg.offset != 0) (*at)[seg.axis] = Add((*at)[seg.axis], IntImm(seg.offset));
+  if (seg.concat == nullptr) return ge.At(seg.source, idx);
+  // A computation over a pinned Concat is evaluated at the output's index.
+  ge.PinConcatInput(seg.concat, seg.input);
+  absl::StatusOr<Expr> v = ge.At(seg.source, *at);
+  ge.PinConcatInput(nullptr, -1);
+  return v;
+}
+
 std::vector<OutputSegment> OutputSegments(const Value* result) {
-  const Node* p = result->producer();
-  if (p == nullptr || p->op_type() != "Concat" || p->num_inputs() < 2) return {{result, DimsOf(result)}};
+  const Node* p = ConcatUnderElementwise(result);
+  if (p == nullptr || p->num_inputs() < 2 || DimsOf(p->output(0)) != DimsOf(result)) return {{result, DimsOf(result)}};
   std::vector<int64_t> dims = DimsOf(result);
   int64_t axis = p->GetInt("axis", 0);
   if (axis < 0) axis += static_cast<int64_t>(dims.size());
+  const bool direct = p->output(0) == result;
   std::vector<OutputSegment> segs;
   int64_t off = 0;
   for (int i = 0; i < p->num_inputs(); ++i) {
-    OutputSegment s{p->input(i), DimsOf(p->input(i)), static_cast<int>(axis), off, absl::StrCat("c", i, "_")};
+    OutputSegment s{direct ? p->input(i) : result, DimsOf(p->input(i)), static_cast<int>(axis), off,
+                    absl::StrCat("c", i, "_")};
+    if (!direct) s.concat = p, s.input = i;
     off += s.dims[axis];
     segs.push_back(std::move(s));
   }

@@ -21,6 +21,8 @@
 
 namespace kiln::loop_ir {
 
+class GraphExpr;
+
 // What an elementwise rule computes from: the node, its operands' values at
 // the element (nullptr for an omitted optional input), the type the node
 // computes in (ComputeTypeOf its first input) and its output dtype.
@@ -59,16 +61,25 @@ Expr RoundTo(DType d, Expr e);
 // An output of an inlined DAG in boxes, each written by one loop nest: a
 // Concat output is the slab of each of its inputs at its offset on the axis,
 // so that each element is computed from the one input it comes from (no
-// select chain over every input, no clamped reads of the others); any other
-// output is one box.
+// select chain over every input, no clamped reads of the others). So is an
+// output computed elementwise from a Concat of its shape whose other
+// operands are workload inputs (DenseNet's Concat, BatchNormalization,
+// Relu): each box evaluates the output with the Concat pinned to its input
+// (GraphExpr::PinConcatInput). Any other output is one box.
 struct OutputSegment {
   const Value* source;        // the value whose element idx is stored
   std::vector<int64_t> dims;  // the box's extents
   int axis = 0;               // where the box starts in the output: offset on axis
   int64_t offset = 0;
   std::string name;           // loop-variable prefix suffix ("" or "c<i>_")
+  const Node* concat = nullptr;  // with `input`: the Concat to pin while evaluating source
+  int input = -1;
 };
 std::vector<OutputSegment> OutputSegments(const Value* result);
+// The value a segment's nest stores at its box index `idx`, and (in `at`)
+// the output index it stores it at.
+absl::StatusOr<Expr> SegmentValue(GraphExpr& ge, const OutputSegment& seg, const std::vector<Expr>& idx,
+                                  std::vector<Expr>* at);
 
 // The loop nest of an inlined DAG, one per output: the "elementwise" kind
 // (no data movement) or, with `movement`, the "data_movement" kind.

@@ -69,9 +69,8 @@ absl::StatusOr<Stmt> SegmentItem(GraphExpr& ge, const Buffer& out, const OutputS
     rest = Div(rest, IntImm(d[k]));
   }
   if (rank > 0) idx[rank - 1] = col;
-  ASSIGN_OR_RETURN(Expr v, ge.At(seg.source, idx));
-  std::vector<Expr> at = idx;
-  if (seg.offset != 0) at[seg.axis] = Add(at[seg.axis], IntImm(seg.offset));
+  std::vector<Expr> at;
+  ASSIGN_OR_RETURN(Expr v, SegmentValue(ge, seg, idx, &at));
   Stmt store = Store(out, at, Cast(out->dtype, v));
   if (inner % vw != 0) store = IfThen(Lt(col, IntImm(inner)), store);
   Stmt lanes = For(lane_var, IntImm(vw), store, vw > 1 ? ForKind::kVectorized : ForKind::kSerial);

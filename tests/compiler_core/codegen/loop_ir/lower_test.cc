@@ -6,6 +6,8 @@
 #include <memory>
 #include <random>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
@@ -201,6 +203,39 @@ TEST(LoopIrLoweringTest, ConcatWritesOneSlabPerInput) {
   EXPECT_EQ(Occurrences(text, "parallel for"), 1) << text;
   EXPECT_EQ(text.find("select("), std::string::npos) << text;
   EXPECT_EQ(Occurrences(text, "vectorized for"), 3) << text;
+}
+
+// An output computed elementwise from a Concat of its shape, its other
+// operands workload inputs (DenseNet's Concat, BatchNormalization, Relu), is
+// written slab by slab too: each slab evaluates the chain with the Concat
+// pinned to its input. With a computed operand of the Concat's shape the
+// Concat may be read elsewhere: one box, selects.
+TEST(LoopIrLoweringTest, ElementwiseOverAConcatWritesOneSlabPerInput) {
+  for (bool computed_operand : {false, true}) {
+    SCOPED_TRACE(computed_operand ? "computed operand" : "per-channel operand");
+    Builder b;
+    std::vector<Value*> parts = {b.In({1, 5, 3, 9}), b.In({1, 2, 3, 9}), b.In({1, 4, 3, 9})};
+    Value* c = b.Op("Concat", parts, {1, 11, 3, 9}, {{"axis", int64_t{1}}});
+    Value* other = computed_operand ? b.Op("Neg", {b.In({1, 11, 3, 9})}, {1, 11, 3, 9}) : b.In({1, 11, 1, 1});
+    Value* y = b.Op("Relu", {b.Op("Mul", {c, other}, {1, 11, 3, 9})}, {1, 11, 3, 9});
+    b.g->AddOutput(y);
+    CheckAllPoints(*b.g, "data_movement");
+    const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(*b.g);
+    ASSERT_NE(l, nullptr);
+    ScheduleConfig config;
+    config.Set("vw", 4);
+    config.Set("tasks", 2);
+    auto f = l->lower(*b.g, config, CpuTarget::Host());
+    ASSERT_TRUE(f.ok()) << f.status();
+    std::string text = loop_ir::Print(*f);
+    EXPECT_EQ(Occurrences(text, "vectorized for"), computed_operand ? 1 : 3) << text;
+    // A slab's store reads its own input only; one box's reads every input.
+    int mixed = 0;
+    for (const absl::string_view line : absl::StrSplit(text, '\n')) {
+      mixed += absl::StrContains(line, "in0[") && absl::StrContains(line, "in1[");
+    }
+    EXPECT_EQ(mixed > 0, computed_operand) << text;
+  }
 }
 
 TEST(LoopIrLoweringTest, LoopIrAndLlvmDumps) {
