@@ -19,6 +19,9 @@ namespace kiln::loop_ir {
 // a / b rounded up, for a >= 0 and b > 0 (0 when b is 0).
 inline int64_t CeilDiv(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
 
+// a / b rounded toward minus infinity, for b > 0 (any sign of a).
+inline int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
 // The shared workload check: at least one node and one output, no node
 // domain (but `domain_node`'s, the one a lowering reads itself), every used
 // value static, at most 2^31 elements and of a dtype `accepts` takes

@@ -894,13 +894,10 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
                      .x_row = Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)),
                      .row_inside = And(Ge(ih, I(0)), Lt(ih, I(s.h))),
                      .prow = Add(Mul(cl, I(rin)), r),
-                     .col0 = I(0),
                      .w = s.w,
-                     .sw = 1,
                      .pad_left = s.pad_left,
                      .wq = wq,
-                     .vw = vw,
-                     .fill = 0.0};
+                     .vw = vw};
     xpack = For("xc_", I(f.cg), For("xr_", I(rin), PackPhaseRow(row)));
   }
   // ---- a register block of `px` pixels from column ow0: acc[(u*kb + j)*vw + v]
@@ -1015,8 +1012,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
                      .sw = s.sw,
                      .pad_left = s.pad_left,
                      .wq = wq,
-                     .vw = vw,
-                     .fill = 0.0};
+                     .vw = vw};
     Stmt rowsl = For("pr_", I(rin), PackPhaseRow(row));
     if (s.three_d) rowsl = For("pz_", I(din), rowsl);
     pack = For("pc_", I(cc), rowsl);
@@ -1103,8 +1099,6 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
 
 
 // ---- ConvTranspose -----------------------------------------------------------
-
-int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 absl::Status CheckEpilogue(const Graph& g, const Node* op) {
   std::vector<int64_t> od = DimsOf(op->output(0));

@@ -417,7 +417,7 @@ absl::StatusOr<Expr> SegmentValue(GraphExpr& ge, const OutputSegment& seg, const
 
 std::vector<OutputSegment> OutputSegments(const Value* result) {
   const Node* p = ConcatUnderElementwise(result);
-  if (p == nullptr || p->num_inputs() < 2 || DimsOf(p->output(0)) != DimsOf(result)) return {{result, DimsOf(result)}};
+  if (p == nullptr || p->num_inputs() < 2) return {{result, DimsOf(result)}};
   std::vector<int64_t> dims = DimsOf(result);
   int64_t axis = p->GetInt("axis", 0);
   if (axis < 0) axis += static_cast<int64_t>(dims.size());

@@ -194,7 +194,6 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
                      .x_row = Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)),
                      .row_inside = row_inside,
                      .prow = s.three_d ? Add(Mul(z, I(rin)), r) : r,
-                     .col0 = I(0),
                      .w = s.w,
                      .sw = s.sw,
                      .pad_left = s.pad_left,

@@ -233,13 +233,10 @@ absl::StatusOr<LoopFunc> LowerInput(const Graph& g, const ScheduleConfig& config
                      .x_row = Mul(Add(Mul(p, I(s.h)), ih), I(s.w)),
                      .row_inside = And(Ge(ih, I(0)), Lt(ih, I(s.h))),
                      .prow = Var("pr_"),
-                     .col0 = I(0),
                      .w = s.w,
-                     .sw = 1,
                      .pad_left = s.pad_left,
                      .wq = wq,
-                     .vw = pack_vw,
-                     .fill = 0.0};
+                     .vw = pack_vw};
     pack = For("pr_", I(hp), PackPhaseRow(row));
   }
   Expr n = Div(p, I(s.c)), c = Mod(p, I(s.c));

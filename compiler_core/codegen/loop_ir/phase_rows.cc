@@ -1,3 +1,4 @@
+// Input rows packed by stride phase (see phase_rows.h).
 #include "compiler_core/codegen/loop_ir/phase_rows.h"
 
 #include <algorithm>
@@ -11,9 +12,6 @@ namespace kiln::loop_ir {
 namespace {
 
 Expr I(int64_t v) { return IntImm(v); }
-
-// floor(a / b) for b > 0.
-int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 }  // namespace
 

@@ -21,7 +21,7 @@ struct PhaseRowPack {
   Expr x_row;       // flat index in x of the input row's column 0 (unused where the row is outside)
   Expr row_inside;  // whether the input row lies inside the input
   Expr prow;        // the packed row: phase rows prow*sw .. prow*sw + sw - 1
-  Expr col0;        // the first packed output column (a column split's start), constant or not
+  Expr col0 = IntImm(0);  // the first packed output column (a column split's start), constant or not
   int64_t w = 1, sw = 1, pad_left = 0;  // input width, stride, left pad
   int64_t wq = 1, vw = 1;               // packed columns per phase row (a multiple of vw), vector width
   double fill = 0.0;                    // the value of the padding

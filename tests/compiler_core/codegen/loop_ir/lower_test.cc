@@ -182,6 +182,19 @@ int Occurrences(const std::string& text, const std::string& word) {
   return n;
 }
 
+// The printed loop IR of a data-movement workload at vw=4, tasks=2.
+std::string DataMovementText(const Graph& g) {
+  const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(g);
+  EXPECT_NE(l, nullptr);
+  if (l == nullptr) return "";
+  ScheduleConfig config;
+  config.Set("vw", 4);
+  config.Set("tasks", 2);
+  auto f = l->lower(g, config, CpuTarget::Host());
+  EXPECT_TRUE(f.ok()) << f.status();
+  return f.ok() ? loop_ir::Print(*f) : "";
+}
+
 TEST(LoopIrLoweringTest, ConcatWritesOneSlabPerInput) {
   Builder b;
   std::vector<Value*> parts;
@@ -192,14 +205,7 @@ TEST(LoopIrLoweringTest, ConcatWritesOneSlabPerInput) {
   Value* c = b.Op("Concat", parts, {1, 7, 31}, {{"axis", int64_t{2}}});
   b.g->AddOutput(c);
   CheckAllPoints(*b.g, "data_movement");
-  const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(*b.g);
-  ASSERT_NE(l, nullptr);
-  ScheduleConfig config;
-  config.Set("vw", 4);
-  config.Set("tasks", 2);
-  auto f = l->lower(*b.g, config, CpuTarget::Host());
-  ASSERT_TRUE(f.ok()) << f.status();
-  std::string text = loop_ir::Print(*f);
+  const std::string text = DataMovementText(*b.g);
   EXPECT_EQ(Occurrences(text, "parallel for"), 1) << text;
   EXPECT_EQ(text.find("select("), std::string::npos) << text;
   EXPECT_EQ(Occurrences(text, "vectorized for"), 3) << text;
@@ -220,14 +226,7 @@ TEST(LoopIrLoweringTest, ElementwiseOverAConcatWritesOneSlabPerInput) {
     Value* y = b.Op("Relu", {b.Op("Mul", {c, other}, {1, 11, 3, 9})}, {1, 11, 3, 9});
     b.g->AddOutput(y);
     CheckAllPoints(*b.g, "data_movement");
-    const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(*b.g);
-    ASSERT_NE(l, nullptr);
-    ScheduleConfig config;
-    config.Set("vw", 4);
-    config.Set("tasks", 2);
-    auto f = l->lower(*b.g, config, CpuTarget::Host());
-    ASSERT_TRUE(f.ok()) << f.status();
-    std::string text = loop_ir::Print(*f);
+    const std::string text = DataMovementText(*b.g);
     EXPECT_EQ(Occurrences(text, "vectorized for"), computed_operand ? 1 : 3) << text;
     // A slab's store reads its own input only; one box's reads every input.
     int mixed = 0;
