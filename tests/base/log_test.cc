@@ -15,10 +15,13 @@
 namespace kiln {
 namespace {
 
-// What `write` puts on stderr (fd 2), captured in a file.
+// What `write` puts on stderr (fd 2), captured in a file of this process's
+// own: ctest runs each test as a process, several at once, in one TempDir.
 template <typename Write>
 std::string CaptureStderr(Write write) {
-  const std::string path = (std::filesystem::path(::testing::TempDir()) / "log_test_stderr.txt").string();
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / ("log_test_stderr." + std::to_string(getpid()) + ".txt"))
+          .string();
   std::fflush(stderr);
   const int saved = dup(2);
   FILE* file = std::fopen(path.c_str(), "w");
@@ -28,9 +31,9 @@ std::string CaptureStderr(Write write) {
   dup2(saved, 2);
   close(saved);
   std::fclose(file);
-  std::ifstream in(path);
   std::stringstream text;
-  text << in.rdbuf();
+  text << std::ifstream(path).rdbuf();
+  std::filesystem::remove(path);
   return text.str();
 }
 

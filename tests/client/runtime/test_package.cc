@@ -6,8 +6,11 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "base/digest.h"
 #include "base/file.h"
@@ -16,10 +19,28 @@
 
 namespace kiln::testing {
 
+namespace {
+
+// The directories MakeTempDir made in this process, removed when it exits.
+std::vector<std::string>& TempDirs() {
+  static auto* dirs = new std::vector<std::string>();
+  return *dirs;
+}
+
+void RemoveTempDirs() {
+  std::error_code ignored;
+  for (const std::string& d : TempDirs()) std::filesystem::remove_all(d, ignored);
+}
+
+}  // namespace
+
 std::string MakeTempDir() {
   std::string tmpl = ::testing::TempDir() + "/kiln_client_XXXXXX";
   char* dir = mkdtemp(tmpl.data());
-  return dir == nullptr ? ::testing::TempDir() : std::string(dir);
+  if (dir == nullptr) return ::testing::TempDir();
+  if (TempDirs().empty()) std::atexit(RemoveTempDirs);
+  TempDirs().push_back(dir);
+  return dir;
 }
 
 bool HaveClang() {

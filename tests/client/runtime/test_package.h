@@ -11,7 +11,8 @@
 
 namespace kiln::testing {
 
-// A fresh directory under the test temp dir.
+// A fresh directory under the test temp dir, removed with its contents when
+// the process exits.
 std::string MakeTempDir();
 // True if clang-19 runs here.
 bool HaveClang();
