@@ -119,7 +119,9 @@ KILN_API kiln_status_t kiln_session_bind_input(kiln_session_t* session, const ch
                                                size_t bytes);
 /* Makes the next runs write output `index` straight into `data` (same rules as
  * kiln_session_bind_input); kiln_session_output then returns `data`. NULL
- * data returns the output to the session's own memory. */
+ * data returns the output to the session's own memory. An output may not
+ * overlap an input or another output: either binding that would make them
+ * overlap is refused (KILN_INVALID_ARGUMENT). */
 KILN_API kiln_status_t kiln_session_bind_output(kiln_session_t* session, int index, void* data, size_t bytes);
 /* Fails with KILN_FAILED_PRECONDITION if an input is unbound. */
 KILN_API kiln_status_t kiln_session_run(kiln_session_t* session);

@@ -263,6 +263,25 @@ Status Package::Verify() {
             Cat(sctx, ": argument ", a, " buffer index ", step.args[a], " out of range (", num_buffers, " buffers)"));
       }
     }
+    if (is_cuda()) continue;  // VerifyCuda checks the device plan
+    // The CPU kernels take their arguments as noalias pointers too: scratch
+    // by its arena offsets, constants by their weights offsets, and an input
+    // or output buffer in memory of its own (space 2 + its index).
+    std::vector<DeviceRange> ranges;
+    for (int32_t a : step.args) {
+      const ManifestBuffer& b = m.buffers[static_cast<size_t>(a)];
+      const int space = b.kind == ManifestBuffer::kConstant  ? 1
+                        : b.kind == ManifestBuffer::kScratch ? 0
+                                                             : 2 + a;
+      const uint64_t begin = space < 2 ? static_cast<uint64_t>(b.offset) : 0;
+      ranges.push_back(DeviceRange{space, begin, begin + static_cast<uint64_t>(b.size_bytes)});
+    }
+    const auto [x, y] = FirstOverlap(ranges);
+    if (x >= 0) {
+      return invalid(Cat(sctx, ": arguments ", x, " (buffer ", step.args[static_cast<size_t>(x)], ") and ", y,
+                         " (buffer ", step.args[static_cast<size_t>(y)],
+                         ") overlap in the memory plan; its kernel assumes they do not"));
+    }
   }
 
   weights_ = data_ + m.weights_offset;

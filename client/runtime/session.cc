@@ -146,6 +146,26 @@ void Session::Rebind(int index, void* data) {
   }
 }
 
+Status Session::CheckDisjointBinding(int index, const void* data, size_t bytes, bool writes) const {
+  const Manifest& m = package_->manifest();
+  const auto* begin = static_cast<const uint8_t*>(data);
+  const uint8_t* end = begin + bytes;
+  for (size_t j = 0; j < m.buffers.size(); ++j) {
+    const ManifestBuffer& b = m.buffers[j];
+    const bool output = b.kind == ManifestBuffer::kOutput;
+    if (static_cast<int>(j) == index || (!output && b.kind != ManifestBuffer::kInput) || (!writes && !output)) {
+      continue;
+    }
+    const auto* other = static_cast<const uint8_t*>(buffers_[j]);
+    if (other == nullptr || b.size_bytes == 0 || !(begin < other + b.size_bytes && other < end)) continue;
+    return InvalidArgumentError(Cat(m.buffers[index].kind == ManifestBuffer::kOutput ? "output '" : "input '",
+                                    m.buffers[index].name, "': memory at ", data, " (", bytes, " bytes) overlaps ",
+                                    output ? "output '" : "input '", b.name, "' at ", buffers_[j], " (",
+                                    b.size_bytes, " bytes): kernels read inputs while they write outputs"));
+  }
+  return OkStatus();
+}
+
 Status Session::SetInput(const std::string& name, const void* data, size_t bytes) {
   RT_ASSIGN_OR_RETURN(int i, CheckInput(name, data, bytes));
   const int buffer = input_info(i).buffer;
@@ -177,6 +197,7 @@ Status Session::BindInput(const std::string& name, const void* data, size_t byte
     input_bound_[i] = true;
     return OkStatus();
   }
+  if (bytes > 0) RT_RETURN_IF_ERROR(CheckDisjointBinding(t.buffer, data, bytes, false));
   // Kernels take void* const*, and never write an input buffer.
   Rebind(t.buffer, bytes > 0 ? const_cast<void*>(data) : own_buffers_[t.buffer]);
   input_bound_[i] = true;
@@ -224,6 +245,7 @@ Status Session::BindOutput(int index, void* data, size_t bytes) {
     cuda_->BindHostOutput(t.buffer, data);
     return OkStatus();
   }
+  RT_RETURN_IF_ERROR(CheckDisjointBinding(t.buffer, data, bytes, true));
   Rebind(t.buffer, data);
   return OkStatus();
 }

@@ -58,6 +58,10 @@ class Session {
   // Zero-copy: runs write output `index` into `data` (null: back into the
   // session's own memory). FAILED_PRECONDITION for an output that is not
   // computed into a buffer of its own (an input or a constant passed through).
+  // On the CPU, INVALID_ARGUMENT where `data` overlaps the memory of another
+  // output or of an input (bound or the session's), as BindInput does for an
+  // input's memory that overlaps an output's: a run never reads and writes
+  // the same bytes through two buffers.
   Status BindOutput(int index, void* data, size_t bytes);
   // FAILED_PRECONDITION if an input was never bound. With `step_seconds`
   // (resized to the number of steps), each step's wall time (on a GPU: its
@@ -124,6 +128,10 @@ class Session {
   Status CheckCuda(const char* call) const;
   // FAILED_PRECONDITION naming the first input never set or bound.
   Status CheckInputsBound() const;
+  // INVALID_ARGUMENT if [data, data + bytes), bound to buffer `index`, would
+  // overlap the memory of an output (or, where `writes`: of any input or
+  // output) other than `index`: kernels take their buffers as noalias.
+  Status CheckDisjointBinding(int index, const void* data, size_t bytes, bool writes) const;
   // Points buffer `index` at `data` and every step argument naming it.
   void Rebind(int index, void* data);
 

@@ -120,34 +120,38 @@ absl::StatusOr<std::string> LayOut(kiln::v1::PackageManifest& m, const std::vect
   return file;
 }
 
-// A buffer's place in a CUDA package's device memory: the arena (INPUT,
-// OUTPUT, SCRATCH) or the weights (CONSTANT), and its byte range there.
-struct DeviceRange {
-  bool weights = false;
+// Where a buffer's bytes live while a step runs: the arena (SCRATCH, and on
+// a GPU INPUT and OUTPUT as well), the weights (CONSTANT), or, for a CPU
+// package's INPUT and OUTPUT, memory of the buffer's own (the session's or
+// the caller's), and its byte range there.
+struct ArgRange {
+  int64_t space = 0;  // 0 arena, 1 weights, 2 + buffer index: its own memory
   int64_t begin = 0, end = 0;
 };
 
-DeviceRange DeviceRangeOf(const PackageBuffer& b) {
-  return DeviceRange{b.kind() == PackageBuffer::CONSTANT, b.offset(), b.offset() + b.size_bytes()};
+ArgRange ArgRangeOf(const kiln::v1::PackageManifest& m, int buffer, bool gpu) {
+  const PackageBuffer& b = m.buffers(buffer);
+  if (b.kind() == PackageBuffer::CONSTANT) return ArgRange{1, b.offset(), b.offset() + b.size_bytes()};
+  if (gpu || b.kind() == PackageBuffer::SCRATCH) return ArgRange{0, b.offset(), b.offset() + b.size_bytes()};
+  return ArgRange{2 + buffer, 0, b.size_bytes()};
 }
 
-// The NVPTX kernels mark their pointer arguments noalias: no two arguments
-// of one step may share a byte of device memory. The planner never lets
-// them (a step's outputs are allocated before its inputs' space is freed);
-// this says so for every step of the finished plan.
-absl::Status CheckStepArgumentsDisjoint(const kiln::v1::PackageManifest& m) {
+// Kernels take their argument buffers as noalias pointers (the CPU kernels'
+// bodies and the NVPTX kernels alike): no two arguments of one step may
+// share a byte. The planner never lets them (a step's outputs are allocated
+// before its inputs' space is freed); this says so for every step of the
+// finished plan.
+absl::Status CheckStepArgumentsDisjoint(const kiln::v1::PackageManifest& m, bool gpu) {
   for (const kiln::v1::PackageStep& step : m.steps()) {
     for (int a = 0; a < step.args_size(); ++a) {
-      const PackageBuffer& ba = m.buffers(step.args(a));
-      const DeviceRange ra = DeviceRangeOf(ba);
+      const ArgRange ra = ArgRangeOf(m, step.args(a), gpu);
       for (int b = a + 1; b < step.args_size(); ++b) {
-        const PackageBuffer& bb = m.buffers(step.args(b));
-        const DeviceRange rb = DeviceRangeOf(bb);
-        if (ra.weights == rb.weights && ra.begin < rb.end && rb.begin < ra.end) {
+        const ArgRange rb = ArgRangeOf(m, step.args(b), gpu);
+        if (ra.space == rb.space && ra.begin < rb.end && rb.begin < ra.end) {
           return absl::InternalError(absl::StrCat(
-              "package writer: step '", step.symbol(), "': arguments ", a, " ('", ba.name(), "', ",
-              ra.weights ? "weights" : "arena", " [", ra.begin, ", ", ra.end, ")) and ", b, " ('", bb.name(),
-              "', [", rb.begin, ", ", rb.end, ")) overlap in the device plan; its kernel assumes they do not"));
+              "package writer: step '", step.symbol(), "': arguments ", a, " ('", m.buffers(step.args(a)).name(),
+              "', [", ra.begin, ", ", ra.end, ")) and ", b, " ('", m.buffers(step.args(b)).name(), "', [",
+              rb.begin, ", ", rb.end, ")) overlap in the memory plan; its kernel assumes they do not"));
         }
       }
     }
@@ -300,6 +304,7 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
   PackageBytes out;
   if (!gpu) {
     m.set_arena_bytes(arena.peak());
+    RETURN_IF_ERROR(CheckStepArgumentsDisjoint(m, false));
     ASSIGN_OR_RETURN(ObjectCode object, CompileToObject(requests, options.target));
     for (size_t i = 0; i < object.kernels.size() && i < static_cast<size_t>(m.steps_size()); ++i) {
       m.mutable_steps(static_cast<int>(i))->set_num_tasks(object.kernels[i].num_tasks);
@@ -343,7 +348,7 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
     step->mutable_launch()->set_threads(static_cast<int32_t>(l.threads));
     step->mutable_launch()->set_shared_bytes(static_cast<int32_t>(l.shared_bytes));
   }
-  RETURN_IF_ERROR(CheckStepArgumentsDisjoint(m));
+  RETURN_IF_ERROR(CheckStepArgumentsDisjoint(m, true));
 
   // The cubin for target's SM. A ptxas named in the options must work;
   // without one named and none found, the package carries the PTX alone.

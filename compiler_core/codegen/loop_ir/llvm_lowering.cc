@@ -66,19 +66,47 @@ class Lowerer {
     ptr_ = llvm::PointerType::get(ctx_, 0);
   }
 
+  // The exported `void symbol(void* const* args, i64 task_begin, i64
+  // task_end)` loads the argument buffers and calls the body, an internal
+  // always-inlined function that takes each buffer as a noalias pointer (a
+  // package never lets two arguments of a step share memory: the package
+  // writer checks its plan, and a session checks the memory a caller binds).
+  // Inlined, the noalias parameters become alias scopes on every access, so
+  // LLVM may keep a value read from one buffer across stores to another
+  // (a per-channel Sigmoid under a broadcast Mul is computed once per row,
+  // not once per vector).
   absl::StatusOr<LoweredFunction> Run(const LoopFunc& f, const std::string& symbol) {
-    fn_ = DeclareKernelFunction(module_, symbol, *target_);
-    llvm::Argument* args = fn_->getArg(0);
+    llvm::Function* kernel = DeclareKernelFunction(module_, symbol, *target_);
+    std::vector<Type*> params(f.args.size(), ptr_);
+    params.push_back(i64_);
+    params.push_back(i64_);
+    fn_ = llvm::Function::Create(llvm::FunctionType::get(Type::getVoidTy(ctx_), params, false),
+                                 llvm::Function::InternalLinkage, symbol + ".body", module_);
+    for (const llvm::Attribute& a : kernel->getAttributes().getFnAttrs()) fn_->addFnAttr(a);
+    fn_->addFnAttr(llvm::Attribute::AlwaysInline);
+    for (size_t i = 0; i < f.args.size(); ++i) {
+      fn_->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
+      fn_->getArg(static_cast<unsigned>(i))->setName(f.args[i]->name);
+      bufs_[f.args[i].get()] = fn_->getArg(static_cast<unsigned>(i));
+    }
+    {
+      llvm::IRBuilder<> kb(BasicBlock::Create(ctx_, "entry", kernel));
+      std::vector<Value*> call_args;
+      for (size_t i = 0; i < f.args.size(); ++i) {
+        call_args.push_back(kb.CreateAlignedLoad(
+            ptr_, kb.CreateConstInBoundsGEP1_64(ptr_, kernel->getArg(0), i), llvm::Align(8), f.args[i]->name));
+      }
+      call_args.push_back(kernel->getArg(1));
+      call_args.push_back(kernel->getArg(2));
+      kb.CreateCall(fn_, call_args);
+      kb.CreateRetVoid();
+    }
+    const unsigned task_arg = static_cast<unsigned>(f.args.size());
     entry_ = BasicBlock::Create(ctx_, "entry", fn_);
     b_.SetInsertPoint(entry_);
-    for (size_t i = 0; i < f.args.size(); ++i) {
-      Value* p = b_.CreateAlignedLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, args, i), llvm::Align(8),
-                                      f.args[i]->name);
-      bufs_[f.args[i].get()] = p;
-    }
     int64_t num_tasks = NumTasks(f);
-    Value* begin = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, fn_->getArg(1), I64(0));
-    Value* end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, fn_->getArg(2), I64(num_tasks));
+    Value* begin = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, fn_->getArg(task_arg), I64(0));
+    Value* end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, fn_->getArg(task_arg + 1), I64(num_tasks));
     const Stmt& body = f.body;
     if (body->kind == StmtKind::kFor && body->for_kind == ForKind::kParallel) {
       RETURN_IF_ERROR(Loop(begin, end, body->var, [&] { return LowerStmt(body->body[0]); }));

@@ -281,6 +281,16 @@ TEST(RuntimeTest, ManifestFieldsOutOfRangeAreInvalidArgument) {
       {"step arg out of range", [](PackageManifest* m) { m->mutable_steps(1)->set_args(2, 5); },
        "argument 2 buffer index 5 out of range"},
       {"negative step arg", [](PackageManifest* m) { m->mutable_steps(0)->set_args(0, -1); }, "buffer index -1"},
+      {"step writes the buffer it reads", [](PackageManifest* m) { m->mutable_steps(0)->set_args(1, 0); },
+       "arguments 0 (buffer 0) and 1 (buffer 0) overlap"},
+      {"scratch overlaps a step's other scratch",
+       [](PackageManifest* m) {
+         m->mutable_buffers(1)->set_kind(PackageBuffer::SCRATCH);
+         m->mutable_buffers(1)->set_offset(100);
+         m->mutable_outputs()->DeleteSubrange(0, 1);
+         m->mutable_steps(1)->set_args(0, 1);
+       },
+       "overlap in the memory plan"},
       {"input buffer out of range", [](PackageManifest* m) { m->mutable_inputs(0)->set_buffer(9); },
        "input 'x': buffer index 9 out of range"},
       {"output buffer out of range", [](PackageManifest* m) { m->mutable_outputs(1)->set_buffer(-2); },
@@ -501,6 +511,44 @@ TEST(RuntimeCApiTest, BoundInputsAndOutputsAreNotCopied) {
   EXPECT_EQ(kiln_session_bind_output(sess, 1, raw.data() + 2, kN * sizeof(float)), KILN_INVALID_ARGUMENT);
   EXPECT_EQ(kiln_session_bind_output(sess, 1, z.data(), 4), KILN_INVALID_ARGUMENT);
   EXPECT_EQ(kiln_session_bind_output(sess, 5, z.data(), 4), KILN_OUT_OF_RANGE);
+  kiln_session_release(sess);
+}
+
+// Kernels take their buffers as noalias pointers, so no binding may make an
+// output share bytes with an input or another output; inputs may share.
+TEST(RuntimeCApiTest, BindingsThatOverlapAnOutputAreRefused) {
+  KERNELS_OR_SKIP();
+  const std::string bytes = MakePackage();
+  kiln_package_t* pkg = nullptr;
+  ASSERT_EQ(kiln_package_load_bytes(bytes.data(), bytes.size(), &pkg), KILN_OK) << kiln_last_error_message();
+  kiln_session_t* sess = nullptr;
+  ASSERT_EQ(kiln_session_create(pkg, 1, &sess), KILN_OK) << kiln_last_error_message();
+  kiln_package_release(pkg);
+  const size_t n = kN * sizeof(float);
+  std::vector<float> x = Input();
+  std::vector<float> big(3 * kN, 0.0f);
+  ASSERT_EQ(kiln_session_bind_input(sess, "x", x.data(), n), KILN_OK);
+  // An output onto the bound input, or overlapping it by one element.
+  EXPECT_EQ(kiln_session_bind_output(sess, 1, x.data(), n), KILN_INVALID_ARGUMENT);
+  EXPECT_THAT(kiln_last_error_message(), HasSubstr("overlaps input"));
+  ASSERT_EQ(kiln_session_bind_input(sess, "x", big.data(), n), KILN_OK);
+  EXPECT_EQ(kiln_session_bind_output(sess, 1, big.data() + kN - 1, n), KILN_INVALID_ARGUMENT);
+  // Adjacent is fine; then the input may not move onto the bound output.
+  ASSERT_EQ(kiln_session_bind_output(sess, 1, big.data() + kN, n), KILN_OK) << kiln_last_error_message();
+  EXPECT_EQ(kiln_session_bind_input(sess, "x", big.data() + kN + 1, n), KILN_INVALID_ARGUMENT);
+  EXPECT_THAT(kiln_last_error_message(), HasSubstr("overlaps output"));
+  // Nor onto the session's own memory of the other output.
+  for (int i = 0; i < kN; ++i) big[static_cast<size_t>(i)] = x[static_cast<size_t>(i)];
+  ASSERT_EQ(kiln_session_run(sess), KILN_OK) << kiln_last_error_message();
+  const void* own = nullptr;
+  ASSERT_EQ(kiln_session_output(sess, 0, &own, nullptr, nullptr, nullptr, nullptr), KILN_OK);
+  EXPECT_EQ(kiln_session_bind_input(sess, "x", own, n), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_session_bind_output(sess, 1, const_cast<void*>(own), n), KILN_INVALID_ARGUMENT);
+  EXPECT_THAT(kiln_last_error_message(), HasSubstr("overlaps output"));
+  // The refused bindings changed nothing: the same run gives the same result.
+  const std::vector<float> w = MakeModel().w;
+  ASSERT_EQ(kiln_session_run(sess), KILN_OK) << kiln_last_error_message();
+  for (int i = 0; i < kN; ++i) ASSERT_NEAR(big[static_cast<size_t>(kN + i)], x[i] * w[i] + 2.0f, 1e-5f) << i;
   kiln_session_release(sess);
 }
 
