@@ -38,8 +38,10 @@ namespace kiln {
 // not divide them. 2012: kiln.BlockedConv (weights blocked at compile time
 // for the channel-vector variant, its only points; 2-pixel blocks); the
 // direct conv variant's column splits (cs); pointwise input packs; few-row
-// MatMuls pack B from 2 MiB.
-inline constexpr int kScheduleSpaceVersion = 2012;
+// MatMuls pack B from 2 MiB. 2013: reductions whose trailing reduced axes
+// run as one flat axis offer vector widths up to that run's length (a 7x7
+// map's 49), not the last axis's.
+inline constexpr int kScheduleSpaceVersion = 2013;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -721,7 +721,10 @@ class Lowerer {
       lanes_ = 1;
       return st;
     }
-    if ((s->for_kind == ForKind::kUnrolled || s->for_kind == ForKind::kVectorized) && is_const) {
+    // A serial loop of one iteration is its body at 0: indices stay constant
+    // (a guarded tail's stores into a temporary can then be blends).
+    const bool single = s->for_kind == ForKind::kSerial && is_const && ext == 1;
+    if ((s->for_kind == ForKind::kUnrolled || s->for_kind == ForKind::kVectorized || single) && is_const) {
       for (int64_t i = 0; i < ext; ++i) {
         vars_[s->var] = {I64(i), 0, KnownMultiple(IntImm(i))};
         RETURN_IF_ERROR(LowerStmt(s->body[0]));
@@ -757,10 +760,19 @@ class Lowerer {
     v = ToMem(Splat(v), dt);
     std::optional<int64_t> st = Stride(s->index);
     if (st && *st == 1) {
-      Value* p = b_.CreateInBoundsGEP(et, base, b_.CreateExtractElement(idx, uint64_t{0}));
+      Value* first = b_.CreateExtractElement(idx, uint64_t{0});
+      Value* p = b_.CreateInBoundsGEP(et, base, first);
       al = VectorAlign(s->index, dt);
       if (mask_ == nullptr) {
         b_.CreateAlignedStore(v, p, al);
+      } else if (WholeVectorInAlloca(base, first)) {
+        // A guarded store into a stack temporary of this task alone: read
+        // the vector, blend, write it whole. The same elements result, and
+        // the temporary stays promotable to registers (a masked store would
+        // keep it in memory, and the loads after it could not forward from
+        // it: a guarded reduction's tail stalled every row).
+        Value* old = b_.CreateAlignedLoad(v->getType(), p, al);
+        b_.CreateAlignedStore(b_.CreateSelect(mask_, v, old), p, al);
       } else {
         b_.CreateMaskedStore(v, p, al, mask_);
       }

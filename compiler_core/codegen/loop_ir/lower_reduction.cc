@@ -189,6 +189,19 @@ std::vector<Expr> Merge(const std::vector<bool>& mask, const std::vector<Expr>& 
   return out;
 }
 
+// Trailing reduced axes of an x read straight from memory (a workload
+// input) are one contiguous run: they reduce as a single flat axis, one
+// vectorised sweep of count elements rather than a lane-masked vector per
+// row (a 14x14 map: 13 whole vectors, not 14 masked ones). LayerNormalization's
+// scale and bias index the reduced axes one by one, so it keeps them.
+bool FlattensTrailingAxes(const Node& n, const std::vector<bool>& mask) {
+  const Value* x = n.input(0);
+  const int64_t nred = std::count(mask.begin(), mask.end(), true);
+  bool trailing = nred >= 2 && n.op_type() != "LayerNormalization" && x->producer() == nullptr && !x->is_constant();
+  for (int64_t i = 0; trailing && i < nred; ++i) trailing = mask[mask.size() - 1 - static_cast<size_t>(i)];
+  return trailing;
+}
+
 // The stage computing node `n` into `dst` (its output value's shape).
 // `stats`: LayerNormalization's optional Mean and InvStdDev outputs (null
 // when absent), each of the input's shape with the normalized axes 1.
@@ -207,16 +220,10 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
   int64_t rvw = last_reduced ? vw : 1;
   StageBuilder rsb(rvw);
   absl::Status err = absl::OkStatus();
-  // Trailing reduced axes of an x read straight from memory (a workload
-  // input) are one contiguous run: they reduce as a single flat axis, one
-  // vectorised sweep of count elements rather than a lane-masked vector per
-  // row (a 14x14 map: 13 whole vectors, not 14 masked ones). Index f of the
-  // flat axis is (0, ..., 0, f) over the reduced axes: the same row-major
-  // offset into x and into dst. LayerNormalization's scale and bias index
-  // the reduced axes one by one, so it keeps them.
+  // Index f of a flattened trailing run (FlattensTrailingAxes) is (0, ...,
+  // 0, f) over the reduced axes: the same row-major offset into x and dst.
   const size_t nred = red.size();
-  bool trailing = nred >= 2 && op != "LayerNormalization" && x->producer() == nullptr && !x->is_constant();
-  for (size_t i = 0; trailing && i < nred; ++i) trailing = mask[mask.size() - 1 - i];
+  const bool trailing = FlattensTrailingAxes(n, mask);
   if (trailing) red = {count};
   auto unflat = [&](const std::vector<Expr>& ridx) {
     if (!trailing) return ridx;
@@ -487,8 +494,16 @@ int64_t RowParallelRows(const Graph& g) {
 std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
   const Node* r = LastReduction(g);
   std::vector<int64_t> d = DimsOf(r->input(0));
+  // The innermost loop's extent: the last axis, or the flattened run of
+  // trailing reduced axes (a 7x7 map's 49, which 16 lanes fit better than 8).
+  int64_t inner = d.empty() ? 1 : d.back();
+  absl::StatusOr<std::vector<bool>> mask = ReductionMask(*r);
+  if (mask.ok() && FlattensTrailingAxes(*r, *mask)) {
+    inner = 1;
+    for (size_t i = 0; i < d.size(); ++i) inner *= (*mask)[i] ? d[i] : 1;
+  }
   std::vector<ScheduleConfig> out;
-  for (int64_t vw : VectorWidths(target, d.empty() ? 1 : d.back())) {
+  for (int64_t vw : VectorWidths(target, inner)) {
     bool parallel = (SingleStage(g) && NumElements(DimsOf(r->output(0))) > 1) || RowParallelRows(g) > 0;
     for (int64_t tasks : TaskCounts(NumElements(d), parallel)) {
       ScheduleConfig c;
