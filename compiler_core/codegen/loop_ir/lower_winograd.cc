@@ -199,6 +199,21 @@ absl::StatusOr<WinogradForm> FormAt(absl::StatusOr<WinogradForm> f, const Schedu
   return f;
 }
 
+// Whether `rows` rows `stride` bytes apart start in so few sets of an L1 of
+// 64 sets of 64-byte lines (every x86 core Kiln targets: 32-48 KiB, 8-12
+// ways) that more than 6 share one. V's alpha^2 rows for one channel lie
+// C * tiles floats apart: 8 KiB for 128 channels of 16 tiles (a 14x14 map),
+// so all 36 fell in one set, and each tile row's few lanes evicted the lines
+// the last one wrote (a 128 x 14 x 14 transform took 2.5 times a 28 x 28
+// one, whose rows spread over 8 sets; staging those costs 5%).
+bool RowsCrowdL1Sets(int64_t rows, int64_t stride) {
+  std::vector<int> per_set(64, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (++per_set[static_cast<size_t>((r * stride / 64) % 64)] > 6) return true;
+  }
+  return false;
+}
+
 // The tile loop shared by both transforms: for th, for tc (chunks of vw
 // tiles), vectorized tw; body(th, tw) guarded by tw < tiles_w when vw does not
 // divide it.
@@ -240,6 +255,12 @@ absl::StatusOr<LoopFunc> LowerInput(const Graph& g, const ScheduleConfig& config
     pack = For("pr_", I(hp), PackPhaseRow(row));
   }
   Expr n = Div(p, I(s.c)), c = Mod(p, I(s.c));
+  // A channel's transformed tiles are staged on the stack and copied out a
+  // row at a time where V's rows would crowd one L1 set (RowsCrowdL1Sets)
+  // and the stage fits in 16 KiB.
+  const int64_t plane_tiles = s.tiles_h * s.tiles_w;
+  const bool stage = s.n == 1 && al * al * plane_tiles <= 4096 && RowsCrowdL1Sets(al * al, s.c * s.tiles() * 4);
+  Buffer vs = MakeBuffer("vs", {al * al * plane_tiles}, BufferRole::kTemp);
   // The plane is wide enough for every lane of the last chunk: the loads need
   // no guard, only the stores.
   Stmt transform = ForEachTile(s, vw, [&](Expr th, Expr tw, Expr guard) {
@@ -255,14 +276,25 @@ absl::StatusOr<LoopFunc> LowerInput(const Graph& g, const ScheduleConfig& config
     std::vector<Stmt> stores;
     for (int64_t a = 0; a < al; ++a) {
       for (int64_t b = 0; b < al; ++b) {
-        Expr at = Add(Mul(Add(I((a * al + b) * s.c), c), I(s.tiles())), tile);
-        stores.push_back(Store(v, at, WinogradCombine(t.bt[b], bd[a])));
+        Expr at = stage ? Add(I((a * al + b) * plane_tiles), Add(Mul(th, I(s.tiles_w)), tw))
+                        : Add(Mul(Add(I((a * al + b) * s.c), c), I(s.tiles())), tile);
+        stores.push_back(Store(stage ? vs : v, at, WinogradCombine(t.bt[b], bd[a])));
       }
     }
     Stmt st = Block(stores);
     return let.Around(guard != nullptr ? IfThen(guard, st) : st);
   });
-  Stmt body = LetStmt("p_", Var("t_"), Allocate(xp, Block({pack, transform})));
+  Stmt body;
+  if (stage) {
+    Expr e = Var("ve_"), i = Add(Mul(Var("vq_"), I(pack_vw)), Var("vv_"));
+    Stmt copy = Store(v, Add(Mul(Add(Mul(e, I(s.c)), c), I(s.tiles())), i), Load(vs, Add(Mul(e, I(plane_tiles)), i)));
+    if (plane_tiles % pack_vw != 0) copy = IfThen(Lt(i, I(plane_tiles)), copy);
+    Stmt out = For("ve_", I(al * al),
+                   For("vq_", I(CeilDiv(plane_tiles, pack_vw)), For("vv_", I(pack_vw), copy, ForKind::kVectorized)));
+    body = LetStmt("p_", Var("t_"), Allocate(xp, Allocate(vs, Block({pack, transform, out}))));
+  } else {
+    body = LetStmt("p_", Var("t_"), Allocate(xp, Block({pack, transform})));
+  }
   return LoopFunc{"winograd_input", ge.args(), For("t_", I(s.n * s.c), body, ForKind::kParallel)};
 }
 
@@ -281,6 +313,12 @@ absl::StatusOr<LoopFunc> LowerOutput(const Graph& g, const ScheduleConfig& confi
   Expr n = Div(Var("p_"), I(kc)), k = Mod(Var("p_"), I(kc));
   Expr bias = f.bias_arg >= 0 ? Load(ge.args()[f.bias_arg], k) : nullptr;
   Expr plane = Mul(Var("p_"), I(s.oh * s.ow));  // (n * K + k) * OH * OW
+  // M's alpha^2 rows for one channel lie K * tiles floats apart; where they
+  // crowd an L1 set (RowsCrowdL1Sets) the channel's rows are first copied
+  // to the stack, each read once, whole.
+  const int64_t plane_tiles = s.tiles_h * s.tiles_w;
+  const bool stage = s.n == 1 && al * al * plane_tiles <= 4096 && RowsCrowdL1Sets(al * al, kc * s.tiles() * 4);
+  Buffer ms = MakeBuffer("ms", {al * al * plane_tiles}, BufferRole::kTemp);
   // Tile rows: transform, store the raw result (lane stride m), then the
   // epilogue over the row's outputs while they are in cache.
   Expr th = Var("th_");
@@ -292,7 +330,8 @@ absl::StatusOr<LoopFunc> LowerOutput(const Graph& g, const ScheduleConfig& confi
     std::vector<std::vector<Expr>> mv(al, std::vector<Expr>(al));
     for (int64_t a = 0; a < al; ++a) {
       for (int64_t b = 0; b < al; ++b) {
-        mv[a][b] = let.Bind(Load(mm, Add(Mul(Add(I((a * al + b) * kc), k), I(s.tiles())), tile)));
+        mv[a][b] = let.Bind(stage ? Load(ms, Add(I((a * al + b) * plane_tiles), Add(Mul(th, I(s.tiles_w)), tw)))
+                                  : Load(mm, Add(Mul(Add(I((a * al + b) * kc), k), I(s.tiles())), tile)));
       }
     }
     const std::vector<std::vector<Expr>> am = WinogradLeftMultiply(t.at, mv, let);  // A^T M
@@ -335,7 +374,16 @@ absl::StatusOr<LoopFunc> LowerOutput(const Graph& g, const ScheduleConfig& confi
     if (s.oh % m != 0) cols = IfThen(Lt(oh, I(s.oh)), cols);
     per_row.push_back(For("ei_", I(m), cols));
   }
-  Stmt body = LetStmt("p_", Var("t_"), For("th_", I(s.tiles_h), Block(per_row)));
+  Stmt rows = For("th_", I(s.tiles_h), Block(per_row));
+  if (stage) {
+    const int64_t cv = std::min<int64_t>(target.FloatLanes(), 16);
+    Expr e = Var("me_"), i = Add(Mul(Var("mq_"), I(cv)), Var("mv_"));
+    Stmt copy = Store(ms, Add(Mul(e, I(plane_tiles)), i), Load(mm, Add(Mul(Add(Mul(e, I(kc)), k), I(s.tiles())), i)));
+    if (plane_tiles % cv != 0) copy = IfThen(Lt(i, I(plane_tiles)), copy);
+    Stmt in = For("me_", I(al * al), For("mq_", I(CeilDiv(plane_tiles, cv)), For("mv_", I(cv), copy, ForKind::kVectorized)));
+    rows = Allocate(ms, Block({in, rows}));
+  }
+  Stmt body = LetStmt("p_", Var("t_"), rows);
   return LoopFunc{"winograd_output", ge.args(), For("t_", I(s.n * kc), body, ForKind::kParallel)};
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "compiler_core/codegen/kernel_emitter.h"
 #include "compiler_core/codegen/loop_ir/printer.h"
 #include "compiler_core/codegen/loop_ir/verifier.h"
 #include "compiler_core/frontend/op_registry.h"
@@ -47,6 +48,23 @@ TEST(LowerWinogradTest, OutputTransformEveryPoint) {
     SCOPED_TRACE(WinogradName(o));
     CheckEveryPoint(*WinogradOutputGraph(o), "winograd_output", loop_ir::WinogradOutputLowering());
   }
+}
+
+// A channel's alpha^2 rows of V (or M) 4 KiB apart all start in one L1 set:
+// the transforms stage the channel on the stack and copy its rows whole. 28x28
+// maps' rows spread over 8 sets and are written in place.
+TEST(LowerWinogradTest, StagesAChannelWhoseRowsShareAnL1Set) {
+  const CpuTarget target = CpuTarget::Host();
+  auto text = [&](const Graph& g) {
+    auto f = LowerWorkload(g, DefaultSchedule(g, target), target);
+    EXPECT_TRUE(f.ok()) << f.status();
+    return f.ok() ? loop_ir::Print(*f) : std::string();
+  };
+  EXPECT_NE(text(*WinogradInputGraph({.c = 64, .h = 14, .w = 14})).find("allocate vs: f32[576]"), std::string::npos);
+  EXPECT_EQ(text(*WinogradInputGraph({.c = 64, .h = 28, .w = 28})).find("allocate vs"), std::string::npos);
+  EXPECT_NE(text(*WinogradOutputGraph({{.c = 64, .h = 14, .w = 14}})).find("allocate ms: f32[576]"),
+            std::string::npos);
+  EXPECT_EQ(text(*WinogradOutputGraph({{.c = 64, .h = 28, .w = 28}})).find("allocate ms"), std::string::npos);
 }
 
 TEST(LowerWinogradTest, RefusesWhatItCannotRun) {

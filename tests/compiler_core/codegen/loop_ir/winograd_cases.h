@@ -87,6 +87,8 @@ inline std::vector<WinogradGeometry> WinogradInputCases() {
       {.n = 2, .c = 2, .h = 6, .w = 11, .pads = {0, 1, 2, 0}},  // asymmetric pads, two images
       {.c = 2, .h = 42, .w = 66, .m = 4},                   // 17 tiles a row: every CPU vector width has a tail
       {.c = 1, .h = 5, .w = 5, .m = 2, .pads = {0, 0, 0, 0}},   // no padding
+      {.c = 64, .h = 13, .w = 15, .m = 4},  // V's rows 4 KiB apart: staged per channel, ragged
+      {.c = 32, .h = 8, .w = 8, .m = 2},    // F(2x2), rows 2 KiB apart: staged
   };
 }
 
@@ -97,6 +99,8 @@ inline std::vector<WinogradOutputCase> WinogradOutputCases() {
       {{.n = 2, .c = 2, .h = 6, .w = 11, .pads = {0, 1, 2, 0}}, true, false, true},
       {{.c = 2, .h = 42, .w = 66}, true, true, true},
       {{.c = 3, .h = 8, .w = 8, .m = 2}, false, true, false},  // outputs a multiple of the tile
+      {{.c = 64, .h = 14, .w = 13}, true, true, false},         // M's rows 4 KiB apart: staged, ragged
+      {{.c = 32, .h = 8, .w = 7, .m = 2}, false, false, true},  // F(2x2), staged
   };
 }
 
