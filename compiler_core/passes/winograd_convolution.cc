@@ -41,6 +41,8 @@ absl::StatusOr<bool> Rewrite(Graph& graph, Node* n) {
   const int64_t oh = win->out[0], ow = win->out[1];
   const int64_t m = ChooseTile(xd[0], oh, ow);
   if (m == 0) return false;
+  const int64_t covered = ((oh + m - 1) / m * m) * ((ow + m - 1) / m * m);
+  if (k <= kFewWinogradOutputChannels && covered * 4 >= oh * ow * 5) return false;
   const ops::WinogradTransform& t = *ops::FindWinogradTransform(m);
 
   const std::string name = n->name();

@@ -13,7 +13,14 @@
 // kMinWinogradChannels, and a GEMM at least kMinWinogradTiles tiles wide (one
 // full vector): F(4x4) when its tiles are that many, else F(2x2) when its are,
 // else the Conv stays direct (a 4x4 or smaller map of a few tiles loses the
-// vector width and reads alpha^2 / 9 times the weights for nothing).
+// vector width and reads alpha^2 / 9 times the weights for nothing). A Conv
+// of at most kFewWinogradOutputChannels output channels whose tiles overhang
+// its output by a quarter or more stays direct too: the input transform is
+// paid per input channel and tile and earns per output channel, and the
+// overhang is computed for nothing (1 thread, Zen 5: 128 -> 32 on 14x14 0.057
+// ms direct, 0.066 Winograd; on 7x7 0.014 and 0.020; 256 -> 32 on 14x14 0.111
+// and 0.145; but 128 -> 48 on 14x14 0.108 and 0.062-0.077, 128 -> 32 on 10x10
+// in exact 2x2 tiles 0.029 and 0.027, 64 -> 16 on 56x56 0.265 and 0.19).
 // Numerics: the transforms are exact in f32 for F(2x2) and lose about one
 // decimal digit for F(4x4) (errors of ~1e-6 relative at C = 512, measured by
 // WinogradConvolutionTest against the direct Conv).
@@ -27,6 +34,7 @@ namespace kiln {
 
 inline constexpr int64_t kMinWinogradChannels = 16;
 inline constexpr int64_t kMinWinogradTiles = 16;
+inline constexpr int64_t kFewWinogradOutputChannels = 32;
 
 class WinogradConvolution : public GraphPass {
  public:

@@ -15,7 +15,7 @@ namespace kiln {
 namespace {
 
 struct Case {
-  int64_t n = 1, c = 16, k = 24, h = 17, w = 17;
+  int64_t n = 1, c = 16, k = 40, h = 17, w = 17;
   std::map<std::string, AttrValue> attrs = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
   int64_t kernel = 3;
   bool bias = true, relu = true, constant_weights = true;
@@ -51,7 +51,7 @@ void ExpectRewritten(const Case& c, int64_t tile, double tol = 1e-4) {
 
 TEST(WinogradConvolutionTest, TileFollowsTheOutputSize) {
   ExpectRewritten({}, 4);                          // 17x17: 5x5 = 25 tiles of 4x4, the last ragged
-  ExpectRewritten({.c = 32, .k = 32, .h = 7, .w = 7}, 2);  // 7x7: 2x2 tiles of 4 too few, 4x4 of 2
+  ExpectRewritten({.c = 32, .k = 48, .h = 7, .w = 7}, 2);  // 7x7: 2x2 tiles of 4 too few, 4x4 of 2
   ExpectRewritten({.n = 2, .h = 6, .w = 6, .bias = false, .relu = false}, 2);  // 2 images of 3x3 tiles of 2
 }
 
@@ -67,7 +67,13 @@ TEST(WinogradConvolutionTest, PaddingOfEveryForm) {
 // Many channels: F(4x4)'s transforms cost digits; still within 1e-4 of the
 // direct Conv relative to the output's scale.
 TEST(WinogradConvolutionTest, AccurateOverManyChannels) {
-  ExpectRewritten({.c = 128, .k = 32, .h = 14, .w = 14}, 4);
+  ExpectRewritten({.c = 128, .k = 48, .h = 14, .w = 14}, 4);
+}
+
+// Few output channels pay when the tiles fit the map exactly.
+TEST(WinogradConvolutionTest, FewOutputChannelsInExactTiles) {
+  ExpectRewritten({.c = 64, .k = 16, .h = 16, .w = 16}, 4);
+  ExpectRewritten({.c = 32, .k = 32, .h = 10, .w = 10}, 2);
 }
 
 TEST(WinogradConvolutionTest, LeavesWhatDoesNotPay) {
@@ -78,6 +84,8 @@ TEST(WinogradConvolutionTest, LeavesWhatDoesNotPay) {
       {.c = 8},                  // too few input channels
       {.k = 8},                  // too few output channels
       {.h = 4, .w = 4},          // 2x2 tiles of 2: less than a vector of tiles
+      {.c = 128, .k = 32, .h = 14, .w = 14},  // few output channels, 16x16 of tiles over 14x14
+      {.c = 32, .k = 16, .h = 7, .w = 7},     // the same in tiles of 2
       {.attrs = {{"pads", std::vector<int64_t>{2, 2, 2, 2}}}, .kernel = 5},
       {.constant_weights = false},
   };
