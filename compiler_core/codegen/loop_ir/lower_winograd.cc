@@ -214,6 +214,24 @@ bool RowsCrowdL1Sets(int64_t rows, int64_t stride) {
   return false;
 }
 
+// Whether a transform stages each channel's alpha^2 rows of V (or M,
+// [alpha^2, channels, tiles]) on the stack, [alpha^2, tiles]: one image,
+// rows that crowd an L1 set, and a stage of at most 16 KiB.
+bool StagesChannels(const WinogradGrid& s, int64_t alpha, int64_t channels) {
+  return s.n == 1 && alpha * alpha * s.tiles() <= 4096 && RowsCrowdL1Sets(alpha * alpha, channels * s.tiles() * 4);
+}
+
+// Channel c's rows of `rows` copied whole to its stage (to_stage) or back,
+// vw floats at a time.
+Stmt CopyChannelRows(const Buffer& rows, const Buffer& stage, Expr c, const WinogradGrid& s, int64_t alpha,
+                     int64_t channels, int64_t vw, bool to_stage) {
+  Expr e = Var("se_"), i = Add(Mul(Var("sq_"), I(vw)), Var("sv_"));
+  Expr at_rows = Add(Mul(Add(Mul(e, I(channels)), c), I(s.tiles())), i), at_stage = Add(Mul(e, I(s.tiles())), i);
+  Stmt copy = to_stage ? Store(stage, at_stage, Load(rows, at_rows)) : Store(rows, at_rows, Load(stage, at_stage));
+  if (s.tiles() % vw != 0) copy = IfThen(Lt(i, I(s.tiles())), copy);
+  return For("se_", I(alpha * alpha), For("sq_", I(CeilDiv(s.tiles(), vw)), For("sv_", I(vw), copy, ForKind::kVectorized)));
+}
+
 // The tile loop shared by both transforms: for th, for tc (chunks of vw
 // tiles), vectorized tw; body(th, tw) guarded by tw < tiles_w when vw does not
 // divide it.
@@ -255,12 +273,10 @@ absl::StatusOr<LoopFunc> LowerInput(const Graph& g, const ScheduleConfig& config
     pack = For("pr_", I(hp), PackPhaseRow(row));
   }
   Expr n = Div(p, I(s.c)), c = Mod(p, I(s.c));
-  // A channel's transformed tiles are staged on the stack and copied out a
-  // row at a time where V's rows would crowd one L1 set (RowsCrowdL1Sets)
-  // and the stage fits in 16 KiB.
-  const int64_t plane_tiles = s.tiles_h * s.tiles_w;
-  const bool stage = s.n == 1 && al * al * plane_tiles <= 4096 && RowsCrowdL1Sets(al * al, s.c * s.tiles() * 4);
-  Buffer vs = MakeBuffer("vs", {al * al * plane_tiles}, BufferRole::kTemp);
+  // Where V's rows crowd an L1 set, a channel's transformed tiles go to the
+  // stack and are copied out a row at a time (StagesChannels).
+  const bool stage = StagesChannels(s, al, s.c);
+  Buffer vs = MakeBuffer("vs", {al * al * s.tiles()}, BufferRole::kTemp);
   // The plane is wide enough for every lane of the last chunk: the loads need
   // no guard, only the stores.
   Stmt transform = ForEachTile(s, vw, [&](Expr th, Expr tw, Expr guard) {
@@ -276,7 +292,7 @@ absl::StatusOr<LoopFunc> LowerInput(const Graph& g, const ScheduleConfig& config
     std::vector<Stmt> stores;
     for (int64_t a = 0; a < al; ++a) {
       for (int64_t b = 0; b < al; ++b) {
-        Expr at = stage ? Add(I((a * al + b) * plane_tiles), Add(Mul(th, I(s.tiles_w)), tw))
+        Expr at = stage ? Add(I((a * al + b) * s.tiles()), tile)
                         : Add(Mul(Add(I((a * al + b) * s.c), c), I(s.tiles())), tile);
         stores.push_back(Store(stage ? vs : v, at, WinogradCombine(t.bt[b], bd[a])));
       }
@@ -284,17 +300,9 @@ absl::StatusOr<LoopFunc> LowerInput(const Graph& g, const ScheduleConfig& config
     Stmt st = Block(stores);
     return let.Around(guard != nullptr ? IfThen(guard, st) : st);
   });
-  Stmt body;
-  if (stage) {
-    Expr e = Var("ve_"), i = Add(Mul(Var("vq_"), I(pack_vw)), Var("vv_"));
-    Stmt copy = Store(v, Add(Mul(Add(Mul(e, I(s.c)), c), I(s.tiles())), i), Load(vs, Add(Mul(e, I(plane_tiles)), i)));
-    if (plane_tiles % pack_vw != 0) copy = IfThen(Lt(i, I(plane_tiles)), copy);
-    Stmt out = For("ve_", I(al * al),
-                   For("vq_", I(CeilDiv(plane_tiles, pack_vw)), For("vv_", I(pack_vw), copy, ForKind::kVectorized)));
-    body = LetStmt("p_", Var("t_"), Allocate(xp, Allocate(vs, Block({pack, transform, out}))));
-  } else {
-    body = LetStmt("p_", Var("t_"), Allocate(xp, Block({pack, transform})));
-  }
+  Stmt body = stage ? Allocate(vs, Block({pack, transform, CopyChannelRows(v, vs, c, s, al, s.c, pack_vw, false)}))
+                    : Block({pack, transform});
+  body = LetStmt("p_", Var("t_"), Allocate(xp, body));
   return LoopFunc{"winograd_input", ge.args(), For("t_", I(s.n * s.c), body, ForKind::kParallel)};
 }
 
@@ -313,12 +321,10 @@ absl::StatusOr<LoopFunc> LowerOutput(const Graph& g, const ScheduleConfig& confi
   Expr n = Div(Var("p_"), I(kc)), k = Mod(Var("p_"), I(kc));
   Expr bias = f.bias_arg >= 0 ? Load(ge.args()[f.bias_arg], k) : nullptr;
   Expr plane = Mul(Var("p_"), I(s.oh * s.ow));  // (n * K + k) * OH * OW
-  // M's alpha^2 rows for one channel lie K * tiles floats apart; where they
-  // crowd an L1 set (RowsCrowdL1Sets) the channel's rows are first copied
-  // to the stack, each read once, whole.
-  const int64_t plane_tiles = s.tiles_h * s.tiles_w;
-  const bool stage = s.n == 1 && al * al * plane_tiles <= 4096 && RowsCrowdL1Sets(al * al, kc * s.tiles() * 4);
-  Buffer ms = MakeBuffer("ms", {al * al * plane_tiles}, BufferRole::kTemp);
+  // Where M's rows crowd an L1 set, a channel's rows are first copied to the
+  // stack, each read once, whole (StagesChannels).
+  const bool stage = StagesChannels(s, al, kc);
+  Buffer ms = MakeBuffer("ms", {al * al * s.tiles()}, BufferRole::kTemp);
   // Tile rows: transform, store the raw result (lane stride m), then the
   // epilogue over the row's outputs while they are in cache.
   Expr th = Var("th_");
@@ -330,7 +336,7 @@ absl::StatusOr<LoopFunc> LowerOutput(const Graph& g, const ScheduleConfig& confi
     std::vector<std::vector<Expr>> mv(al, std::vector<Expr>(al));
     for (int64_t a = 0; a < al; ++a) {
       for (int64_t b = 0; b < al; ++b) {
-        mv[a][b] = let.Bind(stage ? Load(ms, Add(I((a * al + b) * plane_tiles), Add(Mul(th, I(s.tiles_w)), tw)))
+        mv[a][b] = let.Bind(stage ? Load(ms, Add(I((a * al + b) * s.tiles()), tile))
                                   : Load(mm, Add(Mul(Add(I((a * al + b) * kc), k), I(s.tiles())), tile)));
       }
     }
@@ -377,11 +383,7 @@ absl::StatusOr<LoopFunc> LowerOutput(const Graph& g, const ScheduleConfig& confi
   Stmt rows = For("th_", I(s.tiles_h), Block(per_row));
   if (stage) {
     const int64_t cv = std::min<int64_t>(target.FloatLanes(), 16);
-    Expr e = Var("me_"), i = Add(Mul(Var("mq_"), I(cv)), Var("mv_"));
-    Stmt copy = Store(ms, Add(Mul(e, I(plane_tiles)), i), Load(mm, Add(Mul(Add(Mul(e, I(kc)), k), I(s.tiles())), i)));
-    if (plane_tiles % cv != 0) copy = IfThen(Lt(i, I(plane_tiles)), copy);
-    Stmt in = For("me_", I(al * al), For("mq_", I(CeilDiv(plane_tiles, cv)), For("mv_", I(cv), copy, ForKind::kVectorized)));
-    rows = Allocate(ms, Block({in, rows}));
+    rows = Allocate(ms, Block({CopyChannelRows(mm, ms, k, s, al, kc, cv, true), rows}));
   }
   Stmt body = LetStmt("p_", Var("t_"), rows);
   return LoopFunc{"winograd_output", ge.args(), For("t_", I(s.n * kc), body, ForKind::kParallel)};
