@@ -58,6 +58,21 @@ const char* KindName(int kind) {
 
 // FAILED_PRECONDITION when the package's code needs CPU features this host
 // lacks: loading it would end in an illegal instruction, not an error.
+// The first two arguments of `step` that share a byte (package::
+// ArgumentBytes), as indices; {-1, -1} when none do.
+std::pair<int, int> OverlappingArguments(const Manifest& m, const ManifestStep& step, bool gpu) {
+  std::vector<DeviceRange> ranges;
+  for (int32_t a : step.args) {
+    const ManifestBuffer& b = m.buffers[static_cast<size_t>(a)];
+    const package::ArgumentBytes r = package::ArgumentBytesOf(a, b.kind == ManifestBuffer::kConstant,
+                                                              b.kind == ManifestBuffer::kScratch, b.offset,
+                                                              b.size_bytes, gpu);
+    ranges.push_back(
+        DeviceRange{static_cast<int>(r.space), static_cast<uint64_t>(r.begin), static_cast<uint64_t>(r.end)});
+  }
+  return FirstOverlap(ranges);
+}
+
 Status CheckHostRuns(const Manifest& m, const std::string& ctx) {
   std::vector<std::string> missing = MissingHostFeatures(m.target_features);
   if (missing.empty()) return OkStatus();
@@ -264,19 +279,7 @@ Status Package::Verify() {
       }
     }
     if (is_cuda()) continue;  // VerifyCuda checks the device plan
-    // The CPU kernels take their arguments as noalias pointers too: scratch
-    // by its arena offsets, constants by their weights offsets, and an input
-    // or output buffer in memory of its own (space 2 + its index).
-    std::vector<DeviceRange> ranges;
-    for (int32_t a : step.args) {
-      const ManifestBuffer& b = m.buffers[static_cast<size_t>(a)];
-      const int space = b.kind == ManifestBuffer::kConstant  ? 1
-                        : b.kind == ManifestBuffer::kScratch ? 0
-                                                             : 2 + a;
-      const uint64_t begin = space < 2 ? static_cast<uint64_t>(b.offset) : 0;
-      ranges.push_back(DeviceRange{space, begin, begin + static_cast<uint64_t>(b.size_bytes)});
-    }
-    const auto [x, y] = FirstOverlap(ranges);
+    const auto [x, y] = OverlappingArguments(m, step, false);
     if (x >= 0) {
       return invalid(Cat(sctx, ": arguments ", x, " (buffer ", step.args[static_cast<size_t>(x)], ") and ", y,
                          " (buffer ", step.args[static_cast<size_t>(y)],
@@ -332,14 +335,7 @@ Status Package::VerifyCuda(const std::string& ctx) {
       return invalid(Cat(sctx, ": launch of ", l.blocks, " blocks of ", l.threads, " threads with ", l.shared_bytes,
                          " bytes of shared memory is invalid"));
     }
-    std::vector<DeviceRange> ranges;
-    for (int32_t a : step.args) {
-      const ManifestBuffer& b = m.buffers[static_cast<size_t>(a)];
-      const bool constant = b.kind == ManifestBuffer::kConstant;
-      ranges.push_back(DeviceRange{constant ? 1 : 0, static_cast<uint64_t>(b.offset),
-                                   static_cast<uint64_t>(b.offset + b.size_bytes)});
-    }
-    const auto [x, y] = FirstOverlap(ranges);
+    const auto [x, y] = OverlappingArguments(m, step, true);
     if (x >= 0) {
       return invalid(Cat(sctx, ": arguments ", x, " (buffer ", step.args[static_cast<size_t>(x)], ") and ", y,
                          " (buffer ", step.args[static_cast<size_t>(y)],

@@ -153,9 +153,8 @@ Status Session::CheckDisjointBinding(int index, const void* data, size_t bytes, 
   for (size_t j = 0; j < m.buffers.size(); ++j) {
     const ManifestBuffer& b = m.buffers[j];
     const bool output = b.kind == ManifestBuffer::kOutput;
-    if (static_cast<int>(j) == index || (!output && b.kind != ManifestBuffer::kInput) || (!writes && !output)) {
-      continue;
-    }
+    const bool checked = output || (writes && b.kind == ManifestBuffer::kInput);
+    if (static_cast<int>(j) == index || !checked) continue;
     const auto* other = static_cast<const uint8_t*>(buffers_[j]);
     if (other == nullptr || b.size_bytes == 0 || !(begin < other + b.size_bytes && other < end)) continue;
     return InvalidArgumentError(Cat(m.buffers[index].kind == ManifestBuffer::kOutput ? "output '" : "input '",

@@ -120,33 +120,22 @@ absl::StatusOr<std::string> LayOut(kiln::v1::PackageManifest& m, const std::vect
   return file;
 }
 
-// Where a buffer's bytes live while a step runs: the arena (SCRATCH, and on
-// a GPU INPUT and OUTPUT as well), the weights (CONSTANT), or, for a CPU
-// package's INPUT and OUTPUT, memory of the buffer's own (the session's or
-// the caller's), and its byte range there.
-struct ArgRange {
-  int64_t space = 0;  // 0 arena, 1 weights, 2 + buffer index: its own memory
-  int64_t begin = 0, end = 0;
-};
-
-ArgRange ArgRangeOf(const kiln::v1::PackageManifest& m, int buffer, bool gpu) {
+package::ArgumentBytes ArgumentBytesOf(const kiln::v1::PackageManifest& m, int buffer, bool gpu) {
   const PackageBuffer& b = m.buffers(buffer);
-  if (b.kind() == PackageBuffer::CONSTANT) return ArgRange{1, b.offset(), b.offset() + b.size_bytes()};
-  if (gpu || b.kind() == PackageBuffer::SCRATCH) return ArgRange{0, b.offset(), b.offset() + b.size_bytes()};
-  return ArgRange{2 + buffer, 0, b.size_bytes()};
+  return package::ArgumentBytesOf(buffer, b.kind() == PackageBuffer::CONSTANT, b.kind() == PackageBuffer::SCRATCH,
+                                  b.offset(), b.size_bytes(), gpu);
 }
 
-// Kernels take their argument buffers as noalias pointers (the CPU kernels'
-// bodies and the NVPTX kernels alike): no two arguments of one step may
-// share a byte. The planner never lets them (a step's outputs are allocated
-// before its inputs' space is freed); this says so for every step of the
-// finished plan.
+// No two arguments of one step share a byte (package::ArgumentBytes: the
+// kernels take them as noalias pointers). The planner never lets them (a
+// step's outputs are allocated before its inputs' space is freed); this says
+// so for every step of the finished plan.
 absl::Status CheckStepArgumentsDisjoint(const kiln::v1::PackageManifest& m, bool gpu) {
   for (const kiln::v1::PackageStep& step : m.steps()) {
     for (int a = 0; a < step.args_size(); ++a) {
-      const ArgRange ra = ArgRangeOf(m, step.args(a), gpu);
+      const package::ArgumentBytes ra = ArgumentBytesOf(m, step.args(a), gpu);
       for (int b = a + 1; b < step.args_size(); ++b) {
-        const ArgRange rb = ArgRangeOf(m, step.args(b), gpu);
+        const package::ArgumentBytes rb = ArgumentBytesOf(m, step.args(b), gpu);
         if (ra.space == rb.space && ra.begin < rb.end && rb.begin < ra.end) {
           return absl::InternalError(absl::StrCat(
               "package writer: step '", step.symbol(), "': arguments ", a, " ('", m.buffers(step.args(a)).name(),

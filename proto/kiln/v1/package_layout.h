@@ -48,6 +48,22 @@ struct Header {
 };
 static_assert(sizeof(Header) == kHeaderSize);
 
+// Where a step argument's bytes lie while the step runs. Kernels take their
+// arguments as noalias pointers, so no two of one step may share a byte: the
+// writer checks its plan and the runtime checks it again. Spaces: 0 the
+// arena (scratch; in a CUDA package inputs and outputs too), 1 the weights
+// (constants), both at the buffer's offset; a CPU package's input or output
+// lies in memory of its own, space 2 + its buffer index.
+struct ArgumentBytes {
+  int64_t space = 0, begin = 0, end = 0;
+};
+inline constexpr ArgumentBytes ArgumentBytesOf(int buffer, bool constant, bool scratch, int64_t offset, int64_t size,
+                                               bool gpu) {
+  if (constant) return {1, offset, offset + size};
+  if (gpu || scratch) return {0, offset, offset + size};
+  return {2 + buffer, 0, size};
+}
+
 inline constexpr int64_t AlignUp(int64_t x, int64_t alignment = kAlignment) {
   return (x + alignment - 1) / alignment * alignment;
 }
