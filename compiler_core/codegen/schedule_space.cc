@@ -33,8 +33,9 @@ absl::Status ValidateSchedule(const Graph& workload, const ScheduleConfig& confi
   return l->validate(workload, config, target);
 }
 
-bool CanCompile(const Graph& workload, const GpuTarget&) {
-  return loop_ir::gpu::FindGpuLowering(workload) != nullptr;
+bool CanCompile(const Graph& workload, const GpuTarget& target) {
+  const loop_ir::gpu::GpuWorkloadLowering* l = loop_ir::gpu::FindGpuLowering(workload);
+  return l != nullptr && !l->enumerate(workload, target).empty();
 }
 
 std::vector<ScheduleConfig> EnumerateSchedules(const Graph& workload, const GpuTarget& target) {

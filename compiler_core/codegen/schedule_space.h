@@ -76,7 +76,10 @@ absl::Status ValidateSchedule(const Graph& workload, const ScheduleConfig& confi
 // The same questions for a CUDA GPU, answered by the GPU lowering of the
 // workload's kind (loop_ir/gpu/lower.h). The kind is the same on every
 // target; CanCompile(workload, gpu) is false also for a kind without a GPU
-// lowering, and ValidateSchedule then says so (UNIMPLEMENTED).
+// lowering, and ValidateSchedule then says so (UNIMPLEMENTED), and for a
+// workload no schedule of whose space fits the GPU (a multi-stage
+// reduction whose intermediate results overflow a block's shared memory):
+// the partitioner then groups its nodes otherwise.
 bool CanCompile(const Graph& workload, const GpuTarget& target);
 std::vector<ScheduleConfig> EnumerateSchedules(const Graph& workload, const GpuTarget& target);
 ScheduleConfig DefaultSchedule(const Graph& workload, const GpuTarget& target);

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "compiler_core/codegen/schedule_space.h"
 #include "tests/compiler_core/passes/pass_test_support.h"
 
 namespace kiln {
@@ -36,6 +37,30 @@ TEST(CompileDriverTest, CompilableModelPassesTheCheck) {
   auto prepared = PrepareModel(b.Finish());
   ASSERT_TRUE(prepared.ok()) << prepared.status();
   EXPECT_TRUE(CheckCompilable(*prepared, CpuTarget::Host()).ok());
+}
+
+// A group norm as torch exports it (Reshape, InstanceNormalization,
+// Reshape, then the affine Mul and Add), as in FCOS's heads: fused whole,
+// its normalized values would be an intermediate of 64 KiB, which a GPU
+// block's shared memory cannot hold, and no schedule of that workload
+// fits. The GPU's partition groups it otherwise and every group builds.
+TEST(CompileDriverTest, AGpuGroupWhoseIntermediatesOverflowSharedMemoryIsGroupedOtherwise) {
+  GraphBuilder b;
+  Value* x = b.Input("x", {1, 256, 8, 8});
+  Value* grouped = b.Op("Reshape", {x, b.Ints("grouped", {1, 32, -1})});
+  Value* norm = b.Op("InstanceNormalization", {grouped, b.Const("ones", {32}, std::vector<float>(32, 1.f)),
+                                               b.Const("zeros", {32}, std::vector<float>(32, 0.f))},
+                     {{"epsilon", AttrValue(1e-5f)}});
+  Value* back = b.Op("Reshape", {norm, b.Ints("back", {1, 256, 8, 8})});
+  Value* scaled = b.Op("Mul", {back, b.Random("gamma", {256, 1, 1})});
+  b.Output(b.Op("Relu", {b.Op("Add", {scaled, b.Random("beta", {256, 1, 1})})}, {}, "y"));
+  const Target gpu(GpuTarget{90});
+  auto prepared = PrepareModel(b.Finish(), PrepareOptionsFor(gpu));
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  EXPECT_TRUE(CheckCompilable(*prepared, gpu).ok()) << CheckCompilable(*prepared, gpu);
+  for (const Workload& w : prepared->workloads) {
+    EXPECT_FALSE(EnumerateSchedules(*w.graph, gpu).empty()) << w.key;
+  }
 }
 
 }  // namespace

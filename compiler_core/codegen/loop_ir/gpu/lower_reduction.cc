@@ -118,6 +118,19 @@ struct Form {
   int64_t slices = 1;
 };
 
+// Reshape, Flatten, Squeeze, Unsqueeze and Identity: the same elements in
+// the same order, under another shape.
+bool IsView(const Node& n) {
+  const std::string& op = n.op_type();
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity";
+}
+
+// The value that `v` is a view of (through a chain of views), or `v`.
+const Value* ViewedValue(const Value* v) {
+  while (v->producer() != nullptr && IsView(*v->producer())) v = v->producer()->input(0);
+  return v;
+}
+
 bool IsResultOf(const Node& n, const Value* v) {
   for (int i = 0; i < n.num_outputs(); ++i) {
     if (n.output(i) == v) return true;
@@ -133,8 +146,11 @@ absl::StatusOr<Form> Analyze(const Graph& g) {
     ASSIGN_OR_RETURN(Stage s, AnalyzeStage(*n));
     f.stages.push_back(std::move(s));
   }
+  // One stage whose results are the outputs, or viewed as them (a
+  // GlobalAveragePool and its Flatten): each row's result is stored at the
+  // same flat offset either way.
   f.single = f.stages.size() == 1;
-  for (const Value* v : g.outputs()) f.single = f.single && IsResultOf(*f.stages[0].node, v);
+  for (const Value* v : g.outputs()) f.single = f.single && IsResultOf(*f.stages[0].node, ViewedValue(v));
   if (!f.single) {
     const int axes = RowLocalAxes(g);
     const std::vector<int64_t> d = DimsOf(g.nodes().front()->output(0));
@@ -348,7 +364,9 @@ class Lowerer {
       std::vector<std::vector<Buffer>*> lists = {&res.y, &res.mean, &res.inv};
       for (size_t j = 0; j < g_.outputs().size(); ++j) {
         for (int i = 0; i < s.node->num_outputs() && i < 3; ++i) {
-          if (g_.outputs()[j] == s.node->output(i)) lists[i]->push_back(ge_.output_buffer(static_cast<int>(j)));
+          if (ViewedValue(g_.outputs()[j]) == s.node->output(i)) {
+            lists[i]->push_back(ge_.output_buffer(static_cast<int>(j)));
+          }
         }
       }
       blocks = std::max<int64_t>(1, CeilDiv(s.rows, rpb));

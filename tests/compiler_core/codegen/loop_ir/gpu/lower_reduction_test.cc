@@ -211,6 +211,28 @@ TEST(GpuReductionLoweringTest, InstanceNormalizationAndGlobalPools) {
   }
 }
 
+// A stage whose results are viewed as the outputs (ResNet's pool and
+// Flatten at batch 32; a softmax squeezed) stays one stage spread over
+// blocks: its rows' results land at the same flat offsets. Held as an
+// intermediate in one block's shared memory, 16384 pooled values would not
+// fit (65552 bytes), and every schedule of the space was refused.
+TEST(GpuReductionLoweringTest, ResultsViewedAsTheOutputs) {
+  {
+    GraphBuilder b(13);
+    auto g = b.Finish({b.Op("Flatten", {b.Op("GlobalAveragePool", {b.Input({16, 1024, 2, 2})})}, Axis(1))});
+    CheckEverywhere(*g);
+    const std::string ir = DefaultIr(*g);
+    EXPECT_EQ(ir.find("gpu_block for (blk, 0, 1)"), std::string::npos) << ir;
+    EXPECT_EQ(ir.find("shared"), std::string::npos) << ir;
+  }
+  {
+    GraphBuilder b(13);
+    Value* y = b.Op("Softmax", {b.Input({3, 1, 50})}, Axis(-1));
+    auto g = b.Finish({b.Op("Flatten", {y}, Axis(2)), y});
+    CheckEverywhere(*g);
+  }
+}
+
 // Inlined elementwise producers with broadcast operands, and a batch.
 TEST(GpuReductionLoweringTest, FusedProducers) {
   GraphBuilder b(13);
