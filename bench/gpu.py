@@ -3,9 +3,9 @@
 
 Usage, on a host with an NVIDIA GPU, its driver, and a Python with torch (CUDA), numpy and onnx:
   bench/gpu.py --build BUILD_DIR [--work DIR] [--trials 32] [--parts gemm,elementwise,models]
-               [--gemm 1024,2048,4096,8192] [--models resnet18,mobilenet_v3_large,encoder]
+               [--gemm 1024,2048,4096,8192] [--models resnet18,mobilenet_v3_large,encoder,TORCHVISION_NAME...]
                [--batches 1,32] [--repeat 50] [--markdown out.md] [--json out.json]
-               [--compile-only]
+               [--torch-compile MODE|none] [--compile-only]
 
 What it does:
   1. Starts a farm of real processes on 127.0.0.1: BUILD/server/kiln-server over a fresh
@@ -15,8 +15,10 @@ What it does:
      `kiln compile --target cuda --trials N`: every fusion group is tuned on this GPU, N
      candidates each. With --trials 0 the default schedules are used, which shows what a user who
      never tunes gets.
-  3. Times the package with
-     `kiln run PKG --repeat R --profile 1000 --json` (inputs of the model's shapes, zeros).
+  3. Runs the package once on random inputs and checks its outputs against a float64 reference
+     (NumPy, or the PyTorch model in float64 on the CPU): ||kiln - ref|| / ||ref|| is the table's
+     rel_err, and a case above 1e-4 is marked WRONG. Then times it with
+     `kiln run PKG --repeat R --profile 1000 --json`.
      Kiln's time is the device time of its kernels: the sum of the per-group CUDA-event times of
      --profile, per run. The wall time of `kiln run`, which includes copying the inputs and
      outputs between host and device, is reported beside it.
@@ -25,8 +27,8 @@ What it does:
      - GEMM: torch.matmul at fp32 (TF32 off), TF32 and fp16 (cuBLAS).
      - Elementwise: a fused chain y = sigmoid(relu(x * 2 + 1)) * x over 2^26 floats, against the
        device-to-device copy bandwidth of the same bytes (torch's clone), as a share of it.
-     - Models: torch eager (fp32, TF32 off) and torch.compile (mode="max-autotune-no-cudagraphs"
-       when it works; else default mode, noted) at each batch. Also ONNX Runtime's CUDA execution
+     - Models: torch eager (fp32, TF32 off) and torch.compile (--torch-compile, by default
+       mode="max-autotune-no-cudagraphs" when it works; else default mode, noted) at each batch. Also ONNX Runtime's CUDA execution
        provider, when onnxruntime has it.
   5. Prints one markdown table per part: Kiln ms (device), Kiln wall ms, the peer's ms, the ratio
      (peer / Kiln: above 1 means Kiln is faster), TFLOP/s or GB/s, the compile and tuning seconds.
@@ -98,6 +100,10 @@ def torch_model(name):
         layer = torch.nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0, activation="gelu", batch_first=True)
         model = torch.nn.TransformerEncoder(layer, 4, enable_nested_tensor=False).eval()
         return model, lambda b: (torch.randn(b, 128, 768),)
+    import torchvision
+    if name in torchvision.models.list_models(module=torchvision.models):
+        # Any other torchvision classifier, random weights, 224x224.
+        return torchvision.models.get_model(name, weights=None).eval(), lambda b: (torch.randn(b, 3, 224, 224),)
     raise SystemExit(f"unknown model {name}")
 
 
@@ -106,7 +112,13 @@ def export(name, batch, path):
     torch.manual_seed(0)
     model, inputs = torch_model(name)
     example = inputs(batch)
-    torch.onnx.export(model, example, path, input_names=["x"], output_names=["y"], opset_version=17, dynamo=False)
+    try:
+        torch.onnx.export(model, example, path, input_names=["x"], output_names=["y"], opset_version=17,
+                          dynamo=False)
+    except Exception as e:  # noqa: BLE001 - a torch without the TorchScript exporter: its dynamo one
+        log(f"{name}: the TorchScript exporter failed ({type(e).__name__}: {e}); exporting with dynamo")
+        torch.onnx.export(model, example, path, input_names=["x"], output_names=["y"], opset_version=18,
+                          dynamo=True, external_data=False)
     return model, example
 
 
@@ -162,14 +174,39 @@ def compile_case(args, farm, onnx_path, pkg_path, shapes):
 
 
 def time_package(args, pkg_path, inputs):
-    flags = ["run", pkg_path, "--repeat", str(args.repeat), "--profile", "1000", "--json"]
+    """Runs the package once for its outputs, then times it. Returns (device ms, wall ms, outputs)."""
+    flags = []
     for name, array in inputs.items():
         path = os.path.join(args.work, f"{name}.npy")
         np.save(path, array)
         flags += ["--input", f"{name}={path}"]
-    out = json.loads(kiln(args.build, *flags).stdout)
+    out_dir = os.path.join(args.work, "out")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    kiln(args.build, "run", pkg_path, *flags, "--output-dir", out_dir)
+    outputs = {f[:-4]: np.load(os.path.join(out_dir, f)) for f in os.listdir(out_dir) if f.endswith(".npy")}
+    out = json.loads(kiln(args.build, "run", pkg_path, *flags, "--repeat", str(args.repeat), "--profile", "1000",
+                          "--json").stdout)
     device_ms = sum(g["ms"] for g in out.get("profile", []))
-    return device_ms, out["median_ms"]
+    return device_ms, out["median_ms"], outputs
+
+
+def relative_error(got, want):
+    """||got - want|| / ||want|| in float64; inf when the shapes differ or got has a NaN."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if got.shape != want.shape or not np.all(np.isfinite(got)):
+        return math.inf
+    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
+
+
+# Kiln's GPU kernels are fp32; against an fp32 reference a sum in another order lands far below this.
+MAX_RELATIVE_ERROR = 1e-4
+
+
+def checked(row, error):
+    row["rel_err"] = error
+    row["correct"] = error <= MAX_RELATIVE_ERROR
+    if not row["correct"]:
+        log(f"WRONG: {row['case']}: relative error {error:.3g} > {MAX_RELATIVE_ERROR}")
 
 
 def cuda_time(fn, repeat):
@@ -202,13 +239,16 @@ def gemm(args, farm, rows):
         row = {"part": "gemm", "case": f"{n}^3 fp32", "compile_s": round(seconds, 1),
                "trials": result.get("trials_measured", 0)}
         if not args.compile_only:
-            zeros = np.random.rand(n, n).astype(np.float32)
-            device_ms, wall_ms = time_package(args, pkg, {"a": zeros, "b": zeros})
-            a = torch.rand(n, n, device="cuda")
-            b = torch.rand(n, n, device="cuda")
+            rng = np.random.default_rng(n)
+            a_host = rng.standard_normal((n, n), dtype=np.float32)
+            b_host = rng.standard_normal((n, n), dtype=np.float32)
+            device_ms, wall_ms, outputs = time_package(args, pkg, {"a": a_host, "b": b_host})
+            a = torch.from_numpy(a_host).cuda()
+            b = torch.from_numpy(b_host).cuda()
             flops = 2.0 * n ** 3
             peers = {}
             torch.backends.cuda.matmul.allow_tf32 = False
+            checked(row, relative_error(outputs["y"], torch.matmul(a.double(), b.double()).cpu().numpy()))
             peers["cublas_fp32"] = cuda_time(lambda: torch.matmul(a, b), args.repeat)
             torch.backends.cuda.matmul.allow_tf32 = True
             peers["cublas_tf32"] = cuda_time(lambda: torch.matmul(a, b), args.repeat)
@@ -232,8 +272,11 @@ def elementwise(args, farm, rows):
     row = {"part": "elementwise", "case": "x*2+1, relu, sigmoid, *x over 2^26 f32", "compile_s": round(seconds, 1),
            "trials": result.get("trials_measured", 0)}
     if not args.compile_only:
-        device_ms, wall_ms = time_package(args, pkg, {"x": np.random.rand(elements).astype(np.float32)})
-        x = torch.rand(elements, device="cuda")
+        x_host = np.random.default_rng(1).standard_normal(elements, dtype=np.float32)
+        device_ms, wall_ms, outputs = time_package(args, pkg, {"x": x_host})
+        xd = x_host.astype(np.float64)
+        checked(row, relative_error(outputs["y"], xd / (1 + np.exp(-np.maximum(xd * 2 + 1, 0)))))
+        x = torch.from_numpy(x_host).cuda()
         copy_ms = cuda_time(lambda: x.clone(), args.repeat)
         moved = 2 * 4 * elements  # read x, write y: the same bytes as a copy
         row.update({"kiln_ms": device_ms, "kiln_wall_ms": wall_ms, "kiln_gbs": moved / device_ms / 1e6,
@@ -253,21 +296,25 @@ def models(args, farm, rows):
             row = {"part": "models", "case": f"{name} batch {batch}", "compile_s": round(seconds, 1),
                    "trials": result.get("trials_measured", 0)}
             if not args.compile_only:
-                device_ms, wall_ms = time_package(args, pkg, {"x": example[0].numpy()})
+                device_ms, wall_ms, outputs = time_package(args, pkg, {"x": example[0].numpy()})
                 torch.backends.cuda.matmul.allow_tf32 = False
                 torch.backends.cudnn.allow_tf32 = False
-                m = model.cuda()
+                with torch.no_grad():
+                    want = model.double()(example[0].double()).numpy()
+                checked(row, relative_error(outputs["y"], want))
+                m = model.float().cuda()
                 x = example[0].cuda()
                 with torch.no_grad():
                     eager = cuda_time(lambda: m(x), args.repeat)
-                    note = ""
-                    try:
-                        compiled = torch.compile(m, mode="max-autotune-no-cudagraphs")
-                        compiled(x)
-                    except Exception as e:  # noqa: BLE001 - any failure falls back to the default mode
-                        note = f"torch.compile default mode ({type(e).__name__})"
-                        compiled = torch.compile(m)
-                    inductor = cuda_time(lambda: compiled(x), args.repeat)
+                    note, inductor = "", None
+                    if args.torch_compile != "none":
+                        try:
+                            compiled = torch.compile(m, mode=args.torch_compile)
+                            compiled(x)
+                        except Exception as e:  # noqa: BLE001 - any failure falls back to the default mode
+                            note = f"torch.compile default mode ({type(e).__name__})"
+                            compiled = torch.compile(m)
+                        inductor = cuda_time(lambda: compiled(x), args.repeat)
                 ort = None
                 try:
                     import onnxruntime as ort_module
@@ -284,7 +331,8 @@ def models(args, farm, rows):
                     pass
                 row.update({"kiln_ms": device_ms, "kiln_wall_ms": wall_ms, "torch_eager_ms": eager,
                             "torch_compile_ms": inductor, "ort_cuda_wall_ms": ort,
-                            "vs_eager": eager / device_ms, "vs_compile": inductor / device_ms, "note": note})
+                            "vs_eager": eager / device_ms,
+                            "vs_compile": None if inductor is None else inductor / device_ms, "note": note})
             rows.append(row)
             log(json.dumps(row))
 
@@ -321,6 +369,9 @@ def main():
     p.add_argument("--markdown")
     p.add_argument("--json")
     p.add_argument("--compile-only", action="store_true")
+    p.add_argument("--torch-compile", default="max-autotune-no-cudagraphs",
+                   help="torch.compile mode of the models' peer (default, max-autotune-no-cudagraphs, ...), "
+                        "or none to leave it out")
     args = p.parse_args()
     args.gemm = [int(n) for n in args.gemm.split(",") if n]
     args.models = [m for m in args.models.split(",") if m]
@@ -341,6 +392,10 @@ def main():
         open(args.markdown, "w").write(text)
     if args.json:
         json.dump(rows, open(args.json, "w"), indent=1)
+    wrong = [r["case"] for r in rows if r.get("correct") is False]
+    if wrong:
+        log(f"{len(wrong)} case(s) WRONG: {', '.join(wrong)}")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

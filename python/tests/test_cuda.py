@@ -8,6 +8,7 @@ memory is host memory, on every host."""
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import subprocess
 import sys
@@ -190,6 +191,10 @@ def cuda(request: pytest.FixtureRequest, package_path: Path, cuda_package_path: 
         package = load_on_gpu_or_skip(cuda_package_path)
         device = CudaDriverDevice()
         yield Cuda(package, device, None, None)
+    # Sessions a test left in reference cycles (a caught exception's traceback
+    # holds its frame) are released now, while the streams and memory they use
+    # are still there: a session must not outlive the caller's stream it runs on.
+    gc.collect()
     device.close()
 
 
@@ -470,6 +475,7 @@ def test_run_async_on_the_callers_stream(cuda: Cuda) -> None:
     with pytest.raises(KilnError) as e:
         session.run_async(outputs={"y": np.zeros((Y_SHAPE[0], 2 * Y_SHAPE[1]), np.float32)[:, ::2]})
     assert e.value.code == StatusCode.INVALID_ARGUMENT and "run_async writes host outputs in place" in e.value.message
+    session.close()  # before the stream it runs on is destroyed (the fixture's close)
     if cuda.fake:
         assert ("create_cuda", 0, stream) in cuda.fake.calls
         assert cuda.driver.calls.count(("synchronize", 0, stream)) == 2

@@ -1,10 +1,11 @@
 // kiln_conformance: runs the ONNX node-test suite through the interpreter and
 // the compiled path and prints "N passed, N failed, N skipped".
 //   kiln_conformance [--data DIR] [--filter SUBSTR] [--verbose] [--no-compiled]
-//                    [--target cuda:sm_XY [--ptxas PATH]]
+//                    [--target cuda:sm_XY [--ptxas PATH] [--real-gpu]]
 //                    [--expected FILE]... [--write-expected FILE]
 // With --target the compiled path builds CUDA packages and runs them on the
-// fake CUDA driver (their kernels' CPU emulations; no GPU needed).
+// fake CUDA driver (their kernels' CPU emulations; no GPU needed), or with
+// --real-gpu on this machine's GPU.
 // With --expected (repeatable: the lists are merged), exits 1 when a failure,
 // or an interpreter pass the compiled path does not match, is not listed, or
 // when a listed test passes.
@@ -24,7 +25,8 @@ namespace {
 int Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--data DIR] [--filter SUBSTR] [--verbose] [--no-compiled]\n"
-               "          [--target cuda:sm_XY [--ptxas PATH]] [--expected FILE] [--write-expected FILE]\n"
+               "          [--target cuda:sm_XY [--ptxas PATH] [--real-gpu]] [--expected FILE]\n"
+               "          [--write-expected FILE]\n"
                "  --data DIR            ONNX node tests (default %s)\n"
                "  --filter SUBSTR       only tests whose name contains SUBSTR\n"
                "  --verbose             one line per test with its outcome and reason\n"
@@ -34,6 +36,8 @@ int Usage(const char* argv0) {
                "                        emulations (default: this CPU)\n"
                "  --ptxas PATH          with --target: assemble each package's cubin with this ptxas\n"
                "                        (default: PTX only)\n"
+               "  --real-gpu            with --target: run the packages on this machine's GPU through\n"
+               "                        the CUDA driver (libcuda.so.1) instead of the fake device\n"
                "  --expected FILE       reviewed expected failures (repeatable); exit 1 on any difference\n"
                "  --write-expected FILE write the current failures and compiled-path gaps, with\n"
                "                        reasons, to FILE\n",
@@ -54,6 +58,8 @@ int main(int argc, char** argv) {
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     if (a == "--verbose") {
       verbose = true;
+    } else if (a == "--real-gpu") {
+      options.real_gpu = true;
     } else if (a == "--no-compiled") {
       options.compiled = false;
     } else if (a == "--target") {
@@ -79,8 +85,8 @@ int main(int argc, char** argv) {
       return Usage(argv[0]);
     }
   }
-  if (!options.ptxas.empty() && !options.gpu) {
-    std::fprintf(stderr, "kiln_conformance: --ptxas needs --target cuda:sm_XY\n");
+  if ((!options.ptxas.empty() || options.real_gpu) && !options.gpu) {
+    std::fprintf(stderr, "kiln_conformance: --ptxas and --real-gpu need --target cuda:sm_XY\n");
     return 2;
   }
   auto report = RunSuite(options);

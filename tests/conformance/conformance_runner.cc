@@ -17,6 +17,7 @@
 #include "base/status_macros.h"
 #include "client/runtime/package_reader.h"
 #include "client/runtime/absl_interop.h"
+#include "client/runtime/cuda_driver.h"
 #include "client/runtime/session.h"
 #include "compiler_core/codegen/target.h"
 #include "compiler_core/driver/compile_driver.h"
@@ -205,9 +206,10 @@ absl::Status RunCompiledOnCpu(const Graph& original, const std::vector<DataSet>&
 // of `gpu`'s SM; any misuse of the driver the fake saw (a launch unlike the
 // kernel's, arguments outside device memory) fails the case, as does memory
 // the runtime leaves allocated. `*launches`: the kernels launched (0 when
-// the optimiser folded every output to a constant).
+// the optimiser folded every output to a constant). `real_gpu`: the package
+// runs on this machine's GPU through the process's CUDA driver instead.
 absl::Status RunCompiledOnGpu(const Graph& original, const std::vector<DataSet>& sets, const GpuTarget& gpu,
-                              const std::string& ptxas, int* launches) {
+                              const std::string& ptxas, bool real_gpu, int* launches) {
   const Target target(gpu);
   ASSIGN_OR_RETURN(PreparedModel model, PrepareModel(original.Clone(), PrepareOptionsFor(target)));
   RETURN_IF_ERROR(CheckCompilable(model, target));
@@ -216,6 +218,12 @@ absl::Status RunCompiledOnGpu(const Graph& original, const std::vector<DataSet>&
   po.target = CpuTarget::Host();
   po.gpu = GpuPackageOptions{gpu, ptxas, !ptxas.empty()};
   ASSIGN_OR_RETURN(PackageBytes bytes, BuildPackage(model, DefaultSchedules(model, target), po));
+  if (real_gpu) {
+    ASSIGN_OR_RETURN(std::unique_ptr<runtime::Package> pkg,
+                     runtime::ToAbsl(runtime::Package::FromBytes(bytes.bytes, po.model_name)));
+    *launches += static_cast<int>(model.workloads.size());
+    return RunPackage(std::move(pkg), sets);
+  }
   ASSIGN_OR_RETURN(std::vector<testing::EmulatedKernel> kernels,
                    testing::EmulatePackageKernels(bytes.bytes, model.workloads));
   testing::FakeCudaDriver fake(testing::FakeCudaDriver::Options{gpu.sm, 1});
@@ -241,7 +249,7 @@ absl::Status RunCompiledOnGpu(const Graph& original, const std::vector<DataSet>&
 // `*launches` counts the GPU kernels launched (left alone on the CPU).
 absl::Status RunCompiled(const Graph& original, const std::vector<DataSet>& sets, const Options& options,
                          int* launches) {
-  return options.gpu ? RunCompiledOnGpu(original, sets, *options.gpu, options.ptxas, launches)
+  return options.gpu ? RunCompiledOnGpu(original, sets, *options.gpu, options.ptxas, options.real_gpu, launches)
                      : RunCompiledOnCpu(original, sets);
 }
 
@@ -394,6 +402,23 @@ absl::StatusOr<Report> RunSuite(const Options& options) {
     dirs.push_back(e.path().string());
   }
   std::sort(dirs.begin(), dirs.end());
+  // On a real GPU the suite holds device 0's primary context throughout:
+  // each case's package retains and releases it, and with no other holder
+  // the driver would tear it down and build it again for every case.
+  const runtime::CudaDriver* cuda = nullptr;
+  runtime::cu::Device device = 0;
+  if (options.real_gpu) {
+    if (!options.gpu) return absl::InvalidArgumentError("--real-gpu needs --target cuda:sm_XY");
+    auto driver = runtime::CudaDriver::Get();
+    if (!driver.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat("no GPU to run on: ", driver.status().message()));
+    }
+    runtime::cu::Context context = nullptr;
+    if ((*driver)->api().cuDeviceGet(&device, 0) == runtime::cu::kSuccess &&
+        (*driver)->api().cuDevicePrimaryCtxRetain(&context, device) == runtime::cu::kSuccess) {
+      cuda = *driver;
+    }
+  }
   Report report;
   report.compiled_ran = options.compiled;
   for (const std::string& d : dirs) {
@@ -406,6 +431,7 @@ absl::StatusOr<Report> RunSuite(const Options& options) {
     count(report.compiled, c.compiled);
     report.cases.push_back(std::move(c));
   }
+  if (cuda != nullptr) cuda->api().cuDevicePrimaryCtxRelease(device);
   return report;
 }
 

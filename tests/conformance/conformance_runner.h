@@ -31,6 +31,10 @@ struct Options {
   // With `gpu`: the ptxas that assembles the package's cubin (a failure to
   // assemble fails the case); empty: the package carries PTX only.
   std::string ptxas;
+  // With `gpu`: run the packages on this machine's GPU through the CUDA
+  // driver (libcuda.so.1) instead of the fake one; the suite fails at once,
+  // saying why, when no driver or device is there.
+  bool real_gpu = false;
 };
 
 enum class Outcome { kPassed, kFailed, kSkipped };

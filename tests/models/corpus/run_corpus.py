@@ -5,7 +5,7 @@ Usage:
   run_corpus.py CORPUS_DIR --kiln build/client/kiln [--only NAME,...] [--subset ci]
                 [--reviewed tests/models/corpus/reviewed.txt] [--json out.json] [--keep WORKDIR]
                 [--compile-timeout 600] [--run-timeout 600] [--tol 1e-3]
-                [--trials N] [--speed [--threads T] [--repeat R] [--rounds K]]
+                [--trials N] [--target T] [--speed [--threads T] [--repeat R] [--rounds K]]
 
 For each model:
   1. ONNX Runtime (CPUExecutionProvider, ORT_ENABLE_ALL) on CORPUS_DIR/<name>.inputs/*.npy;
@@ -278,6 +278,8 @@ def run_model(meta, corpus, kiln, work, args):
     pkg = os.path.join(work, name + ".kpkg")
     cmd = [kiln, "compile", model, "--trials", str(args.trials), "--db", os.path.join(work, "tuning.db"), "-o", pkg]
     cmd += symbolic_shapes(model, arrays)
+    if args.target:
+        cmd += ["--target", args.target]
     p = run_kiln(res, "compile", cmd, args.compile_timeout, args.kiln_env)
     if p is None:
         return res
@@ -386,6 +388,8 @@ def main():
     ap.add_argument("--run-timeout", type=int, default=600)
     ap.add_argument("--tol", type=float, default=TOL)
     ap.add_argument("--trials", type=int, default=0, help="tuning trials per group (0: default schedules)")
+    ap.add_argument("--target", help="kiln compile --target (e.g. cuda:sm_90 or cuda: the packages run on this "
+                                     "machine's GPU); default: this CPU")
     ap.add_argument("--speed", action="store_true", help="time Kiln against ONNX Runtime (see above)")
     ap.add_argument("--threads", type=int, default=1, help="--speed: threads of both runtimes")
     ap.add_argument("--repeat", type=int, default=20, help="--speed: timed runs per round")
