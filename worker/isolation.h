@@ -29,4 +29,14 @@ absl::StatusOr<kiln::v1::MeasureResult> RunIsolated(
     const std::string& task_id, const std::function<kiln::v1::MeasureResult()>& measure,
     absl::Duration timeout, const std::atomic<bool>* cancel = nullptr);
 
+// Puts `task`'s reference (ComputeReference) into ReferenceCache::Process()
+// unless it is there, computing it in a forked child (the interpreter runs on
+// the workload the server sent: a crash or a hang costs the child) that pipes
+// it back. Measurement children forked afterwards find it there instead of
+// computing it again for every candidate. A child that crashes, fails or
+// outlives `timeout` leaves the cache as it was and the status says why; the
+// measurement then meets the same failure in its own child and reports it.
+absl::Status CacheReferenceIsolated(const kiln::v1::MeasureTask& task, absl::Duration timeout,
+                                    const std::atomic<bool>* cancel = nullptr);
+
 }  // namespace kiln::worker

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
+#include "base/digest.h"
 #include "base/status_macros.h"
 #include "client/runtime/thread_pool.h"
 #include "compiler_core/codegen/jit.h"
@@ -20,6 +21,7 @@
 #include "compiler_core/frontend/interpreter.h"
 #include "compiler_core/frontend/op_registry.h"
 #include "compiler_core/ir/float16.h"
+#include "worker/reference_cache.h"
 
 namespace kiln::worker {
 namespace {
@@ -293,6 +295,28 @@ kiln::v1::MeasureResult FailedMeasurement(const std::string& task_id, kiln::v1::
   return r;
 }
 
+std::string ReferenceKey(const kiln::v1::MeasureTask& task) {
+  return absl::StrCat(Sha256Hex(task.workload().SerializeAsString()), " ", task.workload_key());
+}
+
+absl::StatusOr<Reference> ComputeReference(const Graph& graph, const std::string& workload_key) {
+  Reference r;
+  ASSIGN_OR_RETURN(r.inputs, MakeMeasureInputs(graph, workload_key));
+  absl::StatusOr<std::map<std::string, Tensor>> outputs = Evaluate(graph, r.inputs);
+  if (!outputs.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reference interpreter failed on workload ", workload_key, ": ", outputs.status().message()));
+  }
+  for (const Value* v : graph.outputs()) {
+    auto it = outputs->find(v->name());
+    if (it == outputs->end()) {
+      return absl::InvalidArgumentError(absl::StrCat("reference interpreter produced no output ", v->name()));
+    }
+    r.outputs.push_back(std::move(it->second));
+  }
+  return r;
+}
+
 absl::StatusOr<std::optional<kiln::v1::MeasureResult>> SetUpMeasurement(const kiln::v1::MeasureTask& task,
                                                                          const Target& target, MeasureSetup* setup) {
   ASSIGN_OR_RETURN(setup->graph, GraphFromProto(task.workload()));
@@ -317,23 +341,15 @@ absl::StatusOr<std::optional<kiln::v1::MeasureResult>> SetUpMeasurement(const ki
                                 "\": ", valid.message()));
   }
 
-  // Inputs and the reference outputs.
-  ASSIGN_OR_RETURN(setup->inputs, MakeMeasureInputs(graph, task.workload_key()));
-  absl::StatusOr<std::map<std::string, Tensor>> reference = Evaluate(graph, setup->inputs);
-  if (!reference.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("reference interpreter failed on workload ",
-                                                   task.workload_key(), ": ",
-                                                   reference.status().message()));
-  }
-  for (const Value* v : graph.outputs()) {
-    auto it = reference->find(v->name());
-    if (it == reference->end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("reference interpreter produced no output ", v->name()));
-    }
-    setup->outputs.emplace_back(it->second.dtype(), it->second.dims());
-    setup->reference.push_back(std::move(it->second));
-  }
+  // Inputs and the reference outputs: computed once per workload and key
+  // (the inputs' seed) in this process, shared by its candidates.
+  ASSIGN_OR_RETURN(std::shared_ptr<const Reference> reference,
+                   ReferenceCache::Process().GetOrCompute(ReferenceKey(task), [&]() {
+                     return ComputeReference(graph, task.workload_key());
+                   }));
+  setup->inputs = reference->inputs;  // the candidate may write them: a copy of its own
+  setup->reference = reference->outputs;
+  for (const Tensor& t : setup->reference) setup->outputs.emplace_back(t.dtype(), t.dims());
   return std::nullopt;
 }
 

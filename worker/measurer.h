@@ -18,6 +18,7 @@
 #include "compiler_core/ir/graph.h"
 #include "compiler_core/ir/tensor.h"
 #include "kiln/v1/worker.pb.h"
+#include "worker/reference_cache.h"
 
 namespace kiln::worker {
 
@@ -49,7 +50,8 @@ kiln::v1::MeasureResult FailedMeasurement(const std::string& task_id, kiln::v1::
 
 // What a measurement starts from, on any device: the workload, the
 // candidate's schedule, deterministic inputs (MakeMeasureInputs) and the
-// reference interpreter's outputs, with output tensors of the same shapes for
+// reference interpreter's outputs (both from ReferenceCache::Process(), once
+// per workload in a process), with output tensors of the same shapes for
 // the candidate to write.
 struct MeasureSetup {
   std::unique_ptr<Graph> graph;
@@ -58,6 +60,15 @@ struct MeasureSetup {
   std::vector<Tensor> reference;  // per graph output
   std::vector<Tensor> outputs;    // per graph output, for the candidate
 };
+
+// The ReferenceCache key of `task`'s reference: the digest of its workload
+// and its workload key (the inputs' seed).
+std::string ReferenceKey(const kiln::v1::MeasureTask& task);
+
+// `graph`'s measurement inputs (MakeMeasureInputs with `workload_key`) and
+// the reference interpreter's outputs for them. INVALID_ARGUMENT naming the
+// workload when the interpreter fails.
+absl::StatusOr<Reference> ComputeReference(const Graph& graph, const std::string& workload_key);
 
 // Fills `setup` for `task` on `target`. A candidate the target refuses (a
 // schedule that does not parse or validate, another space version) is the

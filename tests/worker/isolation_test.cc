@@ -8,7 +8,11 @@
 #include <cstdlib>
 #include <thread>
 
+#include "compiler_core/frontend/graph_proto.h"
 #include "gtest/gtest.h"
+#include "tests/worker/workload_protos.h"
+#include "worker/measurer.h"
+#include "worker/reference_cache.h"
 
 namespace kiln::worker {
 namespace {
@@ -174,6 +178,52 @@ TEST(IsolationTest, ParentSurvivesManyCrashes) {
   absl::StatusOr<kiln::v1::MeasureResult> ok = RunIsolated("fine", OkResult, absl::Seconds(10));
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->error(), kiln::v1::MEASURE_OK);
+}
+
+// A workload's reference is computed in a child and kept by the parent:
+// equal to ComputeReference's, and seen by the candidates' children forked
+// afterwards.
+TEST(IsolationTest, AReferenceComputedInAChildIsKeptForLaterChildren) {
+  const kiln::v1::MeasureTask task = testing::MakeTask("ref-1", testing::MatMulGraph(9, 14, 11), "");
+  const std::string key = ReferenceKey(task);
+  ReferenceCache& cache = ReferenceCache::Process();
+  ASSERT_FALSE(cache.Contains(key));
+  ASSERT_TRUE(CacheReferenceIsolated(task, absl::Seconds(30)).ok());
+  ASSERT_TRUE(cache.Contains(key));
+  absl::StatusOr<std::unique_ptr<Graph>> graph = GraphFromProto(task.workload());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  absl::StatusOr<Reference> here = ComputeReference(**graph, task.workload_key());
+  ASSERT_TRUE(here.ok()) << here.status();
+  absl::StatusOr<std::shared_ptr<const Reference>> kept =
+      cache.GetOrCompute(key, []() -> absl::StatusOr<Reference> { return absl::InternalError("not kept"); });
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_EQ((*kept)->inputs.size(), here->inputs.size());
+  for (const auto& [name, t] : here->inputs) EXPECT_EQ((*kept)->inputs.at(name).bytes(), t.bytes()) << name;
+  ASSERT_EQ((*kept)->outputs.size(), 1u);
+  EXPECT_EQ((*kept)->outputs[0].dims(), here->outputs[0].dims());
+  EXPECT_EQ((*kept)->outputs[0].bytes(), here->outputs[0].bytes());
+  // A candidate's child finds it without computing it.
+  absl::StatusOr<kiln::v1::MeasureResult> r = RunIsolated(
+      "ref-1",
+      [&] {
+        kiln::v1::MeasureResult res = OkResult();
+        if (!ReferenceCache::Process().Contains(key)) res.set_error(kiln::v1::RUNTIME_ERROR);
+        return res;
+      },
+      absl::Seconds(10));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->error(), kiln::v1::MEASURE_OK);
+}
+
+TEST(IsolationTest, AWorkloadWithoutAReferenceLeavesTheCacheAsItWas) {
+  kiln::v1::MeasureTask task = testing::MakeTask("ref-2", testing::MatMulGraph(4, 5, 6), "");
+  task.mutable_workload()->mutable_nodes(0)->set_op_type("NoSuchOperator");
+  const int64_t bytes = ReferenceCache::Process().bytes();
+  absl::Status s = CacheReferenceIsolated(task, absl::Seconds(30));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+  EXPECT_NE(s.message().find("no reference for workload"), std::string::npos) << s;
+  EXPECT_FALSE(ReferenceCache::Process().Contains(ReferenceKey(task)));
+  EXPECT_EQ(ReferenceCache::Process().bytes(), bytes);
 }
 
 }  // namespace

@@ -146,6 +146,26 @@ namespace {
 // MatMul: numpy matmul. A 1-D first operand is [1,K] with the 1 removed from the
 // result, a 1-D second operand is [K,1] likewise; batch dims broadcast.
 
+// The rows [i0, i0 + rows) of a product of a (m x k, a(i, p) =
+// a[i * a_row + p * a_col]) and b (k x n, row-major): acc[r * n + j] = the
+// sum over p, in order, of a(i0 + r, p) * b[p * n + j] in double. Each sum
+// is what a dot product per element gives (the same order; a product of
+// two floats is exact in double, so contraction changes nothing), but b is
+// read along its rows, once for every `rows` rows of a.
+constexpr int64_t kProductRows = 8;
+void RowProducts(const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t i0, int64_t rows, int64_t k,
+                 int64_t n, double* acc) {
+  std::fill(acc, acc + rows * n, 0.0);
+  for (int64_t p = 0; p < k; ++p) {
+    const float* bp = b + p * n;
+    for (int64_t r = 0; r < rows; ++r) {
+      const double v = a[(i0 + r) * a_row + p * a_col];
+      double* out = acc + r * n;
+      for (int64_t j = 0; j < n; ++j) out[j] += v * static_cast<double>(bp[j]);
+    }
+  }
+}
+
 OpDef MatMulOp() {
   OpDef def;
   def.op_type = "MatMul";
@@ -193,16 +213,15 @@ OpDef MatMulOp() {
     const float* b = in[1]->data<float>();
     float* y = out[0].data<float>();
     const int64_t num_batches = NumElements(batch);
+    std::vector<double> acc(static_cast<size_t>(kProductRows * n));
     for (int64_t bi = 0; bi < num_batches; ++bi) {
       const float* pa = a + BroadcastOffset(bi, batch, sa) * m * k;
       const float* pb = b + BroadcastOffset(bi, batch, sb) * k * n;
       float* py = y + bi * m * n;
-      for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = 0; j < n; ++j) {
-          double acc = 0;
-          for (int64_t p = 0; p < k; ++p) acc += static_cast<double>(pa[i * k + p]) * pb[p * n + j];
-          py[i * n + j] = static_cast<float>(acc);
-        }
+      for (int64_t i = 0; i < m; i += kProductRows) {
+        const int64_t rows = std::min(kProductRows, m - i);
+        RowProducts(pa, k, 1, pb, i, rows, k, n, acc.data());
+        for (int64_t e = 0; e < rows * n; ++e) py[i * n + e] = static_cast<float>(acc[static_cast<size_t>(e)]);
       }
     }
     return absl::OkStatus();
@@ -282,17 +301,25 @@ OpDef GemmOp() {
     std::vector<int64_t> sc;
     if (c) sc = BroadcastStrides(c->dims(), 2);
     float* y = out[0].data<float>();
-    for (int64_t i = 0; i < m; ++i) {
+    // B' row-major: B itself, or B transposed into a copy.
+    std::vector<float> bt;
+    if (tb) {
+      bt.resize(static_cast<size_t>(k * n));
       for (int64_t j = 0; j < n; ++j) {
-        double acc = 0;
-        for (int64_t p = 0; p < k; ++p) {
-          double va = ta ? a[p * m + i] : a[i * k + p];
-          double vb = tb ? b[j * k + p] : b[p * n + j];
-          acc += va * vb;
+        for (int64_t p = 0; p < k; ++p) bt[static_cast<size_t>(p * n + j)] = b[j * k + p];
+      }
+      b = bt.data();
+    }
+    std::vector<double> acc(static_cast<size_t>(kProductRows * n));
+    for (int64_t i = 0; i < m; i += kProductRows) {
+      const int64_t rows = std::min(kProductRows, m - i);
+      RowProducts(a, ta ? 1 : k, ta ? m : 1, b, i, rows, k, n, acc.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < n; ++j) {
+          double v = alpha * acc[static_cast<size_t>(r * n + j)];
+          if (c) v += beta * c->data<float>()[(i + r) * sc[0] + j * sc[1]];
+          y[(i + r) * n + j] = static_cast<float>(v);
         }
-        double v = alpha * acc;
-        if (c) v += beta * c->data<float>()[i * sc[0] + j * sc[1]];
-        y[i * n + j] = static_cast<float>(v);
       }
     }
     return absl::OkStatus();
