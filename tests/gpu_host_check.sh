@@ -19,6 +19,8 @@
 #   conformance   the ONNX node suite's compiled path on this GPU (kiln_conformance
 #                 --target cuda:sm_XY --real-gpu), held to the reviewed lists
 #   python_cuda   python/tests/test_cuda.py ($PYTHON, default python3, with numpy, onnx, pytest)
+#   corpus        with KILN_CORPUS=DIR (a corpus of make_corpus.py): every model compiled for
+#                 this GPU and run on it against ONNX Runtime (run_corpus.py --target)
 #   bench         bench/gpu.py with --bench's arguments (default: untuned, all parts)
 #
 # The exit code is 0 when every check that ran passed. The device's SM comes
@@ -26,7 +28,7 @@
 # the GPU's settings.
 set -u
 if [ $# -lt 2 ]; then
-  sed -n '2,25p' "$0" >&2
+  awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" >&2
   exit 2
 fi
 BUILD=$(cd "$1" && pwd)
@@ -93,6 +95,11 @@ check python_cuda 180 env PYTHONPATH="$BUILD/python" PYTHONDONTWRITEBYTECODE=1 \
   KILN_RUNTIME_LIBRARY="$BUILD/client/runtime/libkiln_runtime.so" KILN_SERVER="$BUILD/server/kiln-server" \
   KILN_WORKER="$BUILD/worker/kiln-worker" KILN_CLI="$BUILD/client/kiln" KILN_PTXAS="$PTXAS" \
   KILN_SOURCE_DIR="$SOURCE" "$PYTHON" -m pytest -p no:cacheprovider -v -rs "$SOURCE/python/tests/test_cuda.py"
+
+if [ -n "${KILN_CORPUS:-}" ]; then
+  check corpus 1800 "$PYTHON" "$SOURCE/tests/models/corpus/run_corpus.py" "$KILN_CORPUS" \
+    --kiln "$BUILD/client/kiln" --target "cuda:sm_$SM" --no-snapshot --json "$OUT/corpus.json"
+fi
 
 # shellcheck disable=SC2086  # BENCH_ARGS is a list of arguments
 check bench 600 "$PYTHON" "$SOURCE/bench/gpu.py" --build "$BUILD" --work "$OUT/bench-work" \
