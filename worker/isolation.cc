@@ -205,12 +205,10 @@ absl::Status CacheReferenceIsolated(const kiln::v1::MeasureTask& task, absl::Dur
     absl::StatusOr<Reference> reference = ComputeReference(**graph, task.workload_key());
     if (!reference.ok()) return "";
     kiln::v1::MeasureReference proto;
-    for (const Value* v : (*graph)->inputs()) {
-      auto it = reference->inputs.find(v->name());
-      if (it == reference->inputs.end()) continue;
+    for (const auto& [name, input] : reference->inputs) {
       kiln::v1::Tensor* t = proto.add_inputs();
-      TensorToProto(it->second, t);
-      t->set_name(v->name());
+      TensorToProto(input, t);
+      t->set_name(name);
     }
     for (const Tensor& out : reference->outputs) TensorToProto(out, proto.add_outputs());
     return proto.SerializeAsString();

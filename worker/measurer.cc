@@ -343,13 +343,11 @@ absl::StatusOr<std::optional<kiln::v1::MeasureResult>> SetUpMeasurement(const ki
 
   // Inputs and the reference outputs: computed once per workload and key
   // (the inputs' seed) in this process, shared by its candidates.
-  ASSIGN_OR_RETURN(std::shared_ptr<const Reference> reference,
-                   ReferenceCache::Process().GetOrCompute(ReferenceKey(task), [&]() {
+  ASSIGN_OR_RETURN(setup->reference, ReferenceCache::Process().GetOrCompute(ReferenceKey(task), [&]() {
                      return ComputeReference(graph, task.workload_key());
                    }));
-  setup->inputs = reference->inputs;  // the candidate may write them: a copy of its own
-  setup->reference = reference->outputs;
-  for (const Tensor& t : setup->reference) setup->outputs.emplace_back(t.dtype(), t.dims());
+  setup->inputs = setup->reference->inputs;  // the candidate may write them: a copy of its own
+  for (const Tensor& t : setup->reference->outputs) setup->outputs.emplace_back(t.dtype(), t.dims());
   return std::nullopt;
 }
 
@@ -359,7 +357,7 @@ std::optional<kiln::v1::MeasureResult> CheckOutputs(const kiln::v1::MeasureTask&
   std::string first_mismatch;
   for (size_t i = 0; i < setup.outputs.size(); ++i) {
     double err = 0.0;
-    std::string mismatch = CompareOutput(setup.graph->outputs()[i]->name(), setup.outputs[i], setup.reference[i],
+    std::string mismatch = CompareOutput(setup.graph->outputs()[i]->name(), setup.outputs[i], setup.reference->outputs[i],
                                          settings.rtol, settings.atol, &err);
     *max_abs_error = std::max(*max_abs_error, err);
     if (!mismatch.empty() && first_mismatch.empty()) first_mismatch = std::move(mismatch);

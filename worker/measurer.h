@@ -56,9 +56,9 @@ kiln::v1::MeasureResult FailedMeasurement(const std::string& task_id, kiln::v1::
 struct MeasureSetup {
   std::unique_ptr<Graph> graph;
   ScheduleConfig config;
-  std::map<std::string, Tensor> inputs;
-  std::vector<Tensor> reference;  // per graph output
-  std::vector<Tensor> outputs;    // per graph output, for the candidate
+  std::map<std::string, Tensor> inputs;        // a copy of the reference's, for the candidate
+  std::shared_ptr<const Reference> reference;  // shared with the workload's other candidates
+  std::vector<Tensor> outputs;                 // per graph output, for the candidate
 };
 
 // The ReferenceCache key of `task`'s reference: the digest of its workload

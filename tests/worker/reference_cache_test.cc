@@ -94,9 +94,9 @@ TEST(ReferenceCacheTest, CandidatesOfAWorkloadShareItsReference) {
   EXPECT_EQ(cache.misses(), misses + 1);
   EXPECT_EQ(cache.hits(), hits + 1);
   EXPECT_NE(b.inputs.begin()->second.data<float>()[0], 1e30f);
-  ASSERT_EQ(b.reference.size(), 1u);
-  EXPECT_EQ(b.reference[0].bytes(), a.reference[0].bytes());
-  EXPECT_EQ(b.outputs[0].dims(), b.reference[0].dims());
+  ASSERT_EQ(b.reference->outputs.size(), 1u);
+  EXPECT_EQ(b.reference->outputs[0].bytes(), a.reference->outputs[0].bytes());
+  EXPECT_EQ(b.outputs[0].dims(), b.reference->outputs[0].dims());
   // Another workload key (another seed for the inputs) is another reference.
   kiln::v1::MeasureTask reseeded = first;
   reseeded.set_workload_key("another-key");

@@ -108,6 +108,16 @@ std::string MakePackage(const std::function<void(PackageManifest*)>& tamper = nu
   return kiln::testing::BuildPackage(t.manifest, *Kernels(), t.weights, tamper);
 }
 
+// A session of MakePackage()'s package on `threads` threads, through the C
+// API; the session keeps the package alive, so the caller releases only it.
+void CreateSession(int threads, kiln_session_t** sess) {
+  const std::string bytes = MakePackage();
+  kiln_package_t* pkg = nullptr;
+  ASSERT_EQ(kiln_package_load_bytes(bytes.data(), bytes.size(), &pkg), KILN_OK) << kiln_last_error_message();
+  ASSERT_EQ(kiln_session_create(pkg, threads, sess), KILN_OK) << kiln_last_error_message();
+  kiln_package_release(pkg);
+}
+
 std::vector<float> Input() {
   std::vector<float> x(kN);
   for (int i = 0; i < kN; ++i) x[i] = 0.01f * i - 4;
@@ -467,12 +477,8 @@ TEST(RuntimeCApiTest, RoundTrip) {
 // caller's memory, and neither is ever written by a kernel.
 TEST(RuntimeCApiTest, BoundInputsAndOutputsAreNotCopied) {
   KERNELS_OR_SKIP();
-  const std::string bytes = MakePackage();
-  kiln_package_t* pkg = nullptr;
-  ASSERT_EQ(kiln_package_load_bytes(bytes.data(), bytes.size(), &pkg), KILN_OK) << kiln_last_error_message();
   kiln_session_t* sess = nullptr;
-  ASSERT_EQ(kiln_session_create(pkg, 3, &sess), KILN_OK) << kiln_last_error_message();
-  kiln_package_release(pkg);
+  ASSERT_NO_FATAL_FAILURE(CreateSession(3, &sess));
   const std::vector<float> w = MakeModel().w;
   std::vector<float> x = Input();
   const std::vector<float> x_before = x;
@@ -518,12 +524,8 @@ TEST(RuntimeCApiTest, BoundInputsAndOutputsAreNotCopied) {
 // output share bytes with an input or another output; inputs may share.
 TEST(RuntimeCApiTest, BindingsThatOverlapAnOutputAreRefused) {
   KERNELS_OR_SKIP();
-  const std::string bytes = MakePackage();
-  kiln_package_t* pkg = nullptr;
-  ASSERT_EQ(kiln_package_load_bytes(bytes.data(), bytes.size(), &pkg), KILN_OK) << kiln_last_error_message();
   kiln_session_t* sess = nullptr;
-  ASSERT_EQ(kiln_session_create(pkg, 1, &sess), KILN_OK) << kiln_last_error_message();
-  kiln_package_release(pkg);
+  ASSERT_NO_FATAL_FAILURE(CreateSession(1, &sess));
   const size_t n = kN * sizeof(float);
   std::vector<float> x = Input();
   std::vector<float> big(3 * kN, 0.0f);
