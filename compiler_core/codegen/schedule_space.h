@@ -40,8 +40,9 @@ namespace kiln {
 // direct conv variant's column splits (cs); pointwise input packs; few-row
 // MatMuls pack B from 2 MiB. 2013: reductions whose trailing reduced axes
 // run as one flat axis offer vector widths up to that run's length (a 7x7
-// map's 49), not the last axis's.
-inline constexpr int kScheduleSpaceVersion = 2013;
+// map's 49), not the last axis's. 2014: conv pairs in bands of output rows
+// (rb), a task per band running every channel block over its input rows.
+inline constexpr int kScheduleSpaceVersion = 2014;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -32,7 +32,8 @@ int64_t PlaneFloats(const WindowGeometry& s, int64_t vw, int64_t ur) {
 absl::StatusOr<DepthwisePlanes> LowerDepthwisePlanes(const Graph& g, GraphExpr& ge, const Value* conv_out,
                                                      const AnchorOutputs& outs, const WindowGeometry& s,
                                                      const Buffer& w, const Buffer& bias, Expr n, Expr ch, int64_t vw,
-                                                     int64_t ur, const std::function<Expr(Expr ih, Expr iw)>& read) {
+                                                     int64_t ur, const std::function<Expr(Expr ih, Expr iw)>& read,
+                                                     Expr oh0) {
   const PlaneDims d = PlaneDimsOf(s, vw, ur);
   const int64_t bw = vw * ur;
   DepthwisePlanes out;
@@ -89,7 +90,7 @@ absl::StatusOr<DepthwisePlanes> LowerDepthwisePlanes(const Graph& g, GraphExpr& 
   // Output rows from the result plane, through the epilogue.
   {
     Expr oh = Var("so_"), ow = Add(Mul(Var("sq_"), I(vw)), Var("sv_"));
-    std::vector<Expr> out_idx = {n, ch, oh, ow};
+    std::vector<Expr> out_idx = {n, ch, oh0 ? Add(oh0, oh) : oh, ow};
     Expr oi = FlatIndex(DimsOf(conv_out), out_idx);
     ASSIGN_OR_RETURN(Stmt body,
                      StoreThroughEpilogue(g, ge, conv_out, outs, Load(yp, Add(Mul(oh, I(d.pq)), ow)), out_idx, oi));

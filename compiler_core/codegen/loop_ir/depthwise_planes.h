@@ -37,7 +37,8 @@ int64_t PlaneFloats(const WindowGeometry& s, int64_t vw, int64_t ur);
 // and column inside the map), accumulates every register block of vw*ur
 // positions over the taps (weights w[ch, 0, kh, kw], bias[ch] when given),
 // keeps the sums in yp and stores each output row from it through the
-// epilogue of `conv_out`.
+// epilogue of `conv_out`. The geometry may be a band of the map's rows: its
+// output row `oh` is then row oh0 + oh of `conv_out` (oh0 defaults to 0).
 struct DepthwisePlanes {
   Buffer xp, yp;
   Stmt zero, channel;
@@ -45,6 +46,7 @@ struct DepthwisePlanes {
 absl::StatusOr<DepthwisePlanes> LowerDepthwisePlanes(const Graph& g, GraphExpr& ge, const Value* conv_out,
                                                      const AnchorOutputs& outs, const WindowGeometry& s,
                                                      const Buffer& w, const Buffer& bias, Expr n, Expr ch, int64_t vw,
-                                                     int64_t ur, const std::function<Expr(Expr ih, Expr iw)>& read);
+                                                     int64_t ur, const std::function<Expr(Expr ih, Expr iw)>& read,
+                                                     Expr oh0 = nullptr);
 
 }  // namespace kiln::loop_ir

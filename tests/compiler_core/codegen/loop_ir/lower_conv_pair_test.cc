@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "compiler_core/codegen/kernel_emitter.h"
 #include "compiler_core/codegen/loop_ir/printer.h"
 #include "compiler_core/codegen/loop_ir/verifier.h"
@@ -45,6 +46,32 @@ TEST(ConvPairLoweringTest, MidOperandsAndResidualEpilogue) {
   for (const ConvPairSpec& s : ConvPairMidChainCases()) CheckPair(s);
 }
 
+// An input too large to stay in L2 while every channel block reads it whole
+// (16 x 96 x 96 floats, 576 KiB): the default takes bands of output rows, a
+// task per band running every channel block over the band's input rows.
+TEST(ConvPairLoweringTest, ALargeInputIsTakenInBandsOfRows) {
+  CpuTarget target = CpuTarget::Host();
+  for (const ConvPairSpec& s : {ConvPairSpec{{1, 16, 96, 96}, 32, 3, 2, 1, 1, "SiLU", "Relu"},
+                                ConvPairSpec{{1, 16, 96, 96}, 16, 3, 1, 1, 1, "Relu", "Add"}}) {
+    std::unique_ptr<Graph> g = ConvPairGraph(s);
+    SCOPED_TRACE(g->ToText());
+    const ScheduleConfig d = DefaultSchedule(*g, target);
+    const int64_t oh = (96 + 2 - 3) / s.stride + 1;
+    const int64_t rb = d.Get("rb", 0);
+    ASSERT_GT(rb, 0) << d.ToString();
+    EXPECT_EQ(oh % rb, 0);
+    auto f = LowerWorkload(*g, d, target);
+    ASSERT_TRUE(f.ok()) << f.status();
+    const std::string text = loop_ir::Print(*f);
+    EXPECT_NE(text.find(absl::StrCat("parallel for (t_, 0, ", oh / rb, ")")), std::string::npos) << text;
+    EXPECT_NE(text.find("for (cb_, 0, "), std::string::npos) << text;
+    EXPECT_NE(text.find("for (er_, 0, "), std::string::npos) << text;
+    ScheduleConfig whole = d;
+    whole.knobs.erase("rb");
+    CheckConfigsAgainstInterpreter(*g, {d, whole}, target);
+  }
+}
+
 TEST(ConvPairLoweringTest, RefusesWhatIsNotAnExpansionAndADepthwiseConv) {
   CpuTarget target = CpuTarget::Host();
   const loop_ir::WorkloadLowering l = loop_ir::ConvPairLowering();
@@ -70,6 +97,9 @@ TEST(ConvPairLoweringTest, RefusesWhatIsNotAnExpansionAndADepthwiseConv) {
   ScheduleConfig bad = DefaultSchedule(*g, target);
   bad.Set("kb", 3);  // does not divide 8 channels
   EXPECT_EQ(ValidateSchedule(*g, bad, target).code(), absl::StatusCode::kInvalidArgument);
+  ScheduleConfig uneven = DefaultSchedule(*g, target);
+  uneven.Set("rb", 3);  // does not divide 8 output rows
+  EXPECT_EQ(ValidateSchedule(*g, uneven, target).code(), absl::StatusCode::kInvalidArgument);
   auto f = LowerWorkload(*g, DefaultSchedule(*g, target), target);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_TRUE(loop_ir::Verify(*f).ok());
