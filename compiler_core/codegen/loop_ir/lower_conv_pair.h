@@ -14,7 +14,12 @@
 // depthwise taps over them as the depthwise plane variant does
 // (lower_conv.h): vw lanes, ur vectors per register block, rows stored
 // through the epilogue. Knobs: vw, kb (divides the channels), pu (1..4), ur
-// (1..8). The expanded value must have no reader outside the workload.
+// (1..8), rb (output rows per band; absent or 0: the whole map). With rb a
+// task is (image, band of rb output rows) instead, and runs every channel
+// block over the band's input rows (padding rows as zeros), so an input
+// too large to stay in L2 is read once, not once per channel block; the
+// default takes bands for inputs over 512 KiB. The expanded value must
+// have no reader outside the workload.
 #pragma once
 
 #include "absl/status/statusor.h"

@@ -355,6 +355,9 @@ std::vector<ScheduleConfig> MatMulRegisterBlocks(const MatMulSpec& s, const CpuT
 // splits the columns (nc) so that threads have tasks.
 constexpr int64_t kFewRows = 64;
 
+// Rows from which a 32-register target's default packs B again (DefaultMatMul).
+constexpr int64_t kPackManyRows = 256;
+
 // One row of A and B's columns contiguous: the row-streaming GEMV variant
 // applies.
 bool GemvApplies(const MatMulSpec& s) { return s.m == 1 && s.b_stride_n == 1; }
@@ -521,13 +524,33 @@ ScheduleConfig DefaultMatMul(const MatMulSpec& s, const CpuTarget& target) {
     if (s.n > 512) dot.Set("nc", 512);
     return dot;
   }
+  // With 32 vector registers, 8 rows by 3 vectors (24 accumulators, 11
+  // loads per 24 FMAs) and no unroll of K: over 15 shapes (transformer
+  // projections and MLPs of 128-384 rows, Winograd's batched products, an
+  // attention product, 1024^3), tuned through their whole spaces on Zen 5
+  // at 1 thread, it came within 1.07x of each shape's best, where 6 x 2 by
+  // 4 came 1.02-1.85x (16 rows in 6-row blocks: 1.85x).
+  // Three vectors only where they cover as many columns in whole panels as
+  // two do: a narrower tail tile is lane-masked and keeps its accumulators
+  // in memory (a Winograd product of N = 34 columns all in one 3-vector
+  // tail: 1.32 ms; 2 vectors and a 2-column tail: 0.93).
+  const bool wide = target.NumVectorRegisters() >= 32;
+  const int64_t lanes = target.FloatLanes();
+  const bool three = s.n / (3 * lanes) * 3 >= s.n / (2 * lanes) * 2;
   ScheduleConfig want;
-  want.Set("mr", one_vector ? 12 : 6);
-  want.Set("nr", one_vector ? 1 : s.m == 1 ? 4 : 2);
-  want.Set("ku", 4);
+  want.Set("mr", one_vector ? 12 : wide ? 8 : 6);
+  want.Set("nr", one_vector ? 1 : s.m == 1 ? 4 : wide && three ? 3 : 2);
+  want.Set("ku", wide && !one_vector && s.m > 1 ? 1 : 4);
   ScheduleConfig reg = Closest(MatMulRegisterBlocks(s, target), want);
   ScheduleConfig blocked = reg;
-  if (WantsPacking(s)) {
+  // That block reads a B of up to kPackAnyRowsBytes in place faster than
+  // packed below kPackManyRows rows (128 x 768 by 768 x 768: 0.53 ms in
+  // place, 0.60 packed); from there packing pays for itself again (1024^3:
+  // 1.04x and 1.01x of the best), and so it does for a larger B read by a
+  // GRU's 100 rows (100 x 1312 by 1312 x 1536: 2.74 ms in place, 2.22
+  // packed in one row block).
+  const bool in_place = wide && s.m > kFewRows && s.m < kPackManyRows && s.k * s.n * 4 <= kPackAnyRowsBytes;
+  if (WantsPacking(s) && !in_place) {
     // Every row block packs B's panels again: up to 256 rows take one row
     // block when the column blocks alone make 4 tasks or more (a GRU's input
     // projection, 100 x 1312 by 1312 x 1536: 30-row tasks packed B four

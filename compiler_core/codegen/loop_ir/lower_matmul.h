@@ -3,9 +3,12 @@
 // elementwise epilogue, f32. The lowering owns its schedule space:
 //
 //   knob  meaning                                                  default
-//   mr    rows of the register block (1..12)                      ~6, 12 when N fits one vector
-//   nr    vectors (of the target's f32 lanes) of the register block ~2, 4 for one row
-//   ku    unroll of the reduction loop                             ~4
+//   mr    rows of the register block (1..12)                      ~8 (32 registers; else 6),
+//                                                                  12 when N fits one vector
+//   nr    vectors (of the target's f32 lanes) of the register block ~3 (32 registers; 2 where
+//                                                                  that covers more columns in
+//                                                                  whole panels; else 2), 4 for one row
+//   ku    unroll of the reduction loop                             ~1 (32 registers; else 4)
 //   mc    rows per task (rounded up to mr); 0 or missing: ~32       0
 //   nc    columns per task (rounded up to nr * lanes); 0 or
 //         missing: all of N                                        0

@@ -294,6 +294,32 @@ TEST(MatMulBlocking, SpaceOnLargeShapesAndBufferBound) {
   EXPECT_EQ(ValidateSchedule(*big, Config("kc=-1"), target).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// The default register block: 8 rows by 3 vectors, K not unrolled, where 32
+// vector registers hold its 24 accumulators (2 vectors where those cover
+// more columns in whole panels), B of a few hundred rows read in place up
+// to 4 MiB; 6 x 2 unrolled 4 times with 16 registers.
+TEST(MatMulBlocking, DefaultRegisterBlockFollowsTheRegisterFile) {
+  absl::StatusOr<CpuTarget> avx512 = CpuTarget::Named("znver5");
+  absl::StatusOr<CpuTarget> avx2 = CpuTarget::Named("x86-64-v3");
+  ASSERT_TRUE(avx512.ok() && avx2.ok());
+  auto proj = MakeWorkload("MatMul", {{128, 768}, {768, 768}}, {128, 768});
+  ScheduleConfig d = DefaultSchedule(*proj, *avx512);
+  EXPECT_EQ(d.ToString(), "ku=1,mr=8,nr=3");
+  d = DefaultSchedule(*proj, *avx2);
+  EXPECT_EQ(d.Get("mr", 0), 6) << d.ToString();
+  EXPECT_EQ(d.Get("nr", 0), 2) << d.ToString();
+  EXPECT_EQ(d.Get("ku", 0), 4) << d.ToString();
+  EXPECT_GT(d.Get("kc", 0), 0) << d.ToString();  // packed, as before
+  // 34 columns (a Winograd product): 2 vectors and a 2-column tail.
+  auto thin = MakeWorkload("MatMul", {{16, 512, 256}, {16, 256, 34}}, {16, 512, 34});
+  EXPECT_EQ(DefaultSchedule(*thin, *avx512).Get("nr", 0), 2);
+  // A B beyond 4 MiB read by 128 rows: packed in one row block.
+  auto mlp = MakeWorkload("MatMul", {{128, 3072}, {3072, 768}}, {128, 768});
+  d = DefaultSchedule(*mlp, *avx512);
+  EXPECT_GT(d.Get("kc", 0), 0) << d.ToString();
+  EXPECT_EQ(d.Get("mr", 0), 8) << d.ToString();
+}
+
 // The packed buffer lives on the stack: an object with a packed kernel imports
 // nothing beyond memcpy/memset/memmove.
 TEST(MatMulBlocking, PackedKernelObjectIsSelfContained) {
