@@ -324,14 +324,14 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     Stmt store = lanes(Store(ep, Add(Add(Mul(kk, I(plane)), line.ep_off), p), mid), guard);
     return Allocate(acc, Block({init, mac, store}));
   };
-  auto expand_line = [&](const Line& line, const std::string& tag) -> absl::StatusOr<std::vector<Stmt>> {
+  auto expand_line = [&](const Line& line) -> absl::StatusOr<std::vector<Stmt>> {
     std::vector<Stmt> out;
     if (line.len / pbw > 0) {
-      ASSIGN_OR_RETURN(Stmt full, expand("acc_e" + tag, line, Mul(Var("pb_"), I(pbw)), pu, false));
+      ASSIGN_OR_RETURN(Stmt full, expand("acc_e", line, Mul(Var("pb_"), I(pbw)), pu, false));
       out.push_back(For("pb_", I(line.len / pbw), full));
     }
     if (line.len % pbw != 0) {
-      ASSIGN_OR_RETURN(Stmt tail, expand("acc_et" + tag, line, I(line.len / pbw * pbw), CeilDiv(line.len % pbw, vw), true));
+      ASSIGN_OR_RETURN(Stmt tail, expand("acc_et", line, I(line.len / pbw * pbw), CeilDiv(line.len % pbw, vw), true));
       out.push_back(tail);
     }
     return out;
@@ -339,22 +339,19 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
 
   std::vector<Stmt> expansion;
   Expr oh0 = nullptr;
-  std::function<Expr(Expr, Expr)> read;
-  Expr cl = Var("c_");
   if (rb == 0) {
     Line line{hw, I(0), I(0), [&](Expr ch, Expr p) {
                 return f.mid_flat ? std::vector<Expr>{n, ch, I(0), p}
                                   : std::vector<Expr>{n, ch, Div(p, I(f.w)), Mod(p, I(f.w))};
               }};
-    ASSIGN_OR_RETURN(expansion, expand_line(line, ""));
-    read = [&](Expr ih, Expr iw) { return Load(ep, Add(Add(Mul(cl, I(hw)), Mul(ih, I(f.w))), iw)); };
+    ASSIGN_OR_RETURN(expansion, expand_line(line));
   } else {
     // Band row j is input row gr (padding rows above and below the map are
     // zeros, so the band's depthwise geometry has no row padding).
     Expr band = Var("band_"), j = Var("er_");
     Expr gr = Add(Sub(Mul(band, I(rb * f.geo.sh)), I(f.geo.pad_top)), j);
     Line line{f.w, Mul(gr, I(f.w)), Mul(j, I(f.w)), [&](Expr ch, Expr p) { return std::vector<Expr>{n, ch, gr, p}; }};
-    ASSIGN_OR_RETURN(std::vector<Stmt> row, expand_line(line, ""));
+    ASSIGN_OR_RETURN(std::vector<Stmt> row, expand_line(line));
     Expr q = Add(Mul(Var("zq_"), I(vw)), Var("zv_"));
     Stmt zero = Store(ep, Add(Add(Mul(Var("zk_"), I(plane)), Mul(j, I(f.w))), q), FloatImm(0));
     if (f.w % vw != 0) zero = IfThen(Lt(q, I(f.w)), zero);
@@ -362,10 +359,12 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     expansion.push_back(
         For("er_", I(rows_in), IfThen(And(Ge(gr, I(0)), Lt(gr, I(f.h))), Block(std::move(row)), zero)));
     oh0 = Mul(band, I(rb));
-    read = [&](Expr ih, Expr iw) { return Load(ep, Add(Add(Mul(cl, I(plane)), Mul(ih, I(f.w))), iw)); };
   }
 
-  // ---- per channel of the block: the depthwise plane stage over its plane.
+  // ---- per channel of the block: the depthwise plane stage over its plane
+  // (the whole map's or the band's rows).
+  Expr cl = Var("c_");
+  auto read = [&](Expr ih, Expr iw) { return Load(ep, Add(Add(Mul(cl, I(plane)), Mul(ih, I(f.w))), iw)); };
   const WindowGeometry geo = rb > 0 ? BandGeometry(f, rb) : f.geo;
   ASSIGN_OR_RETURN(DepthwisePlanes dp,
                    LowerDepthwisePlanes(g, ge, dw_out, outs, geo, w2, b2, n, Add(c0, cl), vw, ur, read, oh0));
