@@ -42,7 +42,10 @@ namespace kiln {
 // run as one flat axis offer vector widths up to that run's length (a 7x7
 // map's 49), not the last axis's. 2014: conv pairs in bands of output rows
 // (rb), a task per band running every channel block over its input rows.
-inline constexpr int kScheduleSpaceVersion = 2014;
+// 2015: unpacked MatMuls of more than 64 rows offer row tasks of one or two
+// register blocks (mc); packed column blocks narrow to split tasks evenly
+// between threads; GEMVs offer two half-width tasks.
+inline constexpr int kScheduleSpaceVersion = 2015;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

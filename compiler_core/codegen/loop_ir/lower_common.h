@@ -16,6 +16,18 @@
 
 namespace kiln::loop_ir {
 
+// Tasks a default schedule makes at least, where its blocks allow: enough
+// for the threads of a small host to share without one of two threads
+// running twice the other's tasks (3 tasks on 2 threads).
+inline constexpr int64_t kMinTasks = 4;
+
+// How evenly 2 and 4 threads share tasks of `work` (in task order) as
+// runtime::ThreadPool::ParallelFor splits them: each thread a contiguous run
+// of floor or ceil(tasks / threads) tasks, the longer runs first. The mean
+// share over the largest, the lower of the two thread counts: 1 is even;
+// 7 equal tasks on 2 threads 0.875 (4 against 3).
+double EvenShare(const std::vector<int64_t>& work);
+
 // a / b rounded up, for a >= 0 and b > 0 (0 when b is 0).
 inline int64_t CeilDiv(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
 

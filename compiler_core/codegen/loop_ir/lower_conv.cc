@@ -95,10 +95,6 @@ absl::StatusOr<ConvForm> AnalyzeConv(const Graph& g) {
 
 namespace {
 
-// Tasks a pointwise conv's default schedule makes at least, where its
-// channel blocks allow: enough for the threads of a small host to share.
-constexpr int64_t kMinTasks = 4;
-
 // Multiply-adds per output element at or below which a direct conv's default
 // takes several output rows per task.
 constexpr int64_t kShortReduction = 32;

@@ -236,9 +236,11 @@ int64_t DefaultBandHeight(const ConvPairForm& f) {
   return best;
 }
 
-// The default band height (DefaultBandHeight), the widest vectors; 16
-// pointwise accumulators (kb * pu) and 4 depthwise vectors per register
-// block, as the separate variants' defaults. Measured (1 thread, 200-250
+// The default band height (DefaultBandHeight); of its points those making
+// kMinTasks tasks where any does (MNASNet's 8 -> 24 pair on 112x112 took 3
+// channel blocks of 8, two of them on one of 2 threads); the widest
+// vectors; 16 pointwise accumulators (kb * pu) and 4 depthwise vectors per
+// register block, as the separate variants' defaults. Measured (1 thread, 200-250
 // points tuned each) on expansions of 16 -> 64 channels on 160x160 and
 // 112x112 and 16 -> 32 on 128x128 (SSDlite, MobileViT), 16 -> 96 on 112x112
 // and 24 -> 144 on 56x56 (EfficientNet): within 2% of the space's best on
@@ -247,9 +249,15 @@ int64_t DefaultBandHeight(const ConvPairForm& f) {
 ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   absl::StatusOr<ConvPairForm> f = AnalyzeConvPair(g);
   const int64_t want = f.ok() ? DefaultBandHeight(*f) : 0;
-  return BestBy(Enumerate(g, target), [want](const ScheduleConfig& c) {
-    return std::make_tuple(c.Get("rb", 0) == want, c.Get("vw", 1), -std::abs(c.Get("kb", 1) * c.Get("pu", 1) - 16),
-                           c.Get("kb", 1), c.Get("ur", 1));
+  // Tasks of a point, kMinTasks at most (more rank alike).
+  auto tasks = [&f](const ScheduleConfig& c) -> int64_t {
+    if (!f.ok()) return 0;
+    const int64_t rb = c.Get("rb", 0);
+    return std::min(kMinTasks, f->n * (rb > 0 ? f->geo.oh / rb : f->c / c.Get("kb", 1)));
+  };
+  return BestBy(Enumerate(g, target), [want, &tasks](const ScheduleConfig& c) {
+    return std::make_tuple(c.Get("rb", 0) == want, tasks(c), c.Get("vw", 1),
+                           -std::abs(c.Get("kb", 1) * c.Get("pu", 1) - 16), c.Get("kb", 1), c.Get("ur", 1));
   });
 }
 

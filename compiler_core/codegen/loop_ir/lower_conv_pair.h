@@ -18,7 +18,8 @@
 // task is (image, band of rb output rows) instead, and runs every channel
 // block over the band's input rows (padding rows as zeros), so an input
 // too large to stay in L2 is read once, not once per channel block; the
-// default takes bands for inputs over 512 KiB. The expanded value must
+// default takes bands for inputs over 512 KiB, and otherwise channel blocks
+// that make at least 4 tasks where the channels allow. The expanded value must
 // have no reader outside the workload.
 #pragma once
 

@@ -370,13 +370,17 @@ constexpr int64_t kMaxGemvColumns = 8192;
 // column is a dot product of A's row with one contiguous row of B.
 bool GemvDotApplies(const MatMulSpec& s) { return s.m == 1 && s.b_stride_k == 1 && s.n > 1; }
 
+// Half of a GEMV's columns, in whole 16-column runs: two tasks.
+int64_t HalfColumns(int64_t n) { return CeilDiv(CeilDiv(n, 2), 16) * 16; }
+
 // GEMV points of variant gv (mr = nr = 1): each ku with all columns (nc 0)
-// or nc per task, nc below N.
+// or nc per task, nc below N (each nc once).
 std::vector<ScheduleConfig> GemvGrid(int64_t gv, const std::vector<int64_t>& ncs, const std::vector<int64_t>& kus,
                                      int64_t n) {
   std::vector<ScheduleConfig> out;
-  for (int64_t nc : ncs) {
-    if (nc >= n) continue;
+  for (size_t i = 0; i < ncs.size(); ++i) {
+    const int64_t nc = ncs[i];
+    if (nc >= n || std::find(ncs.begin(), ncs.begin() + i, nc) != ncs.begin() + i) continue;
     for (int64_t ku : kus) {
       ScheduleConfig c;
       c.Set("gv", gv);
@@ -394,7 +398,7 @@ std::vector<ScheduleConfig> GemvGrid(int64_t gv, const std::vector<int64_t>& ncs
 // together), all columns or nc per task.
 std::vector<ScheduleConfig> GemvDotPoints(const MatMulSpec& s) {
   if (!GemvDotApplies(s) || s.k * s.n * 4 <= 32 * 1024) return {};
-  return GemvGrid(2, {0, 256, 512}, {2, 4, 8}, s.n);
+  return GemvGrid(2, {0, 256, 512, HalfColumns(s.n)}, {2, 4, 8}, s.n);
 }
 
 // GEMV points: ku rows of B per pass, all columns (up to kMaxGemvColumns) or
@@ -404,6 +408,7 @@ std::vector<ScheduleConfig> GemvPoints(const MatMulSpec& s) {
   if (!GemvApplies(s) || s.k * s.n * 4 <= 32 * 1024) return {};
   std::vector<int64_t> ncs = {256, 512, 1024};
   if (s.n <= kMaxGemvColumns) ncs.insert(ncs.begin(), 0);
+  if (s.n <= 1024) ncs.push_back(HalfColumns(s.n));
   return GemvGrid(1, ncs, Useful({1, 2, 4, 8}, 1, s.k), s.n);
 }
 
@@ -427,18 +432,59 @@ bool WantsPacking(const MatMulSpec& s) {
          (s.m > kFewRows || (s.m >= 8 && b_bytes >= kPackFewRowsBytes) || b_bytes > kPackAnyRowsBytes);
 }
 
-// `reg` with K blocking kc, the widest column block whose packed B fits
-// kMaxPackedBytes, and rows per task mc (0: default).
+// EvenShare of the tasks of point `c`: each task's rows times columns, in
+// task order (batch, row block, column block). 1 past 4096 tasks.
+double TaskShare(const MatMulSpec& s, const ScheduleConfig& c, const CpuTarget& target) {
+  const MatMulTiling t = TileMatMul(s, c, target);
+  if (t.num_tasks > 4096) return 1.0;
+  std::vector<int64_t> work;
+  work.reserve(t.num_tasks);
+  for (int64_t b = 0; b < s.num_batches(); ++b) {
+    for (int64_t rb = 0; rb < t.row_blocks; ++rb) {
+      for (int64_t cb = 0; cb < t.col_blocks; ++cb) {
+        work.push_back(std::min(t.rows_per_task, s.m - rb * t.rows_per_task) *
+                       std::min(t.cols_per_task, s.n - cb * t.cols_per_task));
+      }
+    }
+  }
+  return EvenShare(work);
+}
+
+// Of `options` (in order of preference), the first whose tasks threads share
+// within 2% as evenly as the most even option's.
+ScheduleConfig MostEven(const MatMulSpec& s, const std::vector<ScheduleConfig>& options, const CpuTarget& target) {
+  double best = 0;
+  for (const ScheduleConfig& c : options) best = std::max(best, TaskShare(s, c, target));
+  for (const ScheduleConfig& c : options) {
+    if (TaskShare(s, c, target) >= best - 0.02) return c;
+  }
+  return options.front();
+}
+
+// `reg` with K blocking kc and rows per task mc (0: default), in column
+// blocks of the widest width whose packed B fits kMaxPackedBytes, or of down
+// to half of it where that splits the tasks more evenly between threads (a
+// GRU's 1536 columns: 7 blocks of 240 run 4 against 3 on two threads, 8 of
+// 192 run 4 against 4).
 ScheduleConfig PackedVariant(const MatMulSpec& s, const ScheduleConfig& reg, int64_t kc, int64_t mc,
                              const CpuTarget& target) {
   ScheduleConfig c = reg;
-  int64_t nb = reg.Get("nr", 2) * target.FloatLanes();
-  int64_t nc = kMaxPackedBytes / 4 / kc / nb * nb;
+  const int64_t nb = reg.Get("nr", 2) * target.FloatLanes();
+  const int64_t widest = kMaxPackedBytes / 4 / kc / nb;  // panels
   c.Set("kc", kc);
-  if (nc < CeilDiv(s.n, nb) * nb) c.Set("nc", nc);
   if (mc > 0) c.Set("mc", mc);
-  return c;
+  if (widest * nb >= CeilDiv(s.n, nb) * nb) return c;
+  std::vector<ScheduleConfig> options;
+  for (int64_t panels = widest; panels >= std::max<int64_t>(1, CeilDiv(widest, 2)); --panels) {
+    ScheduleConfig o = c;
+    o.Set("nc", panels * nb);
+    options.push_back(o);
+  }
+  return MostEven(s, options, target);
 }
+
+// Rows per task of a register block of mr rows when no mc is set.
+int64_t DefaultTaskRows(int64_t mr) { return mr * std::max<int64_t>(1, 32 / mr); }
 
 std::vector<ScheduleConfig> EnumerateMatMul(const MatMulSpec& s, const CpuTarget& target) {
   std::vector<ScheduleConfig> base = MatMulRegisterBlocks(s, target);
@@ -450,6 +496,17 @@ std::vector<ScheduleConfig> EnumerateMatMul(const MatMulSpec& s, const CpuTarget
       if (nc >= s.n) continue;
       for (ScheduleConfig c : base) {
         c.Set("nc", nc);
+        out.push_back(c);
+      }
+    }
+  }
+  if (s.m > kFewRows) {
+    // Row tasks of one or two register blocks: tasks that threads share evenly.
+    for (ScheduleConfig c : base) {
+      const int64_t mr = c.Get("mr", 6);
+      for (int64_t blocks : {1, 2}) {
+        if (mr * blocks >= DefaultTaskRows(mr)) continue;
+        c.Set("mc", mr * blocks);
         out.push_back(c);
       }
     }
@@ -502,26 +559,34 @@ ScheduleConfig DefaultMatMul(const MatMulSpec& s, const CpuTarget& target) {
   const bool one_vector = s.n <= target.FloatLanes();
   // A GEMV with B beyond the caches streams it: whole rows read best at one
   // thread (1280x1000 in mobilenet_v3: 0.29 ms, 256-column tasks 0.36), two
-  // half rows nearly as well and in parallel at two (0.20 ms).
+  // half rows nearly as well and in parallel at two (0.20 ms): 512-column
+  // tasks, or two halves up to 1024 columns.
   if (GemvApplies(s) && s.k * s.n * 4 > kGemvStreamBytes) {
     ScheduleConfig gemv;
     gemv.Set("gv", 1);
     gemv.Set("mr", 1);
     gemv.Set("nr", 1);
     gemv.Set("ku", std::min<int64_t>(4, Useful({1, 2, 4}, 1, s.k).back()));
-    if (s.n > 512) gemv.Set("nc", 512);
+    if (s.n > 512) gemv.Set("nc", s.n > 1024 ? 512 : HalfColumns(s.n));
     return gemv;
   }
   // The same over B's rows when its K is contiguous: each task streams whole
   // rows, contiguous memory (1000x1280 of a classifier head: 0.20 ms at one
-  // thread where the transposed copy streamed by row took 0.29).
+  // thread where the transposed copy streamed by row took 0.29). A task's
+  // rows are contiguous however few: 512-column tasks, or two halves up to
+  // 1024 columns (VGG's 25088 -> 256 head, 26 MB, in one task left the
+  // second thread idle).
   if (GemvDotApplies(s) && s.k * s.n * 4 > kGemvStreamBytes) {
     ScheduleConfig dot;
     dot.Set("gv", 2);
     dot.Set("mr", 1);
     dot.Set("nr", 1);
     dot.Set("ku", 4);
-    if (s.n > 512) dot.Set("nc", 512);
+    if (s.n > 1024) {
+      dot.Set("nc", 512);
+    } else if (HalfColumns(s.n) < s.n) {
+      dot.Set("nc", HalfColumns(s.n));
+    }
     return dot;
   }
   // With 32 vector registers, 8 rows by 3 vectors (24 accumulators, 11
@@ -567,6 +632,21 @@ ScheduleConfig DefaultMatMul(const MatMulSpec& s, const CpuTarget& target) {
     }
   } else if (s.m <= kFewRows && s.n > 256) {
     blocked.Set("nc", 256);
+  } else if (s.m > kFewRows) {
+    // Row tasks that threads share evenly: ViT's 197 rows in 32-row tasks
+    // are 7, 4 against 3 on two threads (128 rows against 69); in 8-row
+    // tasks 25 (104 against 93). At one thread the task size makes no
+    // difference (197 x 192 by 192 x 576: 0.178 ms, 0.176); at two, 0.109
+    // -> 0.091 ms (and 197 x 768 by 768 x 192 0.145 -> 0.120).
+    std::vector<ScheduleConfig> options = {blocked};
+    const int64_t mr = blocked.Get("mr", 6);
+    for (int64_t blocks : {2, 1}) {
+      if (mr * blocks >= DefaultTaskRows(mr)) continue;
+      ScheduleConfig c = blocked;
+      c.Set("mc", mr * blocks);
+      options.push_back(c);
+    }
+    blocked = MostEven(s, options, target);
   }
   std::vector<ScheduleConfig> space = EnumerateMatMul(s, target);
   return std::find(space.begin(), space.end(), blocked) != space.end() ? blocked : reg;

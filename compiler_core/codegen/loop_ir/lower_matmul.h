@@ -9,9 +9,15 @@
 //                                                                  that covers more columns in
 //                                                                  whole panels; else 2), 4 for one row
 //   ku    unroll of the reduction loop                             ~1 (32 registers; else 4)
-//   mc    rows per task (rounded up to mr); 0 or missing: ~32       0
-//   nc    columns per task (rounded up to nr * lanes); 0 or
-//         missing: all of N                                        0
+//   mc    rows per task (rounded up to mr); 0 or missing: ~32       0; B read in place by more
+//                                                                  than 64 rows: 1 or 2 register
+//                                                                  blocks where those tasks split
+//                                                                  more evenly over 2 and 4 threads
+//   nc    columns per task (rounded up to nr * lanes); 0 or        0; packed: the widest block
+//         missing: all of N                                        that fits, or down to half of
+//                                                                  it where tasks split more evenly;
+//                                                                  GEMVs: 512, or two halves up to
+//                                                                  1024 columns (dot form: any N)
 //   kc    K block; 0 or missing: no K blocking, B read in place;   0
 //         else B is packed per task and K block into a buffer of
 //         kc x columns-per-task floats (at most kMaxPackedBytes)

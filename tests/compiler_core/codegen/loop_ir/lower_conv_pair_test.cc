@@ -72,6 +72,26 @@ TEST(ConvPairLoweringTest, ALargeInputIsTakenInBandsOfRows) {
   }
 }
 
+// A small input taken whole: 24 expanded channels in blocks of 8 made 3
+// tasks, two of them on one of two threads (MNASNet's 8 -> 24 pair on
+// 112x112); the default takes blocks of 4 (6 tasks), still 16 pointwise
+// accumulators.
+TEST(ConvPairLoweringTest, TheDefaultMakesTasksForTwoThreads) {
+  CpuTarget target = CpuTarget::Host();
+  if (target.FloatLanes() != 16) GTEST_SKIP() << "the case is for 16-lane targets; this host has " << target.FloatLanes();
+  std::unique_ptr<Graph> g = ConvPairGraph(ConvPairSpec{{1, 8, 56, 56}, 24, 3, 2, 1, 1, "Relu", "Relu"});
+  SCOPED_TRACE(g->ToText());
+  const ScheduleConfig d = DefaultSchedule(*g, target);
+  EXPECT_EQ(d.Get("rb", 0), 0) << d.ToString();
+  EXPECT_EQ(d.Get("kb", 0) * d.Get("pu", 0), 16) << d.ToString();
+  auto f = LowerWorkload(*g, d, target);
+  ASSERT_TRUE(f.ok()) << f.status();
+  const std::string text = loop_ir::Print(*f);
+  EXPECT_NE(text.find(absl::StrCat("parallel for (t_, 0, ", 24 / d.Get("kb", 0), ")")), std::string::npos) << text;
+  EXPECT_GE(24 / d.Get("kb", 0), 4) << d.ToString();
+  CheckConfigsAgainstInterpreter(*g, {d}, target);
+}
+
 TEST(ConvPairLoweringTest, RefusesWhatIsNotAnExpansionAndADepthwiseConv) {
   CpuTarget target = CpuTarget::Host();
   const loop_ir::WorkloadLowering l = loop_ir::ConvPairLowering();

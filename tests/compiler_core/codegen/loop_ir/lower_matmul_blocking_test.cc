@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/codegen/jit.h"
+#include "compiler_core/codegen/loop_ir/lower_common.h"
 #include "compiler_core/codegen/loop_ir/lower_matmul.h"
 #include "compiler_core/codegen/object_emitter.h"
 #include "compiler_core/codegen/schedule_space.h"
@@ -322,6 +323,53 @@ TEST(MatMulBlocking, DefaultRegisterBlockFollowsTheRegisterFile) {
 
 // The packed buffer lives on the stack: an object with a packed kernel imports
 // nothing beyond memcpy/memset/memmove.
+// How two and four threads share tasks: contiguous runs of floor or ceil of
+// tasks / threads, the longer first (runtime::ThreadPool::ParallelFor).
+TEST(MatMulBlocking, EvenShareOfTasks) {
+  EXPECT_DOUBLE_EQ(loop_ir::EvenShare({1, 1, 1, 1}), 1.0);
+  EXPECT_DOUBLE_EQ(loop_ir::EvenShare({1, 1, 1, 1, 1, 1, 1}), 3.5 / 4);      // 4 against 3
+  EXPECT_DOUBLE_EQ(loop_ir::EvenShare({32, 32, 32, 32, 32, 32, 5}), 98.5 / 128);  // 197 rows by 32
+  EXPECT_DOUBLE_EQ(loop_ir::EvenShare({5}), 0.25);  // one task: one thread of four
+  EXPECT_DOUBLE_EQ(loop_ir::EvenShare({6, 6}), 0.5);                            // four threads, two tasks
+}
+
+// Defaults split their tasks so that two threads share them evenly: ViT's
+// 197 rows in 8-row tasks (32-row tasks are 7, 4 against 3), a packed
+// GRU projection's 1536 columns in 8 blocks rather than 7, a classifier
+// head's 256 columns in two halves. The row tasks' kernel (a 5-row last
+// task) matches the reference.
+TEST(MatMulBlocking, DefaultTasksShareEvenlyBetweenThreads) {
+  absl::StatusOr<CpuTarget> avx512 = CpuTarget::Named("znver5");
+  ASSERT_TRUE(avx512.ok());
+  auto tasks_of = [&](const Graph& g, const ScheduleConfig& c) {
+    auto spec = loop_ir::AnalyzeMatMul(g);
+    EXPECT_TRUE(spec.ok()) << spec.status();
+    return loop_ir::TileMatMul(*spec, c, *avx512).num_tasks;
+  };
+  auto vit = MakeWorkload("MatMul", {{197, 192}, {192, 576}}, {197, 576});
+  ScheduleConfig d = DefaultSchedule(*vit, *avx512);
+  EXPECT_EQ(d.ToString(), "ku=1,mc=8,mr=8,nr=3");
+  EXPECT_EQ(tasks_of(*vit, d), 25);
+  auto gru = MakeWorkload("MatMul", {{100, 1312}, {1312, 1536}}, {100, 1536});
+  d = DefaultSchedule(*gru, *avx512);
+  EXPECT_GT(d.Get("kc", 0), 0) << d.ToString();
+  EXPECT_EQ(tasks_of(*gru, d), 8) << d.ToString();
+  auto head = MakeWorkload("Gemm", {{1, 4096}, {256, 4096}}, {1, 256}, {{"transB", int64_t{1}}});
+  d = DefaultSchedule(*head, *avx512);
+  EXPECT_EQ(d.ToString(), "gv=2,ku=4,mr=1,nc=128,nr=1");
+  EXPECT_EQ(tasks_of(*head, d), 2);
+  for (const Graph* g : {vit.get(), gru.get(), head.get()}) {
+    std::vector<ScheduleConfig> space = EnumerateSchedules(*g, *avx512);
+    ScheduleConfig dflt = DefaultSchedule(*g, *avx512);
+    EXPECT_NE(std::find(space.begin(), space.end(), dflt), space.end()) << dflt.ToString();
+  }
+  const int64_t m = 197, k = 40, n = 96;
+  std::vector<std::vector<float>> in = {RandomData(m * k, 41), RandomData(k * n, 42)};
+  auto g = MakeWorkload("MatMul", {{m, k}, {k, n}}, {m, n});
+  Check(*g, in, Reference(in[0], in[1], nullptr, 1, m, n, k, false, false), k,
+        {"ku=1,mc=8,mr=8,nr=3", "ku=1,mc=16,mr=8,nr=2", "ku=4,mc=6,mr=6,nr=2"});
+}
+
 TEST(MatMulBlocking, PackedKernelObjectIsSelfContained) {
   CpuTarget target = CpuTarget::Host();
   auto g = MakeWorkload("MatMul", {{200, 700}, {700, 900}}, {200, 900});
