@@ -45,25 +45,25 @@ absl::Status CheckWorkloadTypes(const Graph& g) {
       g, [](const Value* v) { return DTypeSize(v->type().dtype) != 0; }, "tensor of a known dtype");
 }
 
-double EvenShare(const std::vector<int64_t>& work) {
+double EvenShare(const std::vector<int64_t>& work, int64_t threads) {
   int64_t total = 0;
   for (int64_t w : work) total += w;
-  if (total <= 0) return 1.0;
+  if (total <= 0 || threads <= 1) return 1.0;
   const int64_t tasks = static_cast<int64_t>(work.size());
-  double worst = 1.0;
-  for (int64_t threads : {2, 4}) {
-    const int64_t runs = std::min(tasks, threads), base = tasks / runs, rem = tasks % runs;
-    int64_t largest = 0;
-    for (int64_t r = 0, begin = 0; r < runs; ++r) {
-      const int64_t end = begin + base + (r < rem ? 1 : 0);
-      int64_t share = 0;
-      for (int64_t t = begin; t < end; ++t) share += work[t];
-      largest = std::max(largest, share);
-      begin = end;
-    }
-    worst = std::min(worst, static_cast<double>(total) / static_cast<double>(threads) / static_cast<double>(largest));
+  const int64_t runs = std::min(tasks, threads), base = tasks / runs, rem = tasks % runs;
+  int64_t largest = 0;
+  for (int64_t r = 0, begin = 0; r < runs; ++r) {
+    const int64_t end = begin + base + (r < rem ? 1 : 0);
+    int64_t share = 0;
+    for (int64_t t = begin; t < end; ++t) share += work[t];
+    largest = std::max(largest, share);
+    begin = end;
   }
-  return worst;
+  return static_cast<double>(total) / static_cast<double>(threads) / static_cast<double>(largest);
+}
+
+int EvenShareRank(const std::vector<int64_t>& work) {
+  return (EvenShare(work, 2) >= 0.9 ? 2 : 0) + (EvenShare(work, 4) >= 0.9 ? 1 : 0);
 }
 
 int WidestElementBytes(const Graph& g) {

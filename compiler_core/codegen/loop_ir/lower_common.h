@@ -21,12 +21,18 @@ namespace kiln::loop_ir {
 // running twice the other's tasks (3 tasks on 2 threads).
 inline constexpr int64_t kMinTasks = 4;
 
-// How evenly 2 and 4 threads share tasks of `work` (in task order) as
+// How evenly `threads` threads share tasks of `work` (in task order) as
 // runtime::ThreadPool::ParallelFor splits them: each thread a contiguous run
 // of floor or ceil(tasks / threads) tasks, the longer runs first. The mean
-// share over the largest, the lower of the two thread counts: 1 is even;
-// 7 equal tasks on 2 threads 0.875 (4 against 3).
-double EvenShare(const std::vector<int64_t>& work);
+// share over the largest: 1 is even; 7 equal tasks on 2 threads 0.875 (4
+// against 3).
+double EvenShare(const std::vector<int64_t>& work, int64_t threads);
+
+// How a default ranks task splits (higher is better; then fewer tasks):
+// 2 when 2 threads share `work` within 90% of evenly (EvenShare), plus 1
+// when 4 threads do. Small hosts first: 7 tasks rank 0 (2 threads: 0.875),
+// 8 rank 3, 25 rank 2 (4 threads: 0.89).
+int EvenShareRank(const std::vector<int64_t>& work);
 
 // a / b rounded up, for a >= 0 and b > 0 (0 when b is 0).
 inline int64_t CeilDiv(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }

@@ -416,12 +416,28 @@ double ChannelVectorRowCost(int64_t ow, int64_t ur, int64_t kb) {
 // vectors of channels 2.65 ms, 2 vectors 2.13 ms).
 constexpr int64_t kL2WeightFloats = 192 * 1024;
 
-// The channel-vector variant's tasks for kb vectors of output channels:
-// every output row in one task while the images, groups and channel blocks
-// make 4 tasks, else half or a quarter of the rows.
+// The channel-vector variant's rows per task for kb vectors of output
+// channels: all the output rows, half or a quarter of them, the first of
+// the highest EvenShareRank (Inception's 7x1 conv, 5 channel blocks of 17
+// rows: whole, 3 blocks against 2 on two threads, 0.44-0.46 ms; quarters,
+// 10 tasks against 10, 0.38; halves 0.36-0.37; at one thread all 0.69-0.71).
 int64_t ChannelVectorRows(const ConvForm& f, int64_t kb, int64_t lanes) {
   const int64_t blocks = f.geo.n * f.group * std::max<int64_t>(1, f.kg / (kb * lanes));
-  return blocks >= 4 ? f.geo.oh : CeilDiv(f.geo.oh, CeilDiv(4, blocks) <= 2 ? 2 : 4);
+  const int64_t oh = f.geo.oh;
+  int best = -1;
+  int64_t pick = oh;
+  for (int64_t rows : {oh, CeilDiv(oh, 2), CeilDiv(oh, 4)}) {
+    std::vector<int64_t> work;
+    for (int64_t b = 0; b < blocks && work.size() < 4096; ++b) {
+      for (int64_t r = 0; r < oh; r += rows) work.push_back(std::min(rows, oh - r));
+    }
+    const int rank = EvenShareRank(work);
+    if (rank > best) {
+      best = rank;
+      pick = rows;
+    }
+  }
+  return pick;
 }
 
 // Blocked weights (channel-vector points only): the most channel vectors
@@ -459,7 +475,10 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   const int64_t planes = f.ok() ? f->geo.n * f->group : 1;
   // Pointwise: the fewest channel splits that reach kMinTasks (or the most there are).
   // Direct: the fewest column splits that reach kMinTasks (1-D convs: one
-  // task without).
+  // task without). Not the splits two threads share most evenly: SqueezeNet's
+  // 512 -> 1000 on 13x13 runs 5 pixel blocks (the last with the 9-pixel
+  // tail) 0.46-0.49 ms on two threads, split in 10 tasks 0.49-0.53 (each
+  // split reads the input again).
   auto split_score = [&](const ScheduleConfig& c) -> int64_t {
     if (!f.ok() || c.Get("dw", 0) != 0 || c.Get("kv", 0) != 0) return 0;
     const Knobs k = KnobsOf(c);

@@ -432,11 +432,11 @@ bool WantsPacking(const MatMulSpec& s) {
          (s.m > kFewRows || (s.m >= 8 && b_bytes >= kPackFewRowsBytes) || b_bytes > kPackAnyRowsBytes);
 }
 
-// EvenShare of the tasks of point `c`: each task's rows times columns, in
-// task order (batch, row block, column block). 1 past 4096 tasks.
-double TaskShare(const MatMulSpec& s, const ScheduleConfig& c, const CpuTarget& target) {
+// EvenShareRank of the tasks of point `c`: each task's rows times columns,
+// in task order (batch, row block, column block); 3 past 4096 tasks.
+int TaskShareRank(const MatMulSpec& s, const ScheduleConfig& c, const CpuTarget& target) {
   const MatMulTiling t = TileMatMul(s, c, target);
-  if (t.num_tasks > 4096) return 1.0;
+  if (t.num_tasks > 4096) return 3;
   std::vector<int64_t> work;
   work.reserve(t.num_tasks);
   for (int64_t b = 0; b < s.num_batches(); ++b) {
@@ -447,18 +447,22 @@ double TaskShare(const MatMulSpec& s, const ScheduleConfig& c, const CpuTarget& 
       }
     }
   }
-  return EvenShare(work);
+  return EvenShareRank(work);
 }
 
-// Of `options` (in order of preference), the first whose tasks threads share
-// within 2% as evenly as the most even option's.
+// Of `options` (in order of preference), the first of the highest
+// TaskShareRank.
 ScheduleConfig MostEven(const MatMulSpec& s, const std::vector<ScheduleConfig>& options, const CpuTarget& target) {
-  double best = 0;
-  for (const ScheduleConfig& c : options) best = std::max(best, TaskShare(s, c, target));
+  int best = -1;
+  ScheduleConfig pick = options.front();
   for (const ScheduleConfig& c : options) {
-    if (TaskShare(s, c, target) >= best - 0.02) return c;
+    const int rank = TaskShareRank(s, c, target);
+    if (rank > best) {
+      best = rank;
+      pick = c;
+    }
   }
-  return options.front();
+  return pick;
 }
 
 // `reg` with K blocking kc and rows per task mc (0: default), in column
@@ -501,9 +505,11 @@ std::vector<ScheduleConfig> EnumerateMatMul(const MatMulSpec& s, const CpuTarget
     }
   }
   if (s.m > kFewRows) {
-    // Row tasks of one or two register blocks: tasks that threads share evenly.
+    // Row tasks of one or two register blocks of 4 rows or more: tasks that
+    // threads share evenly.
     for (ScheduleConfig c : base) {
       const int64_t mr = c.Get("mr", 6);
+      if (mr < 4) continue;
       for (int64_t blocks : {1, 2}) {
         if (mr * blocks >= DefaultTaskRows(mr)) continue;
         c.Set("mc", mr * blocks);

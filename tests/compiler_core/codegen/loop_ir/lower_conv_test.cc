@@ -642,6 +642,24 @@ TEST(ConvLoweringTest, PointwiseVariantSplitsChannelsOnSmallMaps) {
   EXPECT_FALSE(ValidateSchedule(*g, bad, target).ok());
 }
 
+// The channel-vector default splits its rows so that two threads share the
+// tasks evenly: Inception's 7x1 conv of 5 channel blocks over 17 rows takes
+// quarter rows (20 tasks), where whole rows ran 3 blocks against 2.
+TEST(ConvLoweringTest, ChannelVectorDefaultSplitsRowsEvenlyForTwoThreads) {
+  CpuTarget target = CpuTarget::Host();
+  if (target.FloatLanes() < 16) GTEST_SKIP() << "host vectors hold fewer than 16 floats";
+  auto seven = BlockedConvGraph({1, 160, 17, 17}, 160, {7, 1}, {1, 1}, {3, 0, 3, 0}, {1, 1}, 1);
+  ScheduleConfig d = DefaultSchedule(*seven, target);
+  EXPECT_EQ(d.Get("kv", 0), 1) << d.ToString();
+  EXPECT_EQ(d.Get("rows", 0), 5) << d.ToString();
+  auto f = loop_ir::FindLowering(*seven)->lower(*seven, d, target);
+  ASSERT_TRUE(f.ok()) << f.status();
+  const int64_t tasks = 160 / (16 * d.Get("kb", 1)) * 4;
+  EXPECT_NE(loop_ir::Print(*f).find(absl::StrCat("parallel for (t_, 0, ", tasks, ")")), std::string::npos)
+      << loop_ir::Print(*f);
+  CheckConv(*seven, {d});
+}
+
 TEST(ConvLoweringTest, PointwiseVariantOneDimensionalAndEpilogues) {
   CpuTarget target = CpuTarget::Host();
   {

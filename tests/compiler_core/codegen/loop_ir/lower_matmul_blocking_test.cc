@@ -326,11 +326,14 @@ TEST(MatMulBlocking, DefaultRegisterBlockFollowsTheRegisterFile) {
 // How two and four threads share tasks: contiguous runs of floor or ceil of
 // tasks / threads, the longer first (runtime::ThreadPool::ParallelFor).
 TEST(MatMulBlocking, EvenShareOfTasks) {
-  EXPECT_DOUBLE_EQ(loop_ir::EvenShare({1, 1, 1, 1}), 1.0);
-  EXPECT_DOUBLE_EQ(loop_ir::EvenShare({1, 1, 1, 1, 1, 1, 1}), 3.5 / 4);      // 4 against 3
-  EXPECT_DOUBLE_EQ(loop_ir::EvenShare({32, 32, 32, 32, 32, 32, 5}), 98.5 / 128);  // 197 rows by 32
-  EXPECT_DOUBLE_EQ(loop_ir::EvenShare({5}), 0.25);  // one task: one thread of four
-  EXPECT_DOUBLE_EQ(loop_ir::EvenShare({6, 6}), 0.5);                            // four threads, two tasks
+  EXPECT_DOUBLE_EQ(loop_ir::EvenShare({1, 1, 1, 1}, 2), 1.0);
+  EXPECT_DOUBLE_EQ(loop_ir::EvenShare({1, 1, 1, 1, 1, 1, 1}, 2), 3.5 / 4);           // 4 against 3
+  EXPECT_DOUBLE_EQ(loop_ir::EvenShare({32, 32, 32, 32, 32, 32, 5}, 2), 98.5 / 128);  // 197 rows by 32
+  EXPECT_DOUBLE_EQ(loop_ir::EvenShare({5}, 4), 0.25);                                 // one task of four
+  EXPECT_DOUBLE_EQ(loop_ir::EvenShare({6, 6}, 1), 1.0);
+  EXPECT_EQ(loop_ir::EvenShareRank(std::vector<int64_t>(7, 1)), 0);
+  EXPECT_EQ(loop_ir::EvenShareRank(std::vector<int64_t>(8, 1)), 3);
+  EXPECT_EQ(loop_ir::EvenShareRank(std::vector<int64_t>(25, 1)), 2);  // 4 threads: 7 of 25 tasks, 0.89
 }
 
 // Defaults split their tasks so that two threads share them evenly: ViT's
