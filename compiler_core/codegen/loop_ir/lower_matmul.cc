@@ -453,16 +453,7 @@ int TaskShareRank(const MatMulSpec& s, const ScheduleConfig& c, const CpuTarget&
 // Of `options` (in order of preference), the first of the highest
 // TaskShareRank.
 ScheduleConfig MostEven(const MatMulSpec& s, const std::vector<ScheduleConfig>& options, const CpuTarget& target) {
-  int best = -1;
-  ScheduleConfig pick = options.front();
-  for (const ScheduleConfig& c : options) {
-    const int rank = TaskShareRank(s, c, target);
-    if (rank > best) {
-      best = rank;
-      pick = c;
-    }
-  }
-  return pick;
+  return BestBy(options, [&](const ScheduleConfig& c) { return TaskShareRank(s, c, target); });
 }
 
 // `reg` with K blocking kc and rows per task mc (0: default), in column
@@ -711,7 +702,7 @@ MatMulTiling TileMatMul(const MatMulSpec& s, const ScheduleConfig& config, const
   t.ku = config.Get("ku", 4);
   t.nb = t.nr * target.FloatLanes();
   int64_t mc = config.Get("mc", 0);
-  t.rows_per_task = mc > 0 ? CeilDiv(mc, t.mr) * t.mr : t.mr * std::max<int64_t>(1, 32 / t.mr);
+  t.rows_per_task = mc > 0 ? CeilDiv(mc, t.mr) * t.mr : DefaultTaskRows(t.mr);
   int64_t n_padded = std::max<int64_t>(CeilDiv(s.n, t.nb) * t.nb, t.nb);
   int64_t nc = config.Get("nc", 0);
   t.cols_per_task = nc > 0 ? std::min(CeilDiv(nc, t.nb) * t.nb, n_padded) : n_padded;
