@@ -35,10 +35,12 @@ void WriteAll(int fd, const std::string& data) {
   }
 }
 
-// The child: runs `work`, pipes back what it returns, _exits 0.
-[[noreturn]] void ChildMain(int write_fd, const std::function<std::string()>& work) {
+// The child: takes the name `comm` (what ps and /proc/PID/comm show, at most
+// 15 characters), runs `work`, pipes back what it returns, _exits 0.
+[[noreturn]] void ChildMain(int write_fd, const char* comm, const std::function<std::string()>& work) {
   // Die with the parent; do not inherit the daemon's shutdown handlers.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  prctl(PR_SET_NAME, comm);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   signal(SIGPIPE, SIG_DFL);
@@ -72,9 +74,10 @@ struct ChildEnd {
   std::string bytes;
 };
 
-// Runs `work` in a forked child (ChildMain) for at most `timeout`, reading
-// its bytes as they come. `what` names the work in a cancellation.
-absl::StatusOr<ChildEnd> RunChild(const std::function<std::string()>& work, absl::Duration timeout,
+// Runs `work` in a forked child (ChildMain) named `comm` for at most
+// `timeout`, reading its bytes as they come. `what` names the work in a
+// cancellation.
+absl::StatusOr<ChildEnd> RunChild(const char* comm, const std::function<std::string()>& work, absl::Duration timeout,
                                   const std::atomic<bool>* cancel, const std::string& what) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
@@ -90,7 +93,7 @@ absl::StatusOr<ChildEnd> RunChild(const std::function<std::string()>& work, absl
   }
   if (pid == 0) {
     close(fds[0]);
-    ChildMain(fds[1], work);
+    ChildMain(fds[1], comm, work);
   }
   close(fds[1]);
   const int read_fd = fds[0];
@@ -171,7 +174,7 @@ absl::StatusOr<kiln::v1::MeasureResult> RunIsolated(
     if (!result.SerializeToString(&bytes)) _exit(3);
     return bytes;
   };
-  absl::StatusOr<ChildEnd> end = RunChild(work, timeout, cancel, absl::StrCat("measurement of task ", task_id));
+  absl::StatusOr<ChildEnd> end = RunChild(kMeasureChildName, work, timeout, cancel, absl::StrCat("measurement of task ", task_id));
   if (!end.ok()) return end.status();
   if (end->timed_out) {
     return FailedMeasurement(task_id, kiln::v1::TIMEOUT,
@@ -214,7 +217,7 @@ absl::Status CacheReferenceIsolated(const kiln::v1::MeasureTask& task, absl::Dur
     return proto.SerializeAsString();
   };
   absl::StatusOr<ChildEnd> end =
-      RunChild(work, timeout, cancel, absl::StrCat("reference of workload ", task.workload_key()));
+      RunChild(kReferenceChildName, work, timeout, cancel, absl::StrCat("reference of workload ", task.workload_key()));
   if (!end.ok()) return end.status();
   if (end->timed_out) {
     return absl::DeadlineExceededError(absl::StrCat("the reference of workload ", task.workload_key(),

@@ -13,6 +13,12 @@
 
 namespace kiln::worker {
 
+// The names the children take (prctl PR_SET_NAME: ps, top and /proc/PID/comm
+// show them), so that an operator, or a test, tells a measurement from the
+// computation of its reference.
+inline constexpr char kMeasureChildName[] = "kiln-measure";
+inline constexpr char kReferenceChildName[] = "kiln-reference";
+
 // Runs `measure` in a child made with fork(); the child sends the serialized
 // MeasureResult back through a pipe and _exits. The parent waits up to `timeout`:
 //   - result received, child exited 0  -> that result (task_id set to `task_id`)

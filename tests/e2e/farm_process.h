@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "tests/e2e/cli_process.h"
+#include "worker/isolation.h"
 
 namespace kiln::e2e {
 
@@ -80,12 +81,22 @@ inline std::vector<pid_t> ChildrenOf(pid_t pid) {
   return out;
 }
 
-// Stops `worker` (SIGSTOP) at a moment it holds a lease: a kiln-worker that
-// isolates measurements has a live child exactly while it measures a leased
-// task (the lease is taken before the child is forked and reported after it
-// ends). Tries until `timeout`, letting the worker run a few milliseconds
-// between tries. Returns the measuring child (still running; the worker stays
-// stopped), or 0 with the worker running again.
+// The name of process `pid` (/proc/PID/comm); "" if it is gone.
+inline std::string ProcessName(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  std::getline(f, name);
+  return name;
+}
+
+// Stops `worker` (SIGSTOP) at a moment it measures a leased task: a
+// kiln-worker that isolates measurements has a live child named
+// "kiln-measure" exactly then (the lease is taken before the child is forked
+// and reported after it ends; the child that computes a task's reference
+// first is named "kiln-reference", and a fault inflicted on it is not the
+// measurement's). Tries until `timeout`, letting the worker run a few
+// milliseconds between tries. Returns the measuring child (still running; the
+// worker stays stopped), or 0 with the worker running again.
 inline pid_t StopWhileMeasuring(pid_t worker, std::chrono::seconds timeout) {
   const auto end = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < end) {
@@ -93,7 +104,7 @@ inline pid_t StopWhileMeasuring(pid_t worker, std::chrono::seconds timeout) {
     WaitUntil([&] { return ProcessState(worker) == 'T'; }, std::chrono::seconds(5));
     for (pid_t child : ChildrenOf(worker)) {
       const char state = ProcessState(child);
-      if (state != 0 && state != 'Z') return child;
+      if (state != 0 && state != 'Z' && ProcessName(child) == worker::kMeasureChildName) return child;
     }
     kill(worker, SIGCONT);
     std::this_thread::sleep_for(std::chrono::milliseconds(3));
