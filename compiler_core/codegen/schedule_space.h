@@ -44,8 +44,9 @@ namespace kiln {
 // (rb), a task per band running every channel block over its input rows.
 // 2015: unpacked MatMuls of more than 64 rows offer row tasks of one or two
 // register blocks (mc); packed column blocks narrow to split tasks evenly
-// between threads; GEMVs offer two half-width tasks.
-inline constexpr int kScheduleSpaceVersion = 2015;
+// between threads; GEMVs offer two half-width tasks. 2016: recurrences
+// stream their recurrent weights in passes of kb rows.
+inline constexpr int kScheduleSpaceVersion = 2016;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -5,7 +5,9 @@
 // T leaves Y zero past its end and its final state where it ended.
 #include "compiler_core/codegen/loop_ir/lower_recurrence.h"
 
+#include <cstdlib>
 #include <optional>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -84,6 +86,17 @@ absl::StatusOr<RecurrenceForm> AnalyzeRecurrence(const Graph& g) {
 
 namespace {
 
+// Rows of the recurrent weights a GEMV pass streams at once (kb > 0): the
+// divisors of H up to 16 from 4 on, H itself when smaller.
+std::vector<int64_t> RowsPerPass(int64_t H) {
+  std::vector<int64_t> out;
+  for (int64_t kb : {4, 8, 16}) {
+    if (H % kb == 0) out.push_back(kb);
+  }
+  if (out.empty()) out.push_back(H);
+  return out;
+}
+
 std::vector<ScheduleConfig> EnumerateRecurrence(const Graph& g, const CpuTarget& target) {
   absl::StatusOr<RecurrenceForm> f = AnalyzeRecurrence(g);
   if (!f.ok()) return {};
@@ -91,26 +104,42 @@ std::vector<ScheduleConfig> EnumerateRecurrence(const Graph& g, const CpuTarget&
   for (int64_t vw : VectorWidths(target, f->H)) {
     for (int64_t unroll : {1, 2, 4}) {
       if (unroll > 1 && vw * unroll > f->G * f->H) break;
-      ScheduleConfig c;
-      c.Set("vw", vw);
-      c.Set("unroll", unroll);
-      out.push_back(c);
+      std::vector<int64_t> passes = RowsPerPass(f->H);
+      passes.insert(passes.begin(), 0);
+      for (int64_t kb : passes) {
+        ScheduleConfig c;
+        c.Set("vw", vw);
+        c.Set("unroll", unroll);
+        if (kb > 0) c.Set("kb", kb);
+        out.push_back(c);
+      }
     }
   }
   return out;
 }
 
+// The widest vectors, four per column block, in passes of 8 rows (or the
+// nearest the space offers): every block's few FMAs per pass are independent
+// of the next block's, so the core overlaps them, and the pass reads its rows
+// front to back, as the prefetcher likes. (A whole column of H rows per block,
+// kb = 0, chains H dependent FMAs per register and walks the weights a row's
+// stride apart: 30-55 GFLOP/s on 256-unit LSTMs and GRUs.)
 ScheduleConfig DefaultRecurrence(const Graph& g, const CpuTarget& target) {
   return BestBy(EnumerateRecurrence(g, target), [](const ScheduleConfig& c) {
-    return std::make_pair(c.Get("vw", 1), c.Get("unroll", 1));
+    const int64_t kb = c.Get("kb", 0);
+    return std::make_tuple(c.Get("vw", 1), c.Get("unroll", 1), kb > 0, -std::abs(kb - 8));
   });
 }
 
 absl::Status ValidateRecurrence(const Graph& g, const ScheduleConfig& c, const CpuTarget& target) {
-  RETURN_IF_ERROR(AnalyzeRecurrence(g).status());
-  RETURN_IF_ERROR(ValidateKnobs(g, c, target, {"vw", "unroll"}));
+  ASSIGN_OR_RETURN(RecurrenceForm f, AnalyzeRecurrence(g));
+  RETURN_IF_ERROR(ValidateKnobs(g, c, target, {"vw", "unroll", "kb"}));
   const int64_t unroll = c.Get("unroll", 1);
   if (unroll != 1 && unroll != 2 && unroll != 4) return absl::InvalidArgumentError("unroll must be 1, 2 or 4");
+  const int64_t kb = c.Get("kb", 0);
+  if (kb < 0 || (kb > 0 && f.H % kb != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("kb ", kb, " does not divide the hidden size ", f.H));
+  }
   return absl::OkStatus();
 }
 
@@ -208,8 +237,8 @@ class RecurrenceKernel {
   using Acts = std::vector<ops::RnnActivation>;
 
   RecurrenceKernel(const RecurrenceForm& f, std::vector<Buffer> in, std::vector<Buffer> out, int64_t vw,
-                   int64_t unroll)
-      : f_(f), in_(std::move(in)), out_(std::move(out)), vw_(vw), unroll_(unroll) {
+                   int64_t unroll, int64_t kb)
+      : f_(f), in_(std::move(in)), out_(std::move(out)), vw_(vw), unroll_(unroll), kb_(kb) {
     h_ = MakeBuffer("h", {f.H}, BufferRole::kTemp);
     c_ = MakeBuffer("c", {f.H}, BufferRole::kTemp);
     acc_ = MakeBuffer("acc", {f.G * f.H}, BufferRole::kTemp);
@@ -232,7 +261,8 @@ class RecurrenceKernel {
   Expr Acc(int64_t gate, const Expr& j) const { return Load(acc_, Add(I(gate * f_.H), j)); }
   // The cell's operands and state: the task's temps.
   RecurrenceCellAccess Access() const;
-  // acc[c0 + j] = sum_k src[k] * RT[d, k, c0 + j] for j in [0, n).
+  // acc[c0 + j] = sum_k src[k] * RT[d, k, c0 + j] for j in [0, n), k
+  // ascending: per column block over all k (kb = 0), or in passes of kb rows.
   absl::StatusOr<Stmt> Gemv(const Buffer& src, int64_t c0, int64_t n) const;
   // for (name, 0, H) vectorized by vw (tail lanes masked): body(j).
   absl::StatusOr<Stmt> OverHidden(const std::string& name, const std::function<Stmt(const Expr&)>& body) const;
@@ -243,7 +273,7 @@ class RecurrenceKernel {
 
   const RecurrenceForm& f_;
   std::vector<Buffer> in_, out_;
-  int64_t vw_, unroll_;
+  int64_t vw_, unroll_, kb_;
   Buffer h_, c_, acc_, rh_, lens_;
 };
 
@@ -254,15 +284,24 @@ absl::StatusOr<Stmt> RecurrenceKernel::Gemv(const Buffer& src, int64_t c0, int64
   Expr j = Add(Add(Mul(Var(jo), I(block)), Mul(Var(ju), I(vw_))), Var(jv));
   Expr col = Add(I(c0), j);
   auto guarded = [&](Stmt s) { return n % block == 0 ? s : IfThen(Lt(j, I(n)), s); };
-  Expr rt = Load(In(kRecRt), Add(Mul(Add(Mul(d(), I(f_.H)), Var(k)), I(GH)), col));
-  Stmt fma = guarded(Store(acc_, col, Call("fma", {Load(src, Var(k)), rt, Load(acc_, col)})));
-  Stmt lanes = For(ju, I(unroll_), For(jv, I(vw_), fma, vw_ > 1 ? ForKind::kVectorized : ForKind::kSerial),
-                   ForKind::kUnrolled);
-  Stmt zero = For(ju, I(unroll_), For(jv, I(vw_), guarded(Store(acc_, col, F(0))),
-                                      vw_ > 1 ? ForKind::kVectorized : ForKind::kSerial),
-                  ForKind::kUnrolled);
-  // The k loop innermost: the block's accumulators stay in registers.
-  return For(jo, I((n + block - 1) / block), Block({zero, For(k, I(f_.H), lanes)}));
+  const ForKind lanes_kind = vw_ > 1 ? ForKind::kVectorized : ForKind::kSerial;
+  auto over_block = [&](Stmt s) { return For(ju, I(unroll_), For(jv, I(vw_), guarded(s), lanes_kind), ForKind::kUnrolled); };
+  auto fma_at = [&](const Expr& row) {
+    Expr rt = Load(In(kRecRt), Add(Mul(Add(Mul(d(), I(f_.H)), row), I(GH)), col));
+    return Store(acc_, col, Call("fma", {Load(src, row), rt, Load(acc_, col)}));
+  };
+  Stmt zero = over_block(Store(acc_, col, F(0)));
+  const int64_t blocks = (n + block - 1) / block;
+  if (kb_ == 0) {
+    // The k loop innermost: the block's accumulators stay in registers.
+    return For(jo, I(blocks), Block({zero, For(k, I(f_.H), over_block(fma_at(Var(k))))}));
+  }
+  // Passes of kb rows: per block, kb FMAs into each of its vectors (loaded
+  // from and stored back to acc once per pass), the rows in the pass's order.
+  const std::string ko = absl::StrCat("ko", c0), kk = absl::StrCat("kk", c0);
+  Expr row = Add(Mul(Var(ko), I(kb_)), Var(kk));
+  Stmt pass = For(jo, I(blocks), For(kk, I(kb_), over_block(fma_at(row)), ForKind::kUnrolled));
+  return Block({For(jo, I(blocks), zero), For(ko, I(f_.H / kb_), pass)});
 }
 
 absl::StatusOr<Stmt> RecurrenceKernel::OverHidden(const std::string& name,
@@ -399,7 +438,8 @@ absl::StatusOr<LoopFunc> LowerRecurrence(const Graph& g, const ScheduleConfig& c
   for (int o = 0; o < kRecNumOperands; ++o) {
     if (f.arg[o] >= 0) in[o] = args[f.arg[o]];
   }
-  RecurrenceKernel kernel(f, in, outs, config.Get("vw", 1), config.Get("unroll", 1));
+  RecurrenceKernel kernel(f, in, outs, config.Get("vw", 1), config.Get("unroll", 1),
+                          config.Get("kb", 0));
   ASSIGN_OR_RETURN(Stmt task, kernel.Task());
   const int64_t tasks = f.ND * f.B;
   Stmt nest = LetStmt("d_", Div(Var("task_"), I(f.B)), LetStmt("b_", Mod(Var("task_"), I(f.B)), task));

@@ -15,10 +15,11 @@ namespace kiln::loop_ir {
 // A kiln.Recurrence whose operands are workload inputs (sequence_lens may be
 // a constant). One task per (direction, batch entry) runs the whole sequence:
 // per step a matrix-vector product of the state with the transposed recurrent
-// weights into an accumulator (column blocks of vw*unroll lanes, the k loop
-// innermost so the block stays in registers), then the cell's gates,
-// activations, clip, peepholes and masking, vectorized over the hidden units.
-// Knobs: vw (lanes), unroll (vectors per column block).
+// weights into an accumulator (column blocks of vw*unroll lanes; per block
+// either all k, the block staying in registers, or passes of kb rows over all
+// blocks), then the cell's gates, activations, clip, peepholes and masking,
+// vectorized over the hidden units. Knobs: vw (lanes), unroll (vectors per
+// column block), kb (rows per pass; absent or 0: all k per block).
 WorkloadLowering RecurrenceLowering();
 
 // ---- the kind's analysis and cell, shared with its GPU lowering

@@ -6,6 +6,7 @@
 // JIT-compiled at every schedule point and compared with the interpreter.
 // The case lists are the GPU test's too (recurrence_cases.h).
 #include <map>
+#include <utility>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +63,33 @@ TEST(LowerRecurrenceTest, DirectionsWithDifferentActivations) {
 
 TEST(LowerRecurrenceTest, SequenceLengths) {
   for (const RecurrenceCase& c : SequenceLengthCases()) Check(c);
+}
+
+// The default streams the recurrent weights in passes of 8 rows (of the
+// hidden size when 4 does not divide it), against the interpreter; the
+// passes are a loop of their own in the loop IR.
+TEST(LowerRecurrenceTest, TheDefaultStreamsTheWeightsInPassesOfRows) {
+  const CpuTarget target = CpuTarget::Host();
+  for (const auto& [hidden, kb] : std::vector<std::pair<int64_t, int64_t>>{{24, 8}, {12, 4}, {17, 17}}) {
+    RecurrenceCase c{.cell = "GRU", .hidden = hidden, .direction = "bidirectional"};
+    SCOPED_TRACE(RecurrenceName(c));
+    RecurrenceWorkload w = RecurrenceGraph(c);
+    const ScheduleConfig config = loop_ir::RecurrenceLowering().default_schedule(*w.g, target);
+    EXPECT_EQ(config.Get("kb", 0), kb) << config.ToString();
+    auto lowered = loop_ir::RecurrenceLowering().lower(*w.g, config, target);
+    ASSERT_TRUE(lowered.ok()) << lowered.status();
+    const std::string ir = loop_ir::Print(*lowered);
+    EXPECT_NE(ir.find(absl::StrCat("for (ko0, 0, ", hidden / kb, ")")), std::string::npos) << ir;
+    EXPECT_NE(ir.find(absl::StrCat("unrolled for (kk0, 0, ", kb, ")")), std::string::npos) << ir;
+    codegen_testing::CheckConfigsAgainstInterpreter(*w.g, w.feeds, {config}, target);
+  }
+  // A pass that does not divide the hidden size is refused, naming both.
+  RecurrenceWorkload w = RecurrenceGraph({.cell = "GRU", .hidden = 24});
+  ScheduleConfig bad = loop_ir::RecurrenceLowering().default_schedule(*w.g, target);
+  bad.Set("kb", 5);
+  absl::Status st = loop_ir::RecurrenceLowering().validate(*w.g, bad, target);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("kb 5 does not divide the hidden size 24"), std::string::npos) << st;
 }
 
 TEST(LowerRecurrenceTest, RefusesWhatItCannotRun) {
