@@ -45,8 +45,10 @@ namespace kiln {
 // 2015: unpacked MatMuls of more than 64 rows offer row tasks of one or two
 // register blocks (mc); packed column blocks narrow to split tasks evenly
 // between threads; GEMVs offer two half-width tasks. 2016: recurrences
-// stream their recurrent weights in passes of kb rows.
-inline constexpr int kScheduleSpaceVersion = 2016;
+// stream their recurrent weights in passes of kb rows. 2017: direct convs'
+// defaults model FMA units as wide as the target's (16 lanes cost what 8 do
+// on Zen 5).
+inline constexpr int kScheduleSpaceVersion = 2017;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

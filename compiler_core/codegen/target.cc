@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <utility>
+#include <iterator>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -150,6 +152,15 @@ int CpuTarget::VectorBits() const {
   if (HasFeature("avx512f")) return 512;
   if (HasFeature("avx2")) return 256;
   return 128;
+}
+
+int CpuTarget::NativeVectorBits() const {
+  static constexpr std::string_view kFullWidth512[] = {
+      "znver5",         "skylake-avx512", "cascadelake", "cooperlake",   "icelake-server",
+      "sapphirerapids", "emeraldrapids",  "graniterapids", "graniterapids-d", "diamondrapids"};
+  const int bits = VectorBits();
+  if (bits < 512) return bits;
+  return std::find(std::begin(kFullWidth512), std::end(kFullWidth512), cpu) != std::end(kFullWidth512) ? 512 : 256;
 }
 
 }  // namespace kiln

@@ -28,6 +28,11 @@ struct CpuTarget {
   int VectorBits() const;
   // VectorBits() / 32.
   int FloatLanes() const { return VectorBits() / 32; }
+  // The width the FMA units execute at once: VectorBits() on CPUs with
+  // full-width 512-bit units (Zen 5; Intel's server cores since Skylake-SP),
+  // else at most 256 (Zen 4 runs a 512-bit operation as two 256-bit halves;
+  // Intel's client cores have one 512-bit unit, the throughput of two 256).
+  int NativeVectorBits() const;
   // Architectural vector registers: 32 with AVX-512, else 16.
   int NumVectorRegisters() const { return VectorBits() == 512 ? 32 : 16; }
   bool HasFeature(const std::string& name) const;  // "avx512f" -> is "+avx512f" present

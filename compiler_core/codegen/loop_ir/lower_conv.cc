@@ -373,22 +373,35 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
 
 // Direct variant: modelled cycles per useful output element of a register
 // block of kb output channels by ur vectors of vw columns, per input channel
-// and tap. The FMA pipes retire two 256-bit operations a cycle and the load
-// ports two loads (ur vectors of vw/8 halves each, kb weight broadcasts);
-// fewer than 8 independent 256-bit accumulator chains leave the FMA latency
-// uncovered; lanes past a row's end are wasted (17 columns in 2x16 lanes
-// run at 53%). It knows no caches: a block that sweeps a long reduction
-// (512 channels x 4 taps) once per few columns streams its weights from L2
-// each time, so the default takes, of the blocks within 10% of the
+// and tap, on FMA units `native_bits` wide (CpuTarget::NativeVectorBits). The
+// FMA pipes retire two native operations a cycle and the load ports two
+// vector loads (ur vectors of vw*32/native_bits operations each, those that
+// cross a cache line twice) and three loads in all (with the kb weight
+// broadcasts); fewer than 8 independent
+// native accumulator chains leave the
+// FMA latency uncovered; lanes past a row's end are wasted (17 columns in
+// 2x16 lanes run at 53%). It knows no caches: a block that sweeps a long
+// reduction (512 channels x 4 taps) once per few columns streams its weights
+// from L2 each time, so the default takes, of the blocks within 10% of the
 // cheapest, the one with the fewest blocks per row. Measured on 3x3 64ch
 // 56x56, 7x1 160ch 17x17, 3x3 s2 288ch 35x35 and 2x2 512ch 2x34 (CRNN):
 // within 10% of the best point; the old "widest vectors, about 12
-// accumulators" took up to 1.5x longer.
-double DirectBlockCost(int64_t ow, int64_t vw, int64_t ur, int64_t kb) {
-  const double halves = static_cast<double>(std::max<int64_t>(1, vw / 8));
-  const double fma = static_cast<double>(kb * ur) * halves / 2;
-  const double loads = (static_cast<double>(ur) * halves + static_cast<double>(kb)) / 2;
-  const double chains = static_cast<double>(kb * ur) * halves;
+// accumulators" took up to 1.5x longer. With full-width units a 16-lane
+// vector costs what an 8-lane one does (Whisper's 80 -> 128 1-D conv over
+// 300 columns on Zen 5: 8 lanes by 3 by 4 channels 0.148 ms, 16 lanes by 2
+// by 8 channels 0.078 ms, ORT 0.093), and nearly every 16-lane input load
+// splits a line (7x7 stride-2 stems onto 112 columns: 8 channels by one
+// vector 1.22 ms, 2 channels by 4 vectors 1.35; 3x3 ones 8 by 1 0.16 ms, 4
+// by 2 0.18).
+double DirectBlockCost(int64_t ow, int64_t vw, int64_t ur, int64_t kb, int native_bits) {
+  const double ops = static_cast<double>(std::max<int64_t>(1, vw * 32 / native_bits));
+  // A tap's input vector starts at any column: a native load of B bytes
+  // crosses a 64-byte line (two accesses) with odds (B - 4) / 64.
+  const double split = 1.0 + static_cast<double>(std::min<int64_t>(vw * 4, native_bits / 8) - 4) / 64.0;
+  const double fma = static_cast<double>(kb * ur) * ops / 2;
+  const double vector_loads = static_cast<double>(ur) * ops * split;
+  const double loads = std::max(vector_loads / 2, (vector_loads + static_cast<double>(kb)) / 3);
+  const double chains = static_cast<double>(kb * ur) * ops;
   const double cycles = std::max(fma, loads) * std::max(1.0, 8.0 / chains);
   const double lanes = static_cast<double>(kb * ur * vw);
   const double used = static_cast<double>(ow) / static_cast<double>(CeilDiv(ow, vw * ur) * vw * ur);
@@ -497,8 +510,9 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   const int64_t pw_kb = reduction >= 128 ? 8 : 4;
   const int64_t pixels = f.ok() ? Pixels(*f) : 1;
   const int64_t ow = f.ok() ? f->geo.ow : 1;
-  auto direct_cost = [ow](const ScheduleConfig& c) {
-    return DirectBlockCost(ow, c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1));
+  const int native_bits = target.NativeVectorBits();
+  auto direct_cost = [ow, native_bits](const ScheduleConfig& c) {
+    return DirectBlockCost(ow, c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1), native_bits);
   };
   // Channel-vector variant where ops::PrefersChannelVectors holds, 6 pixels
   // by 2 vectors of output channels, rows per ChannelVectorRows: 64x56x56 3x3
@@ -581,8 +595,16 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     // block (below) decides where 4 does not divide the channels (7 by 2
     // rather than 2 by 8 for 546 output channels).
     const int64_t acc_off = pw ? std::max<int64_t>(0, std::abs(acc - want) - 2) : std::abs(acc - want);
+    // Channel blocks: pointwise, nearest pw_kb; depthwise, the fewest;
+    // direct, the most, each input vector loaded feeding more of them
+    // (wav2vec2's 128-channel 3-tap stride-2 1-D conv over 1599 columns: 2
+    // channels by 4 vectors 1.07 ms, 4 by 4 0.75, its rows outgrowing L2;
+    // 7x7 stems 8-11% faster, 3x3 ones over 3 channels 3-24%, but for VGG's
+    // at stride 1, 4 by 2 0.82 ms, 8 by 1 0.91).
+    const int64_t kb = c.Get("kb", 1);
+    const int64_t kb_score = pw ? -std::abs(kb - pw_kb) : dw ? -kb : kb;
     return std::make_tuple(kv_first(c), dw, pw, dw_score(c), near, -blocks, c.Get("vw", 1), unmasked, -acc_off,
-                           rows_score, -std::abs(c.Get("kb", 1) - pw_kb * pw), c.Get("kb", 1), split_score(c));
+                           rows_score, kb_score, c.Get("kb", 1), split_score(c));
   };
   return BestBy(space, score);
 }

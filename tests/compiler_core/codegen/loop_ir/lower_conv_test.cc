@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -516,9 +517,12 @@ TEST(ConvLoweringTest, PointwiseVariantLastPixelsAsDotProducts) {
   EXPECT_FALSE(has_dot(*ConvGraph({1, 16, 7, 7}, 8, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1)));
 }
 
-// The direct variant's default register block wastes few lanes past a
-// row's end: 17 columns take 3 vectors of 8 (71%), not 2 of 16 (53%); 56
-// take 16-lane vectors that cover 64 (88%), not 3 of 16 twice (58%).
+// The direct variant's default register block spends few FMA operations
+// past a row's end, counted at the width the target's FMA units run
+// (NativeVectorBits): where 512-bit operations run as two 256-bit halves,
+// 17 columns take 3 vectors of 8 (3 operations), not 2 of 16 (4); where they
+// run whole, 2 of 16 (2), not 3 of 8 (3). 56 columns take 16-lane vectors
+// that cover 64, not 3 of 16 twice.
 TEST(ConvLoweringTest, DirectDefaultWastesFewLanes) {
   CpuTarget target = CpuTarget::Host();
   if (target.FloatLanes() < 16) GTEST_SKIP() << "host vectors hold fewer than 16 floats";
@@ -535,10 +539,28 @@ TEST(ConvLoweringTest, DirectDefaultWastesFewLanes) {
       EXPECT_EQ(d.Get("kv", 0), ragged && h >= 4 && h * w >= 36 ? 1 : 0)
           << "width " << w << " height " << h << ": " << d.ToString();
       if (d.Get("kv", 0) == 1) continue;
-      const int64_t block = d.Get("vw", 1) * d.Get("ur", 1);
-      const double used = static_cast<double>(w) / static_cast<double>((w + block - 1) / block * block);
-      EXPECT_GE(used, 0.7) << "width " << w << ": " << d.ToString();
+      // Native FMA operations per output row and input channel-tap.
+      auto ops = [&](int64_t vw, int64_t ur) {
+        const int64_t per_vector = std::max<int64_t>(1, vw * 32 / target.NativeVectorBits());
+        return (w + vw * ur - 1) / (vw * ur) * ur * per_vector;
+      };
+      const int64_t fewest = std::min(ops(8, 1), ops(16, 1));
+      EXPECT_LE(static_cast<double>(ops(d.Get("vw", 1), d.Get("ur", 1))), 1.35 * static_cast<double>(fewest))
+          << "width " << w << ": " << d.ToString();
     }
+  }
+}
+
+// The same 17 columns on named targets: Zen 4 halves 512-bit operations
+// (8-lane vectors), Zen 5 and Sapphire Rapids do not (16-lane ones).
+TEST(ConvLoweringTest, DirectDefaultFollowsTheTargetsFmaWidth) {
+  for (const auto& [cpu, bits, vw] : std::vector<std::tuple<std::string, int, int64_t>>{
+           {"znver4", 256, 8}, {"znver5", 512, 16}, {"sapphirerapids", 512, 16}, {"x86-64-v3", 256, 8}}) {
+    absl::StatusOr<CpuTarget> target = CpuTarget::Named(cpu);
+    ASSERT_TRUE(target.ok()) << target.status();
+    EXPECT_EQ(target->NativeVectorBits(), bits) << cpu;
+    auto g = ConvGraph({1, 16, 1, 17}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+    EXPECT_EQ(DefaultSchedule(*g, *target).Get("vw", 1), vw) << cpu;
   }
 }
 
