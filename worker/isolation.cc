@@ -77,8 +77,8 @@ struct ChildEnd {
 // Runs `work` in a forked child (ChildMain) named `comm` for at most
 // `timeout`, reading its bytes as they come. `what` names the work in a
 // cancellation.
-absl::StatusOr<ChildEnd> RunChild(const char* comm, const std::function<std::string()>& work, absl::Duration timeout,
-                                  const std::atomic<bool>* cancel, const std::string& what) {
+absl::StatusOr<ChildEnd> RunChild(const char* comm, const std::function<std::string()>& work,
+                                  absl::Duration timeout, const std::atomic<bool>* cancel, const std::string& what) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("isolation: pipe failed: ", strerror(errno)));
@@ -174,7 +174,8 @@ absl::StatusOr<kiln::v1::MeasureResult> RunIsolated(
     if (!result.SerializeToString(&bytes)) _exit(3);
     return bytes;
   };
-  absl::StatusOr<ChildEnd> end = RunChild(kMeasureChildName, work, timeout, cancel, absl::StrCat("measurement of task ", task_id));
+  absl::StatusOr<ChildEnd> end =
+      RunChild(kMeasureChildName, work, timeout, cancel, absl::StrCat("measurement of task ", task_id));
   if (!end.ok()) return end.status();
   if (end->timed_out) {
     return FailedMeasurement(task_id, kiln::v1::TIMEOUT,
@@ -217,7 +218,8 @@ absl::Status CacheReferenceIsolated(const kiln::v1::MeasureTask& task, absl::Dur
     return proto.SerializeAsString();
   };
   absl::StatusOr<ChildEnd> end =
-      RunChild(kReferenceChildName, work, timeout, cancel, absl::StrCat("reference of workload ", task.workload_key()));
+      RunChild(kReferenceChildName, work, timeout, cancel,
+               absl::StrCat("reference of workload ", task.workload_key()));
   if (!end.ok()) return end.status();
   if (end->timed_out) {
     return absl::DeadlineExceededError(absl::StrCat("the reference of workload ", task.workload_key(),

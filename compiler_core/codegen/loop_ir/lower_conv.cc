@@ -377,8 +377,7 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
 // FMA pipes retire two native operations a cycle and the load ports two
 // vector loads (ur vectors of vw*32/native_bits operations each, those that
 // cross a cache line twice) and three loads in all (with the kb weight
-// broadcasts); fewer than 8 independent
-// native accumulator chains leave the
+// broadcasts); fewer than 8 independent native accumulator chains leave the
 // FMA latency uncovered; lanes past a row's end are wasted (17 columns in
 // 2x16 lanes run at 53%). It knows no caches: a block that sweeps a long
 // reduction (512 channels x 4 taps) once per few columns streams its weights

@@ -285,7 +285,9 @@ absl::StatusOr<Stmt> RecurrenceKernel::Gemv(const Buffer& src, int64_t c0, int64
   Expr col = Add(I(c0), j);
   auto guarded = [&](Stmt s) { return n % block == 0 ? s : IfThen(Lt(j, I(n)), s); };
   const ForKind lanes_kind = vw_ > 1 ? ForKind::kVectorized : ForKind::kSerial;
-  auto over_block = [&](Stmt s) { return For(ju, I(unroll_), For(jv, I(vw_), guarded(s), lanes_kind), ForKind::kUnrolled); };
+  auto over_block = [&](Stmt s) {
+    return For(ju, I(unroll_), For(jv, I(vw_), guarded(s), lanes_kind), ForKind::kUnrolled);
+  };
   auto fma_at = [&](const Expr& row) {
     Expr rt = Load(In(kRecRt), Add(Mul(Add(Mul(d(), I(f_.H)), row), I(GH)), col));
     return Store(acc_, col, Call("fma", {Load(src, row), rt, Load(acc_, col)}));
@@ -438,8 +440,7 @@ absl::StatusOr<LoopFunc> LowerRecurrence(const Graph& g, const ScheduleConfig& c
   for (int o = 0; o < kRecNumOperands; ++o) {
     if (f.arg[o] >= 0) in[o] = args[f.arg[o]];
   }
-  RecurrenceKernel kernel(f, in, outs, config.Get("vw", 1), config.Get("unroll", 1),
-                          config.Get("kb", 0));
+  RecurrenceKernel kernel(f, in, outs, config.Get("vw", 1), config.Get("unroll", 1), config.Get("kb", 0));
   ASSIGN_OR_RETURN(Stmt task, kernel.Task());
   const int64_t tasks = f.ND * f.B;
   Stmt nest = LetStmt("d_", Div(Var("task_"), I(f.B)), LetStmt("b_", Mod(Var("task_"), I(f.B)), task));
