@@ -114,10 +114,13 @@ kiln::v1::MeasureResult MeasureAsResult(const kiln::v1::MeasureTask& task, const
 // Deterministic inputs for every graph input: a stream seeded from `seed_key`
 // (FNV-1a) and the input's position; floats uniform in [-1, 1), integers in
 // [0, 4) (in [0, n) for indices into an axis of n < 4 elements: Gather,
-// GatherElements, GatherND, ScatterElements, ScatterND), bools 0/1; a
-// kiln.Recurrence's recurrent weights [ND, H, G*H] are scaled by 1/sqrt(H)
-// (a long recurrence with uniform [-1, 1) weights is chaotic: correct kernels
-// would fail the comparison). The same key gives the same bytes on every host.
+// GatherElements, GatherND, ScatterElements, ScatterND), bools 0/1; weights
+// are scaled by 1/sqrt(fan-in): a kiln.Recurrence's recurrent weights [ND,
+// H, G*H] by 1/sqrt(H) (a long recurrence with uniform [-1, 1) weights is
+// chaotic), a Conv's (kiln.BlockedConv's) by 1/sqrt(input channels per group
+// x taps), a MatMul's or Gemm's B by 1/sqrt(K) (unscaled, a long reduction's
+// correct rounding outgrows a tolerance set by a clipped output's scale).
+// The same key gives the same bytes on every host.
 absl::StatusOr<std::map<std::string, Tensor>> MakeMeasureInputs(const Graph& graph,
                                                                 const std::string& seed_key);
 
