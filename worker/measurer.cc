@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <vector>
 
 #include <unistd.h>
@@ -153,12 +155,10 @@ std::map<const Value*, double> WeightScales(const Graph& graph) {
     const std::vector<int64_t> wd = dims(w), ad = dims(a);
     if (kiln && op == "Recurrence") {
       if (wd.size() == 3) scale(w, wd[1]);
-    } else if ((!kiln && op == "Conv") || (kiln && op == "BlockedConv")) {
-      // [K, C/g, taps...] or, blocked, [K/B, C/g, taps..., B].
-      int64_t fan_in = 1;
-      const size_t end = kiln ? wd.size() - 1 : wd.size();
-      for (size_t i = 1; i < end && wd.size() >= 3; ++i) fan_in *= wd[i];
-      if (wd.size() >= 3) scale(w, fan_in);
+    } else if (((!kiln && op == "Conv") || (kiln && op == "BlockedConv")) && wd.size() >= 3) {
+      // [K, C/g, taps...] or, blocked, [K/B, C/g, taps..., B]: C/g times the taps.
+      const auto last = kiln ? wd.end() - 1 : wd.end();
+      scale(w, std::accumulate(wd.begin() + 1, last, int64_t{1}, std::multiplies<>()));
     } else if (!kiln && (op == "MatMul" || op == "Gemm") && !ad.empty()) {
       const bool trans_a = op == "Gemm" && node->GetInt("transA", 0) != 0;
       scale(w, trans_a && ad.size() == 2 ? ad[0] : ad.back());

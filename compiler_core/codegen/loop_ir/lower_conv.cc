@@ -572,7 +572,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   }
   int64_t row_lanes = 1;
   while (f.ok() && row_lanes < f->geo.ow) row_lanes *= 2;
-  if (f.ok() && f->geo.kh * f->geo.kw >= 25) row_lanes = std::max<int64_t>(row_lanes, target.NativeVectorBits() / 32);
+  if (f.ok() && f->geo.kh * f->geo.kw >= 25) row_lanes = std::max<int64_t>(row_lanes, native_bits / 32);
   auto dw_score = [&](const ScheduleConfig& c) {
     if (c.Get("dw", 0) == 0) return std::make_tuple(false, false, int64_t{0});
     return std::make_tuple(static_cast<double>(positions(c)) <= 1.15 * static_cast<double>(fewest),
