@@ -122,6 +122,10 @@ class StageBuilder {
       if (peel) {
         ASSIGN_OR_RETURN(loops, Split(loops, r, w * u, r + "o", r + "i", TailStrategy::kPeel));
         ASSIGN_OR_RETURN(loops, Split(loops, r + "i_tail", w, r + "to", r + "tv"));
+        // Fewer than u vectors, unrolled: each then stores to a constant
+        // place in the accumulator, so that the guarded last one blends
+        // into it (a masked store would keep it in memory).
+        ASSIGN_OR_RETURN(loops, Unroll(loops, r + "to"));
         ASSIGN_OR_RETURN(loops, Vectorize(loops, r + "tv"));
       } else {
         ASSIGN_OR_RETURN(loops, Split(loops, r, w * u, r + "o", r + "i"));

@@ -55,7 +55,7 @@ absl::StatusOr<std::string> CompileToObject(const std::string& source, const std
   const std::string src = dir + "/k" + std::to_string(counter++) + (lang == "c" ? ".c" : ".s");
   const std::string obj = src + ".o";
   WriteFile(src, source);
-  const std::string cmd = "clang-19 -c -O2 -fPIC -march=znver4 -o " + obj + " " + src + " 2> " + src + ".log";
+  const std::string cmd = "clang-19 -c -O2 -fPIC -march=native -o " + obj + " " + src + " 2> " + src + ".log";
   if (std::system(cmd.c_str()) != 0) {
     std::ifstream log(src + ".log");
     std::stringstream ss;

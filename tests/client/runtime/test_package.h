@@ -17,7 +17,8 @@ std::string MakeTempDir();
 // True if clang-19 runs here.
 bool HaveClang();
 // Compiles `source` (C, or assembly if `lang` is "assembler") to an ELF object with
-// `clang-19 -c -O2 -fPIC -march=znver4`; returns the object's bytes.
+// `clang-19 -c -O2 -fPIC -march=native` (the kernels run on this host);
+// returns the object's bytes.
 absl::StatusOr<std::string> CompileToObject(const std::string& source, const std::string& lang = "c");
 // Lays out a package: fills code/weights offsets and sizes, then lets `tamper`
 // change the manifest (room is reserved so that it still fits), then writes the
