@@ -48,7 +48,10 @@ namespace kiln {
 // stream their recurrent weights in passes of kb rows. 2017: direct convs'
 // defaults model FMA units as wide as the target's (16 lanes cost what 8 do
 // on Zen 5), as do depthwise planes under windows of 25 taps or more.
-inline constexpr int kScheduleSpaceVersion = 2017;
+// 2018: pointwise convs offer a task of every pixel block (tasks split the
+// output channels), their default where the weights outgrow L2 and the input
+// fits it.
+inline constexpr int kScheduleSpaceVersion = 2018;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

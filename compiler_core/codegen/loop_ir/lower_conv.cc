@@ -338,7 +338,12 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
         if (ur > 1 && (ur - 1) * vw >= p) break;
         for (int64_t kb : kbs) {
           if (f->kg % kb != 0 || kb * ur + ur + 1 > target.NumVectorRegisters()) continue;
-          for (int64_t rows : {1, 2}) {
+          // 1 or 2 register blocks of pixels per task, or all of them (each
+          // channel block's weights then read once per task, tasks
+          // splitting the channels: weights past L2, PointwiseAllPixels).
+          std::vector<int64_t> rows_points = {1, 2};
+          if (p / (vw * ur) > 2) rows_points.push_back(p / (vw * ur));
+          for (int64_t rows : rows_points) {
             if (rows > 1 && vw * ur >= p) break;
             // Fewer pixel blocks than kMinTasks: the channel blocks are split too.
             const int64_t blocks = f->geo.n * f->group * std::max<int64_t>(1, CeilDiv(p / (vw * ur), rows));
@@ -427,6 +432,17 @@ double ChannelVectorRowCost(int64_t ow, int64_t ur, int64_t kb) {
 // (HRNet's 512 -> 1024 3x3 stride-2 conv onto 7x7, blocked weights: 4
 // vectors of channels 2.65 ms, 2 vectors 2.13 ms).
 constexpr int64_t kL2WeightFloats = 192 * 1024;
+
+// Pointwise variant: whether a task should take every pixel block, the
+// tasks splitting the output channels instead: where the weights outgrow L2
+// and the input stays in it. A task of one pixel block reads all the
+// weights, so each task then streamed them from L3 or memory (Xception's
+// 728 -> 728 on 10x10 on Zen 3, weights not in L3 as in the whole model:
+// 3.0 ms a conv, ORT 1.4); taking every pixel block, each channel block's
+// weights are read once, from L1 for every pixel block after the first.
+bool PointwiseAllPixels(const ConvForm& f) {
+  return f.kg * f.cg > kL2WeightFloats && f.cg * Pixels(f) <= kL2WeightFloats;
+}
 
 // The channel-vector variant's rows per task for kb vectors of output
 // channels: all the output rows, half or a quarter of them, the first of
@@ -578,7 +594,8 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     return std::make_tuple(static_cast<double>(positions(c)) <= 1.15 * static_cast<double>(fewest),
                            c.Get("vw", 1) <= row_lanes, -std::abs(c.Get("ur", 1) - 4));
   };
-  auto score = [planes, pixels, ow, short_reduction, pw_kb, cheapest, tolerance, &direct_cost, &split_score,
+  const bool all_pixels = f.ok() && IsPointwise(*f) && PointwiseAllPixels(*f);
+  auto score = [planes, pixels, ow, short_reduction, pw_kb, all_pixels, cheapest, tolerance, &direct_cost, &split_score,
                 &dw_score, &kv_first](const ScheduleConfig& c) {
     int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
     int64_t pw = c.Get("pw", 0), dw = c.Get("dw", 0);
@@ -588,6 +605,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     // A short reduction (a stem conv over 3 channels) spends as much on
     // packing its input rows as on the taps: more rows per task share them.
     int64_t rows_score = dw ? (planes / rows >= 8 ? rows : -rows) : short_reduction && !pw ? rows : -rows;
+    if (pw && all_pixels) rows_score = rows >= pixels / (c.Get("vw", 1) * c.Get("ur", 1)) ? 1 : -rows;
     // Direct variant: within the tolerance of the cheapest modelled block,
     // then the fewest blocks per row (a short reduction's weights stay in L1:
     // then the cheapest).

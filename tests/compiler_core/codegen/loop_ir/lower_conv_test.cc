@@ -670,6 +670,28 @@ TEST(ConvLoweringTest, PointwiseVariantSplitsChannelsOnSmallMaps) {
   EXPECT_FALSE(ValidateSchedule(*g, bad, target).ok());
 }
 
+// Weights past L2 over an input that fits it (Xception's 728 -> 728 on
+// 10x10): the default task takes every pixel block, so each block of output
+// channels reads its weights once, and the tasks split the channels; every
+// such point matches the interpreter, tails included. Weights that fit keep
+// a pixel block or two per task.
+TEST(ConvLoweringTest, PointwiseWeightsPastL2TakeEveryPixelBlockPerTask) {
+  CpuTarget target = CpuTarget::Host();
+  auto big = ConvGraph({1, 728, 10, 10}, 728, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  const ScheduleConfig d = DefaultSchedule(*big, target);
+  ASSERT_EQ(d.Get("pw", 0), 1) << d.ToString();
+  EXPECT_GE(d.Get("rows", 1), 100 / (d.Get("vw", 1) * d.Get("ur", 1))) << d.ToString();
+  EXPECT_EQ(d.Get("ks", 1), 4) << d.ToString();
+  auto small = ConvGraph({1, 40, 6, 7}, 36, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  std::vector<ScheduleConfig> every;
+  for (const ScheduleConfig& c : PointwisePoints(*small, target)) {
+    if (c.Get("rows", 1) > 2) every.push_back(c);
+  }
+  ASSERT_FALSE(every.empty());
+  CheckConv(*small, every);
+  EXPECT_LE(DefaultSchedule(*small, target).Get("rows", 1), 2) << DefaultSchedule(*small, target).ToString();
+}
+
 // The channel-vector default splits its rows so that two threads share the
 // tasks evenly: Inception's 7x1 conv of 5 channel blocks over 17 rows takes
 // quarter rows (20 tasks), where whole rows ran 3 blocks against 2.
