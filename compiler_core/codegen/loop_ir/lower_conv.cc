@@ -341,12 +341,13 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
           // 1 or 2 register blocks of pixels per task, or all of them (each
           // channel block's weights then read once per task, tasks
           // splitting the channels: weights past L2, PointwiseAllPixels).
+          const int64_t full_blocks = p / (vw * ur);
           std::vector<int64_t> rows_points = {1, 2};
-          if (p / (vw * ur) > 2) rows_points.push_back(p / (vw * ur));
+          if (full_blocks > 2) rows_points.push_back(full_blocks);
           for (int64_t rows : rows_points) {
             if (rows > 1 && vw * ur >= p) break;
             // Fewer pixel blocks than kMinTasks: the channel blocks are split too.
-            const int64_t blocks = f->geo.n * f->group * std::max<int64_t>(1, CeilDiv(p / (vw * ur), rows));
+            const int64_t blocks = f->geo.n * f->group * std::max<int64_t>(1, CeilDiv(full_blocks, rows));
             for (int64_t ks : {1, 2, 4, 8}) {
               if (ks > 1 && (blocks * ks / 2 >= kMinTasks || ks > f->kg / kb)) break;
               Knobs k{vw, ur, kb, rows, 1, 0, ks};
