@@ -51,7 +51,7 @@ namespace kiln {
 // 2018: pointwise convs offer a task of every pixel block (tasks split the
 // output channels), their default where the weights outgrow L2 and the input
 // fits it.
-inline constexpr int kScheduleSpaceVersion = 2018;
+inline constexpr int kScheduleSpaceVersion = 2019;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -106,14 +106,15 @@ struct Knobs {
   int64_t ks = 1;  // pointwise variant: tasks split the output-channel blocks this many ways
   int64_t kv = 0;  // 1: channel-vector variant (output channels in the lanes)
   int64_t cs = 1;  // direct variant: tasks split each output row's register blocks this many ways
+  int64_t kc = 0;  // pointwise variant: input channels per reduction chunk (0: all of them at once)
 };
 
 Knobs KnobsOf(const ScheduleConfig& c) {
   return Knobs{c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1), c.Get("rows", 1), c.Get("pw", 0),
-               c.Get("dw", 0), c.Get("ks", 1),   c.Get("kv", 0),   c.Get("cs", 1)};
+               c.Get("dw", 0), c.Get("ks", 1),   c.Get("kv", 0),   c.Get("cs", 1), c.Get("kc", 0)};
 }
 
-// The inverse of KnobsOf (pw, dw, ks and kv only when set).
+// The inverse of KnobsOf (pw, dw, ks, kv, cs and kc only when set).
 ScheduleConfig ConfigOf(const Knobs& k) {
   ScheduleConfig c;
   if (k.kv != 0) c.Set("kv", k.kv);
@@ -121,6 +122,7 @@ ScheduleConfig ConfigOf(const Knobs& k) {
   if (k.dw != 0) c.Set("dw", k.dw);
   if (k.ks != 1) c.Set("ks", k.ks);
   if (k.cs != 1) c.Set("cs", k.cs);
+  if (k.kc != 0) c.Set("kc", k.kc);
   c.Set("vw", k.vw);
   c.Set("ur", k.ur);
   c.Set("kb", k.kb);
@@ -167,6 +169,31 @@ constexpr int64_t kMaxDotPixels = 4;
 int64_t PointwiseDotPixels(int64_t pixels, int64_t vw, int64_t ur, int64_t cg) {
   const int64_t left = pixels % (vw * ur) % vw;
   return left > 0 && left <= kMaxDotPixels && vw > 1 && cg % vw == 0 && cg >= 2 * vw ? left : 0;
+}
+
+// Pointwise variant, reduction chunks: a task's full blocks run the input
+// channels in chunks of kc, every channel block of the task per chunk, so
+// that the chunk's input (kc channels of the task's rows * vw * ur pixels)
+// is read from L1 by every channel block, not from L2 (or L3) by each. The
+// running sums between chunks live in a per-task buffer of this many floats.
+int64_t PointwisePartialFloats(const ConvForm& f, const Knobs& k) {
+  const int64_t nkb = f.kg / k.kb, per_split = CeilDiv(nkb, k.ks);
+  return per_split * k.kb * k.rows * k.vw * k.ur;
+}
+
+// Floats of input a reduction chunk keeps in L1 (half of a 32 KiB L1D).
+constexpr int64_t kL1InputFloats = 4 * 1024;
+
+// The chunk a pointwise point is offered with (0: none): where its task's
+// input outgrows L1 (kL1InputFloats twice over), the largest divisor of the
+// group's channels of at least 16 whose input fits kL1InputFloats.
+int64_t PointwiseChunk(const ConvForm& f, const Knobs& k) {
+  const int64_t tw = k.rows * k.vw * k.ur;
+  if (f.cg * tw <= 2 * kL1InputFloats) return 0;
+  for (int64_t kc = std::min(f.cg - 1, kL1InputFloats / tw); kc >= 16; --kc) {
+    if (f.cg % kc == 0) return kc;
+  }
+  return 0;
 }
 
 // One input and one output channel per group, 2-D.
@@ -244,11 +271,14 @@ absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& targ
     bool ok = k.pw == 1 && IsPointwise(f) && k.vw >= 1 && k.vw <= target.FloatLanes() && (k.vw & (k.vw - 1)) == 0 &&
               k.ur >= 1 && k.ur <= 8 && k.kb >= 1 && k.kb <= 16 && f.kg % k.kb == 0 && k.rows >= 1 &&
               k.rows <= std::max<int64_t>(1, CeilDiv(Pixels(f), k.vw * k.ur)) && k.ks >= 1 &&
-              k.ks <= f.kg / k.kb;
+              k.ks <= f.kg / k.kb && (k.kc == 0 || (k.kc >= 1 && k.kc < f.cg && f.cg % k.kc == 0 &&
+                                                      PointwisePartialFloats(f, k) <= kMaxPackFloats / 2));
     if (!ok) return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": pointwise knobs out of range"));
     return absl::OkStatus();
   }
-  if (k.ks != 1) return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": ks needs pw=1"));
+  if (k.ks != 1 || k.kc != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": ks and kc need pw=1"));
+  }
   bool ok = k.vw >= 1 && k.vw <= target.FloatLanes() && (k.vw & (k.vw - 1)) == 0 && k.ur >= 1 && k.ur <= 8 &&
             k.kb >= 1 && k.kb <= 16 && f.kg % k.kb == 0 && k.rows >= 1 && k.rows <= std::max<int64_t>(f.geo.oh, 1) &&
             k.cs >= 1 && k.cs <= CeilDiv(f.geo.ow, k.vw * k.ur);
@@ -353,6 +383,8 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
               Knobs k{vw, ur, kb, rows, 1, 0, ks};
               if (!CheckKnobs(*f, k, target).ok()) continue;
               out.push_back(ConfigOf(k));
+              k.kc = PointwiseChunk(*f, k);
+              if (k.kc != 0 && CheckKnobs(*f, k, target).ok()) out.push_back(ConfigOf(k));
             }
           }
         }
@@ -443,6 +475,25 @@ constexpr int64_t kL2WeightFloats = 192 * 1024;
 // weights are read once, from L1 for every pixel block after the first.
 bool PointwiseAllPixels(const ConvForm& f) {
   return f.kg * f.cg > kL2WeightFloats && f.cg * Pixels(f) <= kL2WeightFloats;
+}
+
+// Pointwise variant: whether the default at point c (its vectors and
+// register block) takes one pixel block per task and reduction chunks
+// (PointwiseChunk): where a block's input outgrows L1 and the map has 4
+// blocks or more. Every channel block then reads the chunk from L1, and
+// each task's pass over the weights comes from L3 after the first. Zen 3,
+// 1 thread, chains of pointwise convs whose weights outgrow L3 (as in the
+// models), against taking every pixel block (PointwiseAllPixels): 40 of
+// 512 -> 512 on 14x14 81 -> 63 ms (ORT 56), 16 of Xception's 728 -> 728
+// on 10x10 36 -> 25 ms (ORT 23). On 7x7 (2 blocks) a task of every block
+// stays ahead (1024 -> 1024: 19.0 ms, chunked 20.6): each block would read
+// all the weights again, from memory.
+bool PointwiseChunked(const ConvForm* f, const ScheduleConfig& c) {
+  if (f == nullptr) return false;
+  const Knobs k = KnobsOf(c);
+  Knobs one_block = k;
+  one_block.rows = 1;
+  return k.pw != 0 && Pixels(*f) / (k.vw * k.ur) >= 4 && PointwiseChunk(*f, one_block) != 0;
 }
 
 // The channel-vector variant's rows per task for kb vectors of output
@@ -596,8 +647,9 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
                            c.Get("vw", 1) <= row_lanes, -std::abs(c.Get("ur", 1) - 4));
   };
   const bool all_pixels = f.ok() && IsPointwise(*f) && PointwiseAllPixels(*f);
-  auto score = [planes, pixels, ow, short_reduction, pw_kb, all_pixels, cheapest, tolerance, &direct_cost, &split_score,
-                &dw_score, &kv_first](const ScheduleConfig& c) {
+  const ConvForm* f_or_null = f.ok() ? &*f : nullptr;
+  auto score = [planes, pixels, ow, short_reduction, pw_kb, all_pixels, cheapest, tolerance, f_or_null, &direct_cost,
+                &split_score, &dw_score, &kv_first](const ScheduleConfig& c) {
     int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
     int64_t pw = c.Get("pw", 0), dw = c.Get("dw", 0);
     bool unmasked = pw == 0 || !PointwiseTailMasked(pixels, c.Get("vw", 1), c.Get("ur", 1));
@@ -606,7 +658,10 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     // A short reduction (a stem conv over 3 channels) spends as much on
     // packing its input rows as on the taps: more rows per task share them.
     int64_t rows_score = dw ? (planes / rows >= 8 ? rows : -rows) : short_reduction && !pw ? rows : -rows;
-    if (pw && all_pixels) rows_score = rows >= pixels / (c.Get("vw", 1) * c.Get("ur", 1)) ? 1 : -rows;
+    const bool chunked = pw && PointwiseChunked(f_or_null, c);
+    if (pw && all_pixels && !chunked) rows_score = rows >= pixels / (c.Get("vw", 1) * c.Get("ur", 1)) ? 1 : -rows;
+    // Pointwise, long reductions: reduction chunks where PointwiseChunked says so, none elsewhere.
+    const bool chunk_score = chunked == (c.Get("kc", 0) != 0);
     // Direct variant: within the tolerance of the cheapest modelled block,
     // then the fewest blocks per row (a short reduction's weights stay in L1:
     // then the cheapest).
@@ -627,7 +682,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     const int64_t kb = c.Get("kb", 1);
     const int64_t kb_score = pw ? -std::abs(kb - pw_kb) : dw ? -kb : kb;
     return std::make_tuple(kv_first(c), dw, pw, dw_score(c), near, -blocks, c.Get("vw", 1), unmasked, -acc_off,
-                           rows_score, kb_score, c.Get("kb", 1), split_score(c));
+                           rows_score, chunk_score, kb_score, c.Get("kb", 1), split_score(c));
   };
   return BestBy(space, score);
 }
@@ -636,7 +691,7 @@ absl::Status Validate(const Graph& g, const ScheduleConfig& c, const CpuTarget& 
   ASSIGN_OR_RETURN(ConvForm f, AnalyzeConv(g));
   for (const auto& [key, v] : c.knobs) {
     if (key != "vw" && key != "ur" && key != "kb" && key != "rows" && key != "pw" && key != "dw" && key != "ks" &&
-        key != "kv" && key != "cs") {
+        key != "kv" && key != "cs" && key != "kc") {
       return absl::InvalidArgumentError(absl::StrCat("schedule ", c.ToString(), ": knob ", key,
                                                      " does not apply to conv ", f.conv->name()));
     }
@@ -712,6 +767,9 @@ bool PointwisePacksInput(const ConvForm& f, const Knobs& k) {
 // the vector before it, and stores only the pixels it adds: its loads and
 // multiply-adds need no lane mask, so its accumulators stay in registers.
 // Only a map narrower than that vector leaves the multiply-adds masked.
+// With reduction chunks (kc, PointwiseChunk) the full blocks run chunk by
+// chunk, every channel block of the task per chunk, their running sums kept
+// in `part` between chunks; the tail runs whole, after them.
 absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const Knobs& kn) {
   const WindowGeometry& s = f.geo;
   const int64_t np = Pixels(f);
@@ -721,6 +779,7 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   const int64_t chunks = std::max<int64_t>(1, CeilDiv(nbf, rows));
   const int64_t nkb = f.kg / kb, per_split = CeilDiv(nkb, kn.ks), splits = CeilDiv(nkb, per_split);
   const int64_t tasks = s.n * f.group * chunks * splits;
+  const int64_t kc = kn.kc != 0 ? kn.kc : f.cg, reduction_chunks = f.cg / kc;
   const bool flat_ok = s.one_d || FlatSpatialIndexOk(g, f);
 
   GraphExpr ge(g);
@@ -744,9 +803,19 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   const int64_t tw = rows * bw;
   const bool pack_x = nbf > 0 && PointwisePacksInput(f, kn);
   Buffer xs = pack_x ? MakeBuffer("xs", {f.cg * tw}, BufferRole::kTemp) : nullptr;
+  // A full block's running sums between reduction chunks:
+  // part[((kl * kb + kk) * rows + ob) * bw + u * vw + v], kl the channel
+  // block's place in the task's share.
+  Buffer part = reduction_chunks > 1 ? MakeBuffer("part", {PointwisePartialFloats(f, kn)}, BufferRole::kTemp) : nullptr;
+  Expr kl = splits == 1 ? kbo : Var("kbi_");
+  // Which input channels a block sums: all of them, or one reduction chunk
+  // from c0 (the first starts from the bias, the last stores through the
+  // epilogue, the others start from and end in `part`).
+  enum class Chunk { kAll, kFirst, kMiddle, kLast };
   // xq: the block's first pixel within xs (null: the block reads x in place).
   auto block = [&](const std::string& acc_name, Expr p0, int64_t nu, int64_t lw, bool guard,
-                   int64_t store_from, Expr xq = nullptr) -> absl::StatusOr<Stmt> {
+                   int64_t store_from, Expr xq = nullptr, Chunk chunk = Chunk::kAll,
+                   Expr c0 = nullptr) -> absl::StatusOr<Stmt> {
     Buffer acc = MakeBuffer(acc_name, {kb * nu * lw}, BufferRole::kTemp);
     Expr kk = Var("kk_"), u = Var("u_"), v = Var("v_"), cl = Var("cl_");
     Expr k = Add(Add(Mul(grp, I(f.kg)), Mul(kbo, I(kb))), kk);
@@ -759,15 +828,24 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
                  ForKind::kVectorized);
     };
     Expr in_map = guard ? Lt(p, I(np)) : nullptr;
-    Stmt init = lanes(Store(acc, ai, bias ? Load(bias, k) : FloatImm(0)), nullptr);
-    Expr xi = Add(Mul(Add(Mul(n, I(s.c)), Add(Mul(grp, I(f.cg)), cl)), I(np)), p);
-    Expr wi = Add(Mul(k, I(f.cg)), cl);
-    Expr xv = xq != nullptr ? Load(xs, Add(Mul(cl, I(tw)), Add(Add(xq, Mul(u, I(lw))), v))) : Load(x, xi);
-    Stmt mac = For("cl_", I(f.cg), lanes(Store(acc, ai, MulAdd(xv, Load(w, wi), Load(acc, ai))), in_map));
-    Expr oi = Add(Mul(Add(Mul(n, I(f.k)), k), I(np)), p);
-    const std::vector<Expr> idx = out_index(k, p);
-    ASSIGN_OR_RETURN(Stmt st, StoreThroughEpilogue(g, ge, f.conv->output(0), outs, Load(acc, ai), idx, oi));
-    Stmt store = lanes(st, store_from > 0 ? Ge(p, I(store_from)) : in_map);
+    Expr pi = Add(Mul(Add(Mul(Add(Mul(kl, I(kb)), kk), I(rows)), Var("ob_")), I(bw)), Add(Mul(u, I(lw)), v));
+    const bool from_part = chunk == Chunk::kMiddle || chunk == Chunk::kLast;
+    Stmt init = lanes(Store(acc, ai, from_part ? Load(part, pi) : bias ? Load(bias, k) : FloatImm(0)), nullptr);
+    Expr ci = chunk == Chunk::kAll ? cl : Add(c0, cl);  // the input channel within the group
+    Expr xi = Add(Mul(Add(Mul(n, I(s.c)), Add(Mul(grp, I(f.cg)), ci)), I(np)), p);
+    Expr wi = Add(Mul(k, I(f.cg)), ci);
+    Expr xv = xq != nullptr ? Load(xs, Add(Mul(ci, I(tw)), Add(Add(xq, Mul(u, I(lw))), v))) : Load(x, xi);
+    Stmt mac = For("cl_", I(chunk == Chunk::kAll ? f.cg : kc),
+                   lanes(Store(acc, ai, MulAdd(xv, Load(w, wi), Load(acc, ai))), in_map));
+    Stmt store;
+    if (chunk == Chunk::kFirst || chunk == Chunk::kMiddle) {
+      store = lanes(Store(part, pi, Load(acc, ai)), nullptr);
+    } else {
+      Expr oi = Add(Mul(Add(Mul(n, I(f.k)), k), I(np)), p);
+      const std::vector<Expr> idx = out_index(k, p);
+      ASSIGN_OR_RETURN(Stmt st, StoreThroughEpilogue(g, ge, f.conv->output(0), outs, Load(acc, ai), idx, oi));
+      store = lanes(st, store_from > 0 ? Ge(p, I(store_from)) : in_map);
+    }
     return Allocate(acc, Block({init, mac, store}));
   };
   // The last `dots` pixels as dot products (PointwiseDotPixels): their input
@@ -816,13 +894,18 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
     all.push_back(store);
     return Allocate(acc, Block(all));
   };
-  std::vector<Stmt> per_kb;
-  if (nbf > 0) {
+  // The task's full blocks of one channel block: every input channel, or one reduction chunk.
+  auto full_blocks = [&](Chunk chunk, Expr c0) -> absl::StatusOr<Stmt> {
     Expr bi = Add(Mul(pc, I(rows)), Var("ob_"));
     ASSIGN_OR_RETURN(Stmt full, block("acc", Mul(bi, I(bw)), ur, vw, false, 0,
-                                      pack_x ? Mul(Var("ob_"), I(bw)) : nullptr));
+                                      pack_x ? Mul(Var("ob_"), I(bw)) : nullptr, chunk, std::move(c0)));
     if (nbf % rows != 0) full = IfThen(Lt(bi, I(nbf)), full);
-    per_kb.push_back(For("ob_", I(rows), full));
+    return For("ob_", I(rows), full);
+  };
+  std::vector<Stmt> per_kb;
+  if (nbf > 0 && reduction_chunks == 1) {
+    ASSIGN_OR_RETURN(Stmt full, full_blocks(Chunk::kAll, nullptr));
+    per_kb.push_back(full);
   }
   if (rem > 0) {
     std::vector<Stmt> tail;
@@ -846,16 +929,34 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
     Stmt t = Block(tail);
     per_kb.push_back(chunks > 1 ? IfThen(Eq(pc, I(chunks - 1)), t) : t);
   }
-  Stmt body;
-  if (splits == 1) {
-    body = For("kbo_", I(nkb), Block(per_kb));
-  } else {
+  // `per` for every channel block of the task's share.
+  auto over_channel_blocks = [&](Stmt per) -> Stmt {
+    if (splits == 1) return For("kbo_", I(nkb), std::move(per));
     // Task t's share of the channel blocks: kp_ * per_split + kbi_.
     Expr kbo_at = Add(Mul(Var("kp_"), I(per_split)), Var("kbi_"));
-    Stmt one = LetStmt("kbo_", kbo_at, Block(per_kb));
+    Stmt one = LetStmt("kbo_", kbo_at, std::move(per));
     if (nkb % per_split != 0) one = IfThen(Lt(kbo_at, I(nkb)), one);
-    body = LetStmt("kp_", Mod(Var("t_"), I(splits)), For("kbi_", I(per_split), one));
+    return For("kbi_", I(per_split), one);
+  };
+  Stmt body;
+  if (reduction_chunks == 1) {
+    body = over_channel_blocks(Block(per_kb));
+  } else {
+    std::vector<Stmt> steps;
+    if (nbf > 0) {
+      ASSIGN_OR_RETURN(Stmt first, full_blocks(Chunk::kFirst, I(0)));
+      steps.push_back(over_channel_blocks(first));
+      if (reduction_chunks > 2) {
+        ASSIGN_OR_RETURN(Stmt middle, full_blocks(Chunk::kMiddle, Mul(Add(Var("rc_"), I(1)), I(kc))));
+        steps.push_back(For("rc_", I(reduction_chunks - 2), over_channel_blocks(middle)));
+      }
+      ASSIGN_OR_RETURN(Stmt last, full_blocks(Chunk::kLast, I((reduction_chunks - 1) * kc)));
+      steps.push_back(over_channel_blocks(last));
+    }
+    if (!per_kb.empty()) steps.push_back(over_channel_blocks(Block(per_kb)));
+    body = Allocate(part, Block(steps));
   }
+  if (splits > 1) body = LetStmt("kp_", Mod(Var("t_"), I(splits)), body);
   if (dots > 0) {
     // xcol: the last `dots` pixels of the group's input channels, once per task.
     Expr l = Var("l_"), cl = Var("cl_");

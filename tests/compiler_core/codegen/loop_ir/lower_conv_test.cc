@@ -670,18 +670,19 @@ TEST(ConvLoweringTest, PointwiseVariantSplitsChannelsOnSmallMaps) {
   EXPECT_FALSE(ValidateSchedule(*g, bad, target).ok());
 }
 
-// Weights past L2 over an input that fits it (Xception's 728 -> 728 on
-// 10x10): the default task takes every pixel block, so each block of output
-// channels reads its weights once, and the tasks split the channels; every
-// such point matches the interpreter, tails included. Weights that fit keep
-// a pixel block or two per task.
+// Weights past L2 over an input that fits it, a reduction whose blocks'
+// input stays in L1 (256 -> 1024 on 14x14): the default task takes every
+// pixel block, so each block of output channels reads its weights once, and
+// the tasks split the channels; every such point matches the interpreter,
+// tails included. Weights that fit keep a pixel block or two per task.
 TEST(ConvLoweringTest, PointwiseWeightsPastL2TakeEveryPixelBlockPerTask) {
   CpuTarget target = CpuTarget::Host();
-  auto big = ConvGraph({1, 728, 10, 10}, 728, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  auto big = ConvGraph({1, 256, 14, 14}, 1024, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
   const ScheduleConfig d = DefaultSchedule(*big, target);
   ASSERT_EQ(d.Get("pw", 0), 1) << d.ToString();
-  EXPECT_GE(d.Get("rows", 1), 100 / (d.Get("vw", 1) * d.Get("ur", 1))) << d.ToString();
-  EXPECT_EQ(d.Get("ks", 1), 4) << d.ToString();
+  EXPECT_GE(d.Get("rows", 1), 196 / (d.Get("vw", 1) * d.Get("ur", 1))) << d.ToString();
+  EXPECT_GT(d.Get("ks", 1), 1) << d.ToString();
+  EXPECT_EQ(d.Get("kc", 0), 0) << d.ToString();
   auto small = ConvGraph({1, 40, 6, 7}, 36, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
   std::vector<ScheduleConfig> every;
   for (const ScheduleConfig& c : PointwisePoints(*small, target)) {
@@ -690,6 +691,48 @@ TEST(ConvLoweringTest, PointwiseWeightsPastL2TakeEveryPixelBlockPerTask) {
   ASSERT_FALSE(every.empty());
   CheckConv(*small, every);
   EXPECT_LE(DefaultSchedule(*small, target).Get("rows", 1), 2) << DefaultSchedule(*small, target).ToString();
+}
+
+// Long reductions whose blocks' input outgrows L1 run in reduction chunks
+// (kc): the default for Xception's 728 -> 728 on 10x10 takes one pixel block
+// per task and chunks whose input fits half an L1, its running sums in a
+// per-task buffer between chunks; every chunked point (first, middle and
+// last chunks, channel splits, tails, a Relu epilogue) matches the
+// interpreter. A 7x7 map (one or two blocks) keeps every block in one task,
+// unchunked.
+TEST(ConvLoweringTest, PointwiseLongReductionsRunInChunks) {
+  CpuTarget target = CpuTarget::Host();
+  auto xception = ConvGraph({1, 728, 10, 10}, 728, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  const ScheduleConfig d = DefaultSchedule(*xception, target);
+  ASSERT_EQ(d.Get("pw", 0), 1) << d.ToString();
+  EXPECT_EQ(d.Get("rows", 1), 1) << d.ToString();
+  const int64_t kc = d.Get("kc", 0), bw = d.Get("vw", 1) * d.Get("ur", 1);
+  ASSERT_GT(kc, 0) << d.ToString();
+  EXPECT_EQ(728 % kc, 0) << d.ToString();
+  EXPECT_LE(kc * bw, 4096) << d.ToString();
+  auto f = loop_ir::FindLowering(*xception)->lower(*xception, d, target);
+  ASSERT_TRUE(f.ok()) << f.status();
+  const std::string ir = loop_ir::Print(*f);
+  EXPECT_NE(ir.find(absl::StrCat("allocate part: f32[", 728 * bw, "]")), std::string::npos) << ir;
+  EXPECT_NE(ir.find(absl::StrCat("for (rc_, 0, ", 728 / kc - 2, ")")), std::string::npos) << ir;
+
+  auto g = ConvGraph({1, 512, 11, 11}, 8, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true, "Relu");
+  std::vector<ScheduleConfig> chunked;
+  std::set<int64_t> splits;
+  for (const ScheduleConfig& c : PointwisePoints(*g, target)) {
+    if (c.Get("kc", 0) == 0) continue;
+    chunked.push_back(c);
+    splits.insert(c.Get("ks", 1));
+  }
+  ASSERT_FALSE(chunked.empty());
+  EXPECT_GT(splits.size(), 1u);
+  CheckConv(*g, chunked);
+  ScheduleConfig bad = chunked.front();
+  bad.Set("kc", 500);  // does not divide 512
+  EXPECT_FALSE(ValidateSchedule(*g, bad, target).ok());
+
+  auto seven = ConvGraph({1, 1024, 7, 7}, 1024, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  EXPECT_EQ(DefaultSchedule(*seven, target).Get("kc", 0), 0) << DefaultSchedule(*seven, target).ToString();
 }
 
 // The channel-vector default splits its rows so that two threads share the
