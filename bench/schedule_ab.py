@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Schedules of one workload, side by side in whole models: each --config forced on every group of
+that workload, the packages run in alternation, ONNX Runtime timed in the same loop.
+
+Usage:
+  bench/schedule_ab.py (MODEL.onnx | --chain C,H,W,N) --config K=V,... [--config ...]
+                       [--kiln build/client/kiln] [--group 0] [--rounds 5] [--repeat 15] [--threads 1] [--no-ort]
+
+--chain C,H,W,N writes the model: N layers of a 1x1 Conv C -> C on HxW plus Relu, each with its own
+weights (so that, as in a real network, the weights pass through the caches once per run).
+
+How a schedule is forced: `kiln compile --trials 1` measures the default schedule of the model's
+workloads into a scratch database; that record of group --group's workload is copied with the
+config replaced, imported into a fresh database per config, and `kiln compile --trials 0 --db` builds
+the package from it. The host is noisy: the table gives, per config, the minimum and the median of
+the per-round medians (`kiln run --repeat R --json`), rounds alternating between configs.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+
+def write_chain(path, c, h, w, n):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    nodes, inits, prev = [], [], "x"
+    for i in range(n):
+        weights = (rng.standard_normal((c, c, 1, 1)) / np.sqrt(c)).astype(np.float32)
+        bias = (rng.standard_normal(c) * 0.1).astype(np.float32)
+        inits += [numpy_helper.from_array(weights, f"W{i}"), numpy_helper.from_array(bias, f"B{i}")]
+        nodes.append(helper.make_node("Conv", [prev, f"W{i}", f"B{i}"], [f"c{i}"], kernel_shape=[1, 1]))
+        prev = f"r{i}" if i < n - 1 else "y"
+        nodes.append(helper.make_node("Relu", [f"c{i}"], [prev]))
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, w])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, h, w])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model", nargs="?")
+    ap.add_argument("--chain", help="C,H,W,N: write a chain of N 1x1 convs C -> C on HxW and use it")
+    ap.add_argument("--config", action="append", required=True, help="a schedule, K=V,... (repeatable)")
+    ap.add_argument("--kiln", default="build/client/kiln")
+    ap.add_argument("--group", type=int, default=0, help="the group whose workload the configs are for")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--no-ort", action="store_true")
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="kiln-schedule-ab-")
+    model = args.model
+    if args.chain:
+        model = os.path.join(work, "chain.onnx")
+        write_chain(model, *map(int, args.chain.split(",")))
+    if model is None:
+        sys.exit("schedule_ab: give a model or --chain")
+    import onnx
+    inputs = {}
+    for i, inp in enumerate(onnx.load(model).graph.input):
+        shape = [d.dim_value or 1 for d in inp.type.tensor_type.shape.dim]
+        inputs[inp.name] = os.path.join(work, f"in{i}.npy")
+        np.save(inputs[inp.name], np.random.default_rng(i).standard_normal(shape).astype(np.float32))
+    threads = ["--threads", str(args.threads)]
+    key = json.loads(run([args.kiln, "inspect", model, "--json"]))["groups"][args.group]["workload_key"]
+    scratch = os.path.join(work, "scratch.db")
+    run([args.kiln, "compile", model, "--trials", "1", "--db", scratch, "-o", os.path.join(work, "scratch.kpkg"), "-q",
+         *threads])
+    template = next(r for r in map(json.loads, run([args.kiln, "db", "export", "--db", scratch]).splitlines())
+                    if r["workload"]["key"] == key)
+    packages = []
+    for i, config in enumerate(args.config):
+        template["record"]["config"] = config
+        db, pkg = os.path.join(work, f"{i}.db"), os.path.join(work, f"{i}.kpkg")
+        run([args.kiln, "db", "import", "--db", db, "-"], input=json.dumps(template) + "\n")
+        run([args.kiln, "compile", model, "--trials", "0", "--db", db, "-o", pkg, "-q", *threads])
+        packages.append(pkg)
+    session = None
+    if not args.no_ort:
+        import onnxruntime as ort
+        options = ort.SessionOptions()
+        options.intra_op_num_threads, options.inter_op_num_threads = args.threads, 1
+        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        feeds = {name: np.load(path) for name, path in inputs.items()}
+        for _ in range(3):
+            session.run(None, feeds)
+    feed_args = [a for name, path in inputs.items() for a in ("--input", f"{name}={path}")]
+    medians = {c: [] for c in args.config + (["ORT"] if session else [])}
+    for _ in range(args.rounds):
+        for config, pkg in zip(args.config, packages):
+            out = run([args.kiln, "run", pkg, *feed_args, "--repeat", str(args.repeat), *threads, "--json"])
+            medians[config].append(json.loads(out)["median_ms"])
+        if session:
+            times = []
+            for _ in range(args.repeat):
+                start = time.perf_counter()
+                session.run(None, feeds)
+                times.append((time.perf_counter() - start) * 1e3)
+            medians["ORT"].append(sorted(times)[len(times) // 2])
+    print(f"| schedule (workload {key[:12]}) | min of medians ms | median of medians ms |")
+    print("|---|---|---|")
+    for config, ms in medians.items():
+        print(f"| {config} | {min(ms):.3f} | {sorted(ms)[len(ms) // 2]:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
