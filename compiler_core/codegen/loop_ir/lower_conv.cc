@@ -473,6 +473,8 @@ constexpr int64_t kL2WeightFloats = 192 * 1024;
 // 728 -> 728 on 10x10 on Zen 3, weights not in L3 as in the whole model:
 // 3.0 ms a conv, ORT 1.4); taking every pixel block, each channel block's
 // weights are read once, from L1 for every pixel block after the first.
+// Where PointwiseChunked holds (Xception's convs among them since space
+// 2019), chunked tasks of one pixel block measured faster still.
 bool PointwiseAllPixels(const ConvForm& f) {
   return f.kg * f.cg > kL2WeightFloats && f.cg * Pixels(f) <= kL2WeightFloats;
 }
@@ -488,12 +490,10 @@ bool PointwiseAllPixels(const ConvForm& f) {
 // on 10x10 36 -> 25 ms (ORT 23). On 7x7 (2 blocks) a task of every block
 // stays ahead (1024 -> 1024: 19.0 ms, chunked 20.6): each block would read
 // all the weights again, from memory.
-bool PointwiseChunked(const ConvForm* f, const ScheduleConfig& c) {
-  if (f == nullptr) return false;
-  const Knobs k = KnobsOf(c);
-  Knobs one_block = k;
+bool PointwiseChunked(const ConvForm& f, const ScheduleConfig& c) {
+  Knobs one_block = KnobsOf(c);
   one_block.rows = 1;
-  return k.pw != 0 && Pixels(*f) / (k.vw * k.ur) >= 4 && PointwiseChunk(*f, one_block) != 0;
+  return one_block.pw != 0 && Pixels(f) / (one_block.vw * one_block.ur) >= 4 && PointwiseChunk(f, one_block) != 0;
 }
 
 // The channel-vector variant's rows per task for kb vectors of output
@@ -647,8 +647,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
                            c.Get("vw", 1) <= row_lanes, -std::abs(c.Get("ur", 1) - 4));
   };
   const bool all_pixels = f.ok() && IsPointwise(*f) && PointwiseAllPixels(*f);
-  const ConvForm* f_or_null = f.ok() ? &*f : nullptr;
-  auto score = [planes, pixels, ow, short_reduction, pw_kb, all_pixels, cheapest, tolerance, f_or_null, &direct_cost,
+  auto score = [planes, pixels, ow, short_reduction, pw_kb, all_pixels, cheapest, tolerance, &f, &direct_cost,
                 &split_score, &dw_score, &kv_first](const ScheduleConfig& c) {
     int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
     int64_t pw = c.Get("pw", 0), dw = c.Get("dw", 0);
@@ -658,7 +657,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     // A short reduction (a stem conv over 3 channels) spends as much on
     // packing its input rows as on the taps: more rows per task share them.
     int64_t rows_score = dw ? (planes / rows >= 8 ? rows : -rows) : short_reduction && !pw ? rows : -rows;
-    const bool chunked = pw && PointwiseChunked(f_or_null, c);
+    const bool chunked = pw && f.ok() && PointwiseChunked(*f, c);
     if (pw && all_pixels && !chunked) rows_score = rows >= pixels / (c.Get("vw", 1) * c.Get("ur", 1)) ? 1 : -rows;
     // Pointwise, long reductions: reduction chunks where PointwiseChunked says so, none elsewhere.
     const bool chunk_score = chunked == (c.Get("kc", 0) != 0);
