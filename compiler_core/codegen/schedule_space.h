@@ -50,8 +50,10 @@ namespace kiln {
 // on Zen 5), as do depthwise planes under windows of 25 taps or more.
 // 2018: pointwise convs offer a task of every pixel block (tasks split the
 // output channels), their default where the weights outgrow L2 and the input
-// fits it.
-inline constexpr int kScheduleSpaceVersion = 2019;
+// fits it. 2019: pointwise convs run long reductions in chunks (kc).
+// 2020: channel-vector convs' defaults take register blocks that do not
+// spill on 16 registers (accumulators, weight vectors and broadcast pixels).
+inline constexpr int kScheduleSpaceVersion = 2020;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -445,15 +445,27 @@ double DirectBlockCost(int64_t ow, int64_t vw, int64_t ur, int64_t kb, int nativ
   return cycles / (lanes * used);
 }
 
+// Vector registers a channel-vector block of ur pixels by kb channel vectors
+// holds at its peak: the accumulators, a tap's kb weight vectors and its ur
+// broadcast pixels, which LLVM's scheduler loads ahead of the tap's FMAs.
+int64_t ChannelVectorRegisters(int64_t kb, int64_t ur) { return kb * ur + kb + ur; }
+
 // Channel-vector variant: modelled cycles per output vector of a row of ow
 // pixels, taken in blocks of ur pixels (the last one narrower) by kb
 // channel vectors, per input channel and tap: the two FMA pipes, two loads
-// a cycle (a broadcast per pixel, a weight vector per channel vector), and
-// fewer than 8 accumulators leaving the FMA latency uncovered.
-double ChannelVectorRowCost(int64_t ow, int64_t ur, int64_t kb) {
-  auto block = [kb](int64_t p) {
+// a cycle (a broadcast per pixel, a weight vector per channel vector, and a
+// spill and reload per register the block needs beyond the target's),
+// and fewer than 8 accumulators leaving the FMA latency uncovered. Spills
+// cost where loads already bound the block: on 16 registers 2 x 6 needs 20
+// (DeepSpeech2's 32ch 21x11 conv on Zen 3, blocked weights, whole model at
+// 1 thread: 2 x 6 72 ms, 2 x 4 49 ms, ORT 45); on 32, 4 x 6 needs 34 and
+// stays FMA-bound (HRNet's 256 -> 512 3x3 onto 14x14 on Zen 5: 1.95 ms,
+// the best tuned point 1.88).
+double ChannelVectorRowCost(int64_t ow, int64_t ur, int64_t kb, int registers) {
+  auto block = [kb, registers](int64_t p) {
     const double acc = static_cast<double>(p * kb);
-    return std::max(acc / 2, static_cast<double>(p + kb) / 2) * std::max(1.0, 8.0 / acc);
+    const int64_t spills = std::max<int64_t>(0, ChannelVectorRegisters(kb, p) - registers);
+    return std::max(acc / 2, static_cast<double>(p + kb + 2 * spills) / 2) * std::max(1.0, 8.0 / acc);
   };
   const double cycles = static_cast<double>(ow / ur) * block(ur) + (ow % ur != 0 ? block(ow % ur) : 0.0);
   return cycles / static_cast<double>(ow * kb);
@@ -532,7 +544,8 @@ ScheduleConfig DefaultBlocked(const std::vector<ScheduleConfig>& space, const Co
   auto score = [&](const ScheduleConfig& c) {
     const int64_t kb = c.Get("kb", 1), ur = c.Get("ur", 1);
     return std::make_tuple(f.cg * taps * kb * lanes <= kL2WeightFloats, kb,
-                           -ChannelVectorRowCost(f.geo.ow, ur, kb), -CeilDiv(f.geo.ow, ur), -ur,
+                           -ChannelVectorRowCost(f.geo.ow, ur, kb, target.NumVectorRegisters()),
+                           -CeilDiv(f.geo.ow, ur), -ur,
                            c.Get("rows", 1) == ChannelVectorRows(f, kb, lanes));
   };
   return BestBy(space, score);
@@ -595,13 +608,23 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   // channel-vector points (only tuning picks them).
   // Where a task's packs of 2 channel vectors would not fit (512 input
   // channels of 3x3 taps), 12 pixels by one vector: HRNet's 512->1024 3x3
-  // stride-2 conv onto 7x7 4.32 ms direct, 3.64 ms so.
+  // stride-2 conv onto 7x7 4.32 ms direct, 3.64 ms so. Fewer pixels where
+  // the block, as wide as the row at most, would spill (ChannelVectorRegisters):
+  // 4 and 6 on 16 registers (Zen 3, RegNetY-400MF's group convs onto 14x14,
+  // 1 by 12 against 1 by 6: 0.20-0.34 ms against 0.14-0.27; onto 7x7, where
+  // 12 pixels are one block of 7 that fits, 0.074-0.11 against 0.10-0.11).
+  auto fits = [&](int64_t kb, int64_t ur) {
+    return ChannelVectorRegisters(kb, std::min(ur, ow)) <= target.NumVectorRegisters();
+  };
+  const int64_t kb2_ur = fits(2, 6) ? 6 : 4;
+  const int64_t kb1_ur = fits(1, 12) ? 12 : 6;
   const bool kb2 = std::any_of(space.begin(), space.end(), [&](const ScheduleConfig& c) {
-    return c.Get("kv", 0) == 1 && c.Get("kb", 1) == 2 && c.Get("ur", 1) == 6 && c.Get("rows", 1) == kv_rows;
+    return c.Get("kv", 0) == 1 && c.Get("kb", 1) == 2 && c.Get("ur", 1) == kb2_ur && c.Get("rows", 1) == kv_rows;
   });
   auto kv_first = [&](const ScheduleConfig& c) {
     if (c.Get("kv", 0) == 0) return 1;
-    const bool preferred = kb2 ? c.Get("ur", 1) == 6 && c.Get("kb", 1) == 2 : c.Get("ur", 1) == 12 && c.Get("kb", 1) == 1;
+    const bool preferred =
+        kb2 ? c.Get("ur", 1) == kb2_ur && c.Get("kb", 1) == 2 : c.Get("ur", 1) == kb1_ur && c.Get("kb", 1) == 1;
     return prefer_kv && preferred && c.Get("rows", 1) == kv_rows ? 2 : 0;
   };
   double cheapest = HUGE_VAL;

@@ -579,6 +579,48 @@ TEST(ConvLoweringTest, ChannelVectorDefaultFitsItsPacks) {
   }
 }
 
+// On 16 registers the channel-vector default's register block holds its
+// accumulators, a tap's weight vectors and its broadcast pixels (2 x 6
+// needs 20, and LLVM spilled it: DeepSpeech2's 21x11 conv ran 1.5x slower
+// than 2 x 4). The block is as wide as the row at most: onto 7 columns, 1 by
+// 12 is one block of 7, which fits (groups of 8 channels, one vector).
+// Blocked and unblocked weights (a 21x11 window, 3x3 ones, group convs),
+// each default matching the interpreter where the host runs it. On 32
+// registers the unblocked default stays 2 x 6.
+TEST(ConvLoweringTest, ChannelVectorDefaultBlocksFitSixteenRegisters) {
+  struct Case {
+    std::shared_ptr<Graph> g;
+    int64_t ow;
+  };
+  const std::vector<Case> cases = {
+      {BlockedConvGraph({1, 8, 25, 30}, 32, {21, 11}, {2, 1}, {10, 5, 10, 5}, {1, 1}, 1), 30},
+      {BlockedConvGraph({1, 16, 28, 28}, 32, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1), 14},
+      {ConvGraph({1, 64, 20, 20}, 64, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1), 20},
+      {ConvGraph({1, 48, 28, 28}, 48, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 3), 14},
+      {ConvGraph({1, 48, 7, 7}, 48, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6), 7}};
+  for (const std::string cpu : {"znver3", "x86-64-v3"}) {
+    absl::StatusOr<CpuTarget> target = CpuTarget::Named(cpu);
+    ASSERT_TRUE(target.ok()) << target.status();
+    ASSERT_EQ(target->NumVectorRegisters(), 16) << cpu;
+    int channel_vector = 0;
+    for (const Case& c : cases) {
+      ScheduleConfig d = DefaultSchedule(*c.g, *target);
+      if (d.Get("kv", 0) != 1) continue;
+      ++channel_vector;
+      const int64_t kb = d.Get("kb", 1), ur = std::min(d.Get("ur", 1), c.ow);
+      EXPECT_LE(kb * ur + kb + ur, 16) << cpu << ": " << d.ToString() << "\n" << c.g->ToText();
+      if (c.ow == 7) EXPECT_EQ(d.Get("ur", 1), 12) << cpu << ": " << d.ToString();
+      if (target->FloatLanes() == CpuTarget::Host().FloatLanes()) CheckConv(*c.g, {d});
+    }
+    EXPECT_GE(channel_vector, 4) << cpu;
+  }
+  absl::StatusOr<CpuTarget> zen5 = CpuTarget::Named("znver5");
+  ASSERT_TRUE(zen5.ok()) << zen5.status();
+  ScheduleConfig d = DefaultSchedule(*ConvGraph({1, 64, 56, 56}, 64, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1), *zen5);
+  EXPECT_EQ(d.Get("kv", 0), 1) << d.ToString();
+  EXPECT_EQ(d.Get("kb", 0) * 100 + d.Get("ur", 0), 206) << d.ToString();
+}
+
 // kiln.BlockedConv (weights blocked by 16 output channels at compile time):
 // only channel-vector points, each matching the interpreter (which unblocks
 // the weights into a Conv's): stride 2 onto 7x7 rows that one register

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Two Kiln builds side by side on whole models: each model compiled untuned by both (fresh databases),
+the two packages and ONNX Runtime run in alternation, minima of per-round medians.
+
+Usage:
+  bench/binary_ab.py --a OLD/kiln --b NEW/kiln MODEL.onnx [MODEL.onnx ...]
+                     [--rounds 4] [--repeat 15] [--threads 1] [--profile]
+
+A model's inputs are the .npy files of MODEL.inputs/ beside it (the corpus's layout; the file name
+is the input's name). The host is noisy: the rounds alternate A, B and ORT, and the table gives
+each one's minimum over the rounds of `kiln run --repeat R --json`'s median. --profile adds, per
+model, the sum over groups of each group's minimum over the rounds (`kiln run --profile`), which
+separates a kernel's change from the host's drift, and the groups whose minima moved most.
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+
+
+def run(cmd):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
+def group_minima(kiln, pkg, feed_args, threads):
+    out = json.loads(run([kiln, "run", pkg, *feed_args, "--profile", "100000", "--threads", str(threads), "--json"]))
+    return {g["group"]: g["ms"] for g in out["profile"]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--a", required=True, help="the kiln CLI of build A (the baseline)")
+    ap.add_argument("--b", required=True, help="the kiln CLI of build B")
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--profile", action="store_true")
+    args = ap.parse_args()
+    import onnxruntime as ort
+
+    print("| model | A ms | B ms | B vs A | ORT ms | ORT/A | ORT/B |" + (" A groups ms | B groups ms |" if args.profile else ""))
+    print("|---|---|---|---|---|---|---|" + ("---|---|" if args.profile else ""))
+    work = tempfile.mkdtemp(prefix="kiln-binary-ab-")
+    for model in args.models:
+        stem = os.path.splitext(model)[0]
+        inputs = {os.path.splitext(os.path.basename(p))[0]: p for p in sorted(glob.glob(stem + ".inputs/*.npy"))}
+        feed_args = [a for name, path in inputs.items() for a in ("--input", f"{name}={path}")]
+        threads = ["--threads", str(args.threads)]
+        pkgs = {}
+        for side, kiln in (("A", args.a), ("B", args.b)):
+            db, pkg = os.path.join(work, f"{side}.db"), os.path.join(work, f"{side}.kpkg")
+            for f in (db, pkg):
+                if os.path.exists(f):
+                    os.remove(f)
+            run([kiln, "compile", model, "--trials", "0", "--db", db, "-o", pkg, "-q", *threads])
+            pkgs[side] = (kiln, pkg)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads, options.inter_op_num_threads = args.threads, 1
+        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        feeds = {name: np.load(path) for name, path in inputs.items()}
+        for _ in range(3):
+            session.run(None, feeds)
+        best = {"A": float("inf"), "B": float("inf"), "ORT": float("inf")}
+        groups = {"A": {}, "B": {}}
+        for _ in range(args.rounds):
+            for side, (kiln, pkg) in pkgs.items():
+                out = json.loads(run([kiln, "run", pkg, *feed_args, "--repeat", str(args.repeat), *threads, "--json"]))
+                best[side] = min(best[side], out["median_ms"])
+                if args.profile:
+                    for g, ms in group_minima(kiln, pkg, feed_args, args.threads).items():
+                        groups[side][g] = min(groups[side].get(g, float("inf")), ms)
+            times = []
+            for _ in range(args.repeat):
+                start = time.perf_counter()
+                session.run(None, feeds)
+                times.append((time.perf_counter() - start) * 1e3)
+            best["ORT"] = min(best["ORT"], sorted(times)[len(times) // 2])
+        a, b, o = best["A"], best["B"], best["ORT"]
+        row = f"| {os.path.basename(stem)} | {a:.3f} | {b:.3f} | {a / b:.2f} | {o:.3f} | {o / a:.2f} | {o / b:.2f} |"
+        if args.profile:
+            row += f" {sum(groups['A'].values()):.3f} | {sum(groups['B'].values()):.3f} |"
+        print(row, flush=True)
+
+
+if __name__ == "__main__":
+    main()
