@@ -45,7 +45,8 @@ std::string TaskBroker::RegisterWorker(const std::string& target_key, const std:
   w.view.device = device;
   w.last_seen = Clock::now();
   workers_[id] = std::move(w);
-  LogInfo("worker registered", {{"worker", id}, {"target", target_key}});
+  LogInfo("worker registered",
+          {{"worker", id}, {"target", target_key}, {"space_version", absl::StrCat(device.space_version())}});
   return id;
 }
 

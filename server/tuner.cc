@@ -220,6 +220,12 @@ absl::StatusOr<TuneOutcome> Tuner::Tune(const Workload& workload, const std::str
     while (!broker_->HasLiveWorker(target_key, kScheduleSpaceVersion)) {
       if (cancelled()) return absl::CancelledError("compile cancelled");
       if (std::chrono::steady_clock::now() > wait_until) {
+        if (std::string others = OtherSpaceWorkers(target_key); !others.empty()) {
+          return absl::UnavailableError(absl::StrCat(
+              "no worker measures target ", target_key, " at schedule space version ", kScheduleSpaceVersion,
+              ": worker ", others, "; run workers of this server's Kiln build (docs/operations.md, "
+              "\"Across schedule-space versions\")"));
+        }
         const int threads = ParseRecordTargetKey(target_key).threads;
         return absl::UnavailableError(absl::StrCat(
             "no worker measures target ", target_key, "; start `kiln-worker --server ... --device cpu",
@@ -381,6 +387,19 @@ std::shared_ptr<Tuner::ActiveJob> Tuner::StartJobLocked(tuningdb::TuningJob job)
   active_[key] = active;
   threads_.emplace_back([this, active] { RunJob(active); });
   return active;
+}
+
+std::string Tuner::OtherSpaceWorkers(const std::string& target_key) const {
+  std::string out;
+  for (const WorkerView& w : broker_->Workers()) {
+    const int version = w.device.space_version();
+    if (w.draining || version == 0 || version == kScheduleSpaceVersion ||
+        !WorkerServes(w.target_key, MeasureThreadsOf(w.device), target_key)) {
+      continue;
+    }
+    absl::StrAppend(&out, out.empty() ? "" : ", ", w.id, " measures version ", version);
+  }
+  return out;
 }
 
 bool Tuner::MeasureCandidates(const std::shared_ptr<ActiveJob>& active, std::string* first_error) {

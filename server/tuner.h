@@ -154,6 +154,10 @@ class Tuner {
   // Measures the job's leader again (see kConfirmPasses). False when the
   // tuner stopped meanwhile.
   bool ConfirmWinner(const std::shared_ptr<ActiveJob>& active);
+  // The live workers of `target_key` that measure another schedule space
+  // version than this build's ("w1-... measures version 2019, ..."), for the
+  // error of a compile that found no worker; empty when there are none.
+  std::string OtherSpaceWorkers(const std::string& target_key) const;
   // Proposes and appends the job's next round; false when there is none (the
   // goal is reached, the space is spent, or the job cannot grow).
   bool NextRound(const std::shared_ptr<ActiveJob>& active);

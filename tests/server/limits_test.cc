@@ -16,11 +16,14 @@
 #include <thread>
 
 #include "client/kiln_client.h"
+#include "compiler_core/codegen/schedule_space.h"
 #include "kiln/v1/compile.grpc.pb.h"
+#include "kiln/v1/worker.grpc.pb.h"
 #include "server/embedded_farm.h"
 #include "tests/server/eventually.h"
 #include "tests/server/test_farm.h"
 #include "tuning_db/tuning_db.h"
+#include "worker/device_info.h"
 
 namespace kiln {
 namespace {
@@ -267,6 +270,45 @@ TEST(LimitsTest, TrialsAJobMeasuresAfterItsCompileWasCancelledAreChargedToItsCli
   }
   EXPECT_GT(measured, seen) << "the job stopped with the compile";
   EXPECT_EQ(farm.admission().UsageOf("127.0.0.1").trials_in_window, measured);
+}
+
+// A compile that tunes while the only worker of its target runs another
+// schedule space version (a worker of an older Kiln build) is told so, not
+// only that no worker measures the target: UNAVAILABLE after --worker-wait-ms,
+// naming the worker and its version.
+TEST(LimitsTest, AWorkerOfAnotherSpaceVersionIsNamedWhenACompileFindsNoWorker) {
+  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
+                              ("kiln_limits_space_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  server::EmbeddedFarm::Options options;
+  options.server.db_path = (dir / "tuning.db").string();
+  options.server.worker_wait = std::chrono::milliseconds(1500);
+  options.workers = 0;
+  auto farm = server::EmbeddedFarm::Start(options);
+  ASSERT_TRUE(farm.ok()) << farm.status();
+  auto channel = grpc::CreateChannel((*farm)->address(), grpc::InsecureChannelCredentials());
+  auto workers = kiln::v1::WorkerService::NewStub(channel);
+  kiln::v1::RegisterRequest reg;
+  reg.set_hostname("old-build");
+  *reg.mutable_device() = worker::DescribeCpu();
+  reg.mutable_device()->set_space_version(kScheduleSpaceVersion - 1);
+  kiln::v1::RegisterResponse registered;
+  {
+    grpc::ClientContext context;
+    grpc::Status s = workers->Register(&context, reg, &registered);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  KilnClient client((*farm)->address());
+  auto compiled = client.Compile(testing::MlpRequest(2), NoProgress);
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_EQ(compiled.status().code(), absl::StatusCode::kUnavailable) << compiled.status();
+  EXPECT_THAT(compiled.status().message(),
+              HasSubstr(registered.worker_id() + " measures version " + std::to_string(kScheduleSpaceVersion - 1)));
+  EXPECT_THAT(compiled.status().message(),
+              HasSubstr("at schedule space version " + std::to_string(kScheduleSpaceVersion)));
+  farm->reset();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
