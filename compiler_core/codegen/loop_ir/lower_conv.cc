@@ -1108,8 +1108,15 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
       Expr tapi = Add(Mul(Add(Mul(blk, I(f.cg)), cl), I(taps)), Add(Mul(r, I(s.kw)), c));
       wv = Load(bufs.w, Add(Mul(tapi, I(bk)), Add(Mod(jv, I(bk)), v)));
     }
-    Stmt upd = Store(acc, ai, MulAdd(Load(xr, xi), wv, Load(acc, ai)));
-    Stmt per_kh = For("kw_", I(s.kw), lanes(upd), s.kw <= 8 ? ForKind::kUnrolled : ForKind::kSerial);
+    // Pixel by pixel, each pixel's broadcast feeding all kb channel vectors
+    // before the next one loads: the block then holds its accumulators, the
+    // tap's kb weight vectors and one broadcast.
+    Stmt upd = For("v_", I(vw),
+                   For("u_", I(px), For("j_", I(kb), Store(acc, ai, MulAdd(Load(xr, xi), wv, Load(acc, ai))),
+                                        ForKind::kUnrolled),
+                       ForKind::kUnrolled),
+                   ForKind::kVectorized);
+    Stmt per_kh = For("kw_", I(s.kw), upd, s.kw <= 8 ? ForKind::kUnrolled : ForKind::kSerial);
     if (s.pad_top > 0 || s.pad_bottom > 0) {
       // A tap row in the padding packed zeros: skip it.
       Expr ih = Sub(Add(Mul(oh, I(s.sh)), Mul(r, I(s.dh))), I(s.pad_top));

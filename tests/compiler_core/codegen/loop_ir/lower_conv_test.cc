@@ -621,6 +621,27 @@ TEST(ConvLoweringTest, ChannelVectorDefaultBlocksFitSixteenRegisters) {
   EXPECT_EQ(d.Get("kb", 0) * 100 + d.Get("ur", 0), 206) << d.ToString();
 }
 
+// The channel-vector update runs pixel by pixel, each pixel's broadcast
+// feeding every channel vector before the next loads (u_ outside j_ in the
+// loop IR): the block holds one broadcast, not ur of them (on Zen 4, 2 x 12
+// over a 21x11 window spilled 10 registers a tap the other way round, none so).
+TEST(ConvLoweringTest, ChannelVectorUpdateTakesOnePixelAtATime) {
+  CpuTarget target = CpuTarget::Host();
+  auto g = BlockedConvGraph({1, 8, 25, 30}, 32, {21, 11}, {2, 1}, {10, 5, 10, 5}, {1, 1}, 1);
+  ScheduleConfig c;
+  c.Set("kb", 2), c.Set("kv", 1), c.Set("rows", 13), c.Set("ur", 4), c.Set("vw", target.FloatLanes());
+  ASSERT_TRUE(ValidateSchedule(*g, c, target).ok()) << ValidateSchedule(*g, c, target);
+  auto f = loop_ir::FindLowering(*g)->lower(*g, c, target);
+  ASSERT_TRUE(f.ok()) << f.status();
+  const std::string text = loop_ir::Print(*f);
+  const size_t kw = text.find("for (kw_, 0, 11)");
+  ASSERT_NE(kw, std::string::npos) << text;
+  const size_t u = text.find("unrolled for (u_, 0, 4)", kw), j = text.find("unrolled for (j_, 0, 2)", kw);
+  ASSERT_NE(u, std::string::npos) << text;
+  EXPECT_LT(u, j) << text.substr(kw, 600);
+  CheckConv(*g, {c});
+}
+
 // kiln.BlockedConv (weights blocked by 16 output channels at compile time):
 // only channel-vector points, each matching the interpreter (which unblocks
 // the weights into a Conv's): stride 2 onto 7x7 rows that one register
