@@ -18,9 +18,8 @@ import json
 import os
 import subprocess
 import tempfile
-import time
 
-import numpy as np
+from ort_timing import OrtTimer
 
 
 def run(cmd):
@@ -42,7 +41,6 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
-    import onnxruntime as ort
 
     print("| model | A ms | B ms | B vs A | ORT ms | ORT/A | ORT/B |" + (" A groups ms | B groups ms |" if args.profile else ""))
     print("|---|---|---|---|---|---|---|" + ("---|---|" if args.profile else ""))
@@ -60,12 +58,7 @@ def main():
                     os.remove(f)
             run([kiln, "compile", model, "--trials", "0", "--db", db, "-o", pkg, "-q", *threads])
             pkgs[side] = (kiln, pkg)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads, options.inter_op_num_threads = args.threads, 1
-        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-        feeds = {name: np.load(path) for name, path in inputs.items()}
-        for _ in range(3):
-            session.run(None, feeds)
+        ort = OrtTimer(model, inputs, args.threads)
         best = {"A": float("inf"), "B": float("inf"), "ORT": float("inf")}
         groups = {"A": {}, "B": {}}
         for _ in range(args.rounds):
@@ -75,12 +68,7 @@ def main():
                 if args.profile:
                     for g, ms in group_minima(kiln, pkg, feed_args, args.threads).items():
                         groups[side][g] = min(groups[side].get(g, float("inf")), ms)
-            times = []
-            for _ in range(args.repeat):
-                start = time.perf_counter()
-                session.run(None, feeds)
-                times.append((time.perf_counter() - start) * 1e3)
-            best["ORT"] = min(best["ORT"], sorted(times)[len(times) // 2])
+            best["ORT"] = min(best["ORT"], ort.median_ms(args.repeat))
         a, b, o = best["A"], best["B"], best["ORT"]
         row = f"| {os.path.basename(stem)} | {a:.3f} | {b:.3f} | {a / b:.2f} | {o:.3f} | {o / a:.2f} | {o / b:.2f} |"
         if args.profile:

@@ -21,9 +21,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
+
+from ort_timing import OrtTimer
 
 
 def write_chain(path, c, h, w, n):
@@ -86,28 +87,15 @@ def main():
         run([args.kiln, "db", "import", "--db", db, "-"], input=json.dumps(template) + "\n")
         run([args.kiln, "compile", model, "--trials", "0", "--db", db, "-o", pkg, "-q", *threads])
         packages.append(pkg)
-    session = None
-    if not args.no_ort:
-        import onnxruntime as ort
-        options = ort.SessionOptions()
-        options.intra_op_num_threads, options.inter_op_num_threads = args.threads, 1
-        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-        feeds = {name: np.load(path) for name, path in inputs.items()}
-        for _ in range(3):
-            session.run(None, feeds)
+    ort = None if args.no_ort else OrtTimer(model, inputs, args.threads)
     feed_args = [a for name, path in inputs.items() for a in ("--input", f"{name}={path}")]
-    medians = {c: [] for c in args.config + (["ORT"] if session else [])}
+    medians = {c: [] for c in args.config + (["ORT"] if ort else [])}
     for _ in range(args.rounds):
         for config, pkg in zip(args.config, packages):
             out = run([args.kiln, "run", pkg, *feed_args, "--repeat", str(args.repeat), *threads, "--json"])
             medians[config].append(json.loads(out)["median_ms"])
-        if session:
-            times = []
-            for _ in range(args.repeat):
-                start = time.perf_counter()
-                session.run(None, feeds)
-                times.append((time.perf_counter() - start) * 1e3)
-            medians["ORT"].append(sorted(times)[len(times) // 2])
+        if ort:
+            medians["ORT"].append(ort.median_ms(args.repeat))
     print(f"| schedule (workload {key[:12]}) | min of medians ms | median of medians ms |")
     print("|---|---|---|")
     for config, ms in medians.items():
