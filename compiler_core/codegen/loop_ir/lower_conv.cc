@@ -1109,8 +1109,8 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
       wv = Load(bufs.w, Add(Mul(tapi, I(bk)), Add(Mod(jv, I(bk)), v)));
     }
     // Pixel by pixel, each pixel's broadcast feeding all kb channel vectors
-    // before the next one loads: the block then holds its accumulators, the
-    // tap's kb weight vectors and one broadcast.
+    // before the next one loads, so that the IR needs one broadcast at a time
+    // (LLVM may still load a tap's broadcasts ahead: ChannelVectorRegisters).
     Stmt upd = For("v_", I(vw),
                    For("u_", I(px), For("j_", I(kb), Store(acc, ai, MulAdd(Load(xr, xi), wv, Load(acc, ai))),
                                         ForKind::kUnrolled),
