@@ -229,6 +229,27 @@ check_kubernetes() {
   done
 }
 
+# Whether ENGINE (podman, docker or buildah) has the debian:12 image.
+base_image_present() {
+  if [ "$1" = buildah ]; then
+    buildah inspect --type image docker.io/library/debian:12 >/dev/null 2>&1
+  else
+    "$1" image inspect debian:12 >/dev/null 2>&1
+  fi
+}
+
+# Makes ENGINE's debian:12 from a root file system tarball (mmdebstrap's).
+import_base_image() {
+  local engine=$1 tarball=$2 c mnt
+  if [ "$engine" != buildah ]; then
+    "$engine" import "$tarball" debian:12 >/dev/null
+    return
+  fi
+  c=$(buildah from scratch) && mnt=$(buildah mount "$c") && tar -xf "$tarball" -C "$mnt" &&
+    buildah umount "$c" >/dev/null && buildah commit -q "$c" docker.io/library/debian:12 >/dev/null &&
+    buildah rm "$c" >/dev/null
+}
+
 check_containers() {
   if ! venv_ready; then
     skip "containers: hadolint could not be installed into $VENV (see above)"
@@ -259,36 +280,25 @@ check_containers() {
   fi
   # KILN_CHECK_BASE_IMAGE=mmdebstrap: no registry is reachable, so debian:12 is
   # made here from Debian's own archive (mmdebstrap) and the builds never pull.
-  if [ "${KILN_CHECK_BASE_IMAGE:-}" = mmdebstrap ] && [ "${build[0]}" != buildah ]; then
-    if ! "${build[0]}" image inspect debian:12 >/dev/null 2>&1; then
+  if [ "${KILN_CHECK_BASE_IMAGE:-}" = mmdebstrap ]; then
+    if ! base_image_present "${build[0]}"; then
       say "making debian:12 with mmdebstrap (no registry needed)"
       if ! { mmdebstrap --quiet --variant=apt bookworm "$TMP/debian12.tar" &&
-        "${build[0]}" import "$TMP/debian12.tar" debian:12 >/dev/null; }; then
+        import_base_image "${build[0]}" "$TMP/debian12.tar"; }; then
         fail "making debian:12 with mmdebstrap"
         return
       fi
     fi
-    # Offline, BuildKit would fetch the Containerfiles' `# syntax=` frontend
-    # from a registry; the classic builder ignores that line and uses the
-    # debian:12 made here. RUN steps reach Debian's archive through the host's
-    # network (a daemon started without a bridge has no other).
-    [ "${build[0]}" = docker ] && export DOCKER_BUILDKIT=0
-    build+=(--network host)
-  fi
-  if [ "${KILN_CHECK_BASE_IMAGE:-}" = mmdebstrap ] && [ "${build[0]}" = buildah ]; then
-    if ! buildah inspect --type image docker.io/library/debian:12 >/dev/null 2>&1; then
-      say "making debian:12 with mmdebstrap (no registry needed)"
-      local c mnt
-      if mmdebstrap --quiet --variant=apt bookworm "$TMP/debian12.tar" && c=$(buildah from scratch) &&
-        mnt=$(buildah mount "$c") && tar -xf "$TMP/debian12.tar" -C "$mnt" && buildah umount "$c" >/dev/null &&
-        buildah commit -q "$c" docker.io/library/debian:12 >/dev/null; then
-        buildah rm "$c" >/dev/null
-      else
-        fail "making debian:12 with mmdebstrap"
-        return
-      fi
+    if [ "${build[0]}" = buildah ]; then
+      build+=(--pull=never)
+    else
+      # Offline, BuildKit would fetch the Containerfiles' `# syntax=` frontend
+      # from a registry; the classic builder ignores that line and uses the
+      # debian:12 made here. RUN steps reach Debian's archive through the
+      # host's network (a daemon started without a bridge has no other).
+      [ "${build[0]}" = docker ] && export DOCKER_BUILDKIT=0
+      build+=(--network host)
     fi
-    build+=(--pull=never)
   fi
   for f in server worker-cpu; do
     check "${build[*]} Containerfile.$f" \
