@@ -4,7 +4,7 @@ the two packages and ONNX Runtime run in alternation, minima of per-round median
 
 Usage:
   bench/binary_ab.py --a OLD/kiln --b NEW/kiln MODEL.onnx [MODEL.onnx ...]
-                     [--rounds 4] [--repeat 15] [--threads 1] [--profile]
+                     [--rounds 4] [--repeat 15] [--threads 1] [--profile [--moved 5]]
 
 A model's inputs are the .npy files of MODEL.inputs/ beside it (the corpus's layout; the file name
 is the input's name). The host is noisy: the rounds alternate A, B and ORT, and the table gives
@@ -40,6 +40,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--moved", type=int, default=5, help="with --profile: list this many groups whose minima moved most")
     args = ap.parse_args()
 
     print("| model | A ms | B ms | B vs A | ORT ms | ORT/A | ORT/B |" + (" A groups ms | B groups ms |" if args.profile else ""))
@@ -74,6 +75,12 @@ def main():
         if args.profile:
             row += f" {sum(groups['A'].values()):.3f} | {sum(groups['B'].values()):.3f} |"
         print(row, flush=True)
+        if args.profile:
+            common = set(groups["A"]) & set(groups["B"])
+            moved = sorted(common, key=lambda g: -abs(groups["B"][g] - groups["A"][g]))[:args.moved]
+            for g in moved:
+                print(f"|   group {g} | {groups['A'][g]:.3f} | {groups['B'][g]:.3f} | "
+                      f"{groups['A'][g] / max(groups['B'][g], 1e-9):.2f} | | | |", flush=True)
 
 
 if __name__ == "__main__":

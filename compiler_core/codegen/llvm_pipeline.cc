@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "compiler_core/codegen/masked_stores.h"
 #include "llvm/Analysis/CGSCCPassManager.h"
 #include "llvm/Analysis/LoopAnalysisManager.h"
 #include "llvm/IR/DerivedTypes.h"
@@ -83,6 +84,14 @@ absl::Status OptimizeModule(llvm::Module& module, llvm::TargetMachine& tm) {
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(module, mam);
+  // Last, when unrolling has made the masks of row tails constants. AVX-512
+  // masked stores are plain stores under a mask register: left as they are.
+  for (llvm::Function& fn : module) {
+    if (fn.isDeclaration()) continue;
+    const llvm::Attribute features = fn.getFnAttribute("target-features");
+    if (features.isValid() && features.getValueAsString().contains("+avx512f")) continue;
+    SplitConstantMaskedStores(fn);
+  }
   return absl::OkStatus();
 }
 

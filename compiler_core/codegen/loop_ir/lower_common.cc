@@ -157,4 +157,19 @@ absl::StatusOr<Stmt> StoreThroughEpilogue(const Graph& g, GraphExpr& ge, const V
   return Block(st);
 }
 
+Stmt VectorChunks(const std::string& outer, const std::string& inner, int64_t extent, int64_t vw,
+                  const std::function<Stmt(Expr index, Expr guard)>& body) {
+  const int64_t whole = extent / vw;
+  std::vector<Stmt> parts;
+  if (whole > 0) {
+    Expr index = Add(Mul(Var(outer), IntImm(vw)), Var(inner));
+    parts.push_back(For(outer, IntImm(whole), For(inner, IntImm(vw), body(index, nullptr), ForKind::kVectorized)));
+  }
+  if (extent % vw != 0) {
+    Expr index = Add(IntImm(whole * vw), Var(inner));
+    parts.push_back(For(inner, IntImm(vw), body(index, Lt(index, IntImm(extent))), ForKind::kVectorized));
+  }
+  return parts.size() == 1 ? parts[0] : Block(parts);
+}
+
 }  // namespace kiln::loop_ir

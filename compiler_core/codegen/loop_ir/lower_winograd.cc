@@ -225,21 +225,23 @@ bool StagesChannels(const WinogradGrid& s, int64_t alpha, int64_t channels) {
 // vw floats at a time.
 Stmt CopyChannelRows(const Buffer& rows, const Buffer& stage, Expr c, const WinogradGrid& s, int64_t alpha,
                      int64_t channels, int64_t vw, bool to_stage) {
-  Expr e = Var("se_"), i = Add(Mul(Var("sq_"), I(vw)), Var("sv_"));
-  Expr at_rows = Add(Mul(Add(Mul(e, I(channels)), c), I(s.tiles())), i), at_stage = Add(Mul(e, I(s.tiles())), i);
-  Stmt copy = to_stage ? Store(stage, at_stage, Load(rows, at_rows)) : Store(rows, at_rows, Load(stage, at_stage));
-  if (s.tiles() % vw != 0) copy = IfThen(Lt(i, I(s.tiles())), copy);
-  return For("se_", I(alpha * alpha), For("sq_", I(CeilDiv(s.tiles(), vw)), For("sv_", I(vw), copy, ForKind::kVectorized)));
+  Expr e = Var("se_");
+  return For("se_", I(alpha * alpha), VectorChunks("sq_", "sv_", s.tiles(), vw, [&](Expr i, Expr guard) {
+               Expr at_rows = Add(Mul(Add(Mul(e, I(channels)), c), I(s.tiles())), i);
+               Expr at_stage = Add(Mul(e, I(s.tiles())), i);
+               Stmt copy = to_stage ? Store(stage, at_stage, Load(rows, at_rows))
+                                    : Store(rows, at_rows, Load(stage, at_stage));
+               return guard != nullptr ? IfThen(guard, copy) : copy;
+             }));
 }
 
-// The tile loop shared by both transforms: for th, for tc (chunks of vw
-// tiles), vectorized tw; body(th, tw) guarded by tw < tiles_w when vw does not
-// divide it.
+// The input transform's tile loop: for th, chunks of vw tiles tw
+// (VectorChunks: the last one, where vw does not divide tiles_w, alone and
+// guarded by tw < tiles_w); body(th, tw, guard).
 Stmt ForEachTile(const WinogradGrid& g, int64_t vw, const std::function<Stmt(Expr, Expr, Expr)>& body) {
-  Expr th = Var("th_"), tw = Add(Mul(Var("tc_"), I(vw)), Var("tl_"));
-  Expr guard = g.tiles_w % vw != 0 ? Lt(tw, I(g.tiles_w)) : nullptr;
-  Stmt b = body(th, tw, guard);
-  return For("th_", I(g.tiles_h), For("tc_", I(CeilDiv(g.tiles_w, vw)), For("tl_", I(vw), b, ForKind::kVectorized)));
+  Expr th = Var("th_");
+  return For("th_", I(g.tiles_h),
+             VectorChunks("tc_", "tl_", g.tiles_w, vw, [&](Expr tw, Expr guard) { return body(th, tw, guard); }));
 }
 
 absl::StatusOr<LoopFunc> LowerInput(const Graph& g, const ScheduleConfig& config, const CpuTarget& target) {
@@ -328,9 +330,7 @@ absl::StatusOr<LoopFunc> LowerOutput(const Graph& g, const ScheduleConfig& confi
   // Tile rows: transform, store the raw result (lane stride m), then the
   // epilogue over the row's outputs while they are in cache.
   Expr th = Var("th_");
-  Stmt transform;
-  {
-    Expr tw = Add(Mul(Var("tc_"), I(vw)), Var("tl_"));
+  Stmt transform = VectorChunks("tc_", "tl_", s.tiles_w, vw, [&](Expr tw, Expr guard) {
     Expr tile = Add(Mul(Add(Mul(n, I(s.tiles_h)), th), I(s.tiles_w)), tw);
     WinogradBindings let("m");
     std::vector<std::vector<Expr>> mv(al, std::vector<Expr>(al));
@@ -359,9 +359,8 @@ absl::StatusOr<LoopFunc> LowerOutput(const Graph& g, const ScheduleConfig& confi
     }
     // M ends with the last tile: a masked-off lane must not load.
     Stmt body = let.Around(Block(rows));
-    if (s.tiles_w % vw != 0) body = IfThen(Lt(tw, I(s.tiles_w)), body);
-    transform = For("tc_", I(CeilDiv(s.tiles_w, vw)), For("tl_", I(vw), body, ForKind::kVectorized));
-  }
+    return guard != nullptr ? IfThen(guard, body) : body;
+  });
   std::vector<Stmt> per_row = {transform};
   if (!outs.order.empty()) {
     const int64_t ev = std::min<int64_t>(target.FloatLanes(), 16);

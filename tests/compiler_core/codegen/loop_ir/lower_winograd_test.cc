@@ -67,6 +67,27 @@ TEST(LowerWinogradTest, StagesAChannelWhoseRowsShareAnL1Set) {
   EXPECT_EQ(text(*WinogradOutputGraph({{.c = 64, .h = 28, .w = 28}})).find("allocate ms"), std::string::npos);
 }
 
+// Tile rows whose tiles vw does not divide (56x56 with 4x4 tiles: 14 tiles,
+// 8 lanes) run one unguarded chunk and then the last chunk alone, guarded
+// by a constant bound: no chunk loop carries the guard (whose mask, computed
+// per chunk, made every store of a row a masked store).
+TEST(LowerWinogradTest, WholeChunksRunUnguardedAndTheTailAlone) {
+  CpuTarget target = CpuTarget::Host();
+  ScheduleConfig c;
+  c.Set("vw", 8);
+  for (const bool input : {true, false}) {
+    SCOPED_TRACE(input ? "input" : "output");
+    std::unique_ptr<Graph> g = input ? WinogradInputGraph({.c = 16, .h = 56, .w = 56})
+                                     : WinogradOutputGraph({{.c = 16, .h = 56, .w = 56}});
+    auto f = LowerWorkload(*g, c, target);
+    ASSERT_TRUE(f.ok()) << f.status();
+    const std::string text = loop_ir::Print(*f);
+    EXPECT_NE(text.find("for (tc_, 0, 1) {"), std::string::npos) << text;
+    EXPECT_NE(text.find("if (((8 + tl_) < 14))"), std::string::npos) << text;
+    EXPECT_EQ(text.find("((tc_ * 8) + tl_) < 14"), std::string::npos) << text;
+  }
+}
+
 TEST(LowerWinogradTest, RefusesWhatItCannotRun) {
   auto g = std::make_unique<Graph>();
   Value* m = *g->AddInput("m", TensorType::Static(DType::kFloat32, {36, 2, 9}));
