@@ -1223,7 +1223,6 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   std::vector<Expr> out_idx = s.one_d     ? std::vector<Expr>{n, k, ow}
                               : s.three_d ? std::vector<Expr>{n, k, odv, oh, ow}
                                           : std::vector<Expr>{n, k, oh, ow};
-  Expr oi = FlatIndex(DimsOf(conv_out), out_idx);
   Expr start = bias ? Load(bias, k) : FloatImm(0);
   if (nch > 1) {
     // Later chunks go on from the partial sums in the raw output (read at a
@@ -1257,13 +1256,27 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     if (s.three_d) taps = For("kd_", I(s.kd), taps);
     mac = For("cl_", I(cc), taps);
   }
-  Stmt store;
-  {
-    ASSIGN_OR_RETURN(Stmt body, StoreThroughEpilogue(g, ge, conv_out, outs, Load(acc, ai), out_idx, oi));
+  // The stores of the block at output column `at` (per lane).
+  auto store_at = [&](Expr at) -> absl::StatusOr<Stmt> {
+    std::vector<Expr> idx = out_idx;
+    idx.back() = at;
+    Expr flat = FlatIndex(DimsOf(conv_out), idx);
+    ASSIGN_OR_RETURN(Stmt body, StoreThroughEpilogue(g, ge, conv_out, outs, Load(acc, ai), idx, flat));
     // Before the last chunk only the partial sums are stored.
-    if (nch > 1) body = IfThen(Eq(Var("ch_"), I(nch - 1)), body, Store(raw, oi, Load(acc, ai)));
-    if (s.ow % (vw * ur) != 0) body = IfThen(Lt(ow, I(s.ow)), body);
-    store = lanes(body);
+    if (nch > 1) body = IfThen(Eq(Var("ch_"), I(nch - 1)), body, Store(raw, flat, Load(acc, ai)));
+    return body;
+  };
+  ASSIGN_OR_RETURN(Stmt store, store_at(ow));
+  store = lanes(store);
+  if (s.ow % (vw * ur) != 0) {
+    // Only a row's last block runs past the map: a block that ends inside it
+    // stores unguarded, and the last one, at its constant column, under a
+    // constant mask (a guard per block was a masked store per vector,
+    // microcoded on Zen 3: masked_stores.h).
+    Expr last = Add(I((nblocks - 1) * vw * ur), Add(Mul(u, I(vw)), v));
+    ASSIGN_OR_RETURN(Stmt tail, store_at(last));
+    Expr block_end = Add(col0, Mul(Add(owo, I(1)), I(vw * ur)));
+    store = IfThen(Le(block_end, I(s.ow)), store, lanes(IfThen(Lt(last, I(s.ow)), tail)));
   }
   Stmt block = Allocate(acc, Block({init, mac, store}));
   // The last column split may hold fewer blocks than its share.

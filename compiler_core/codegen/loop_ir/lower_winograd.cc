@@ -330,6 +330,9 @@ absl::StatusOr<LoopFunc> LowerOutput(const Graph& g, const ScheduleConfig& confi
   // Tile rows: transform, store the raw result (lane stride m), then the
   // epilogue over the row's outputs while they are in cache.
   Expr th = Var("th_");
+  // A column past the map is only in the tail chunk, unless the whole
+  // chunks end at the last tile (tiles_w a multiple of vw).
+  const bool whole_chunks_ragged = (s.tiles_w / vw) * vw * m > s.ow;
   Stmt transform = VectorChunks("tc_", "tl_", s.tiles_w, vw, [&](Expr tw, Expr guard) {
     Expr tile = Add(Mul(Add(Mul(n, I(s.tiles_h)), th), I(s.tiles_w)), tw);
     WinogradBindings let("m");
@@ -350,7 +353,7 @@ absl::StatusOr<LoopFunc> LowerOutput(const Graph& g, const ScheduleConfig& confi
         Expr y = WinogradCombine(t.at[j], am[i]);
         if (bias != nullptr) y = Add(y, bias);
         Stmt store = Store(raw, Add(plane, Add(Mul(oh, I(s.ow)), ow)), y);
-        if (s.ow % m != 0) store = IfThen(Lt(ow, I(s.ow)), store);
+        if (s.ow % m != 0 && (guard != nullptr || whole_chunks_ragged)) store = IfThen(Lt(ow, I(s.ow)), store);
         st.push_back(store);
       }
       Stmt row = Block(st);
@@ -365,17 +368,19 @@ absl::StatusOr<LoopFunc> LowerOutput(const Graph& g, const ScheduleConfig& confi
   if (!outs.order.empty()) {
     const int64_t ev = std::min<int64_t>(target.FloatLanes(), 16);
     Expr oh = Add(Mul(th, I(m)), Var("ei_"));
-    Expr ow = Add(Mul(Var("ec_"), I(ev)), Var("el_"));
-    std::vector<Expr> idx = {n, k, oh, ow};
-    Expr flat = Add(plane, Add(Mul(oh, I(s.ow)), ow));
-    std::vector<Stmt> st;
-    for (int j : outs.order) {
-      ASSIGN_OR_RETURN(Expr e, ge.At(g.outputs()[j], idx));
-      st.push_back(Store(ge.output_buffer(j), flat, e));
-    }
-    Stmt body = Block(st);
-    if (s.ow % ev != 0) body = IfThen(Lt(ow, I(s.ow)), body);
-    Stmt cols = For("ec_", I(CeilDiv(s.ow, ev)), For("el_", I(ev), body, ForKind::kVectorized));
+    absl::Status status;
+    Stmt cols = VectorChunks("ec_", "el_", s.ow, ev, [&](Expr ow, Expr guard) {
+      std::vector<Expr> idx = {n, k, oh, ow};
+      Expr flat = Add(plane, Add(Mul(oh, I(s.ow)), ow));
+      std::vector<Stmt> st;
+      for (int j : outs.order) {
+        absl::StatusOr<Expr> e = ge.At(g.outputs()[j], idx);
+        if (!e.ok()) status.Update(e.status());
+        if (e.ok()) st.push_back(Store(ge.output_buffer(j), flat, *e));
+      }
+      return guard != nullptr ? IfThen(guard, Block(st)) : Block(st);
+    });
+    RETURN_IF_ERROR(status);
     if (s.oh % m != 0) cols = IfThen(Lt(oh, I(s.oh)), cols);
     per_row.push_back(For("ei_", I(m), cols));
   }

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_core/codegen/jit.h"
+#include "compiler_core/codegen/kernel_emitter.h"
 #include "compiler_core/codegen/loop_ir/loop_ir.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
 #include "compiler_core/codegen/loop_ir/printer.h"
@@ -587,6 +588,29 @@ TEST(ConvLoweringTest, ChannelVectorDefaultFitsItsPacks) {
 // Blocked and unblocked weights (a 21x11 window, 3x3 ones, group convs),
 // each default matching the interpreter where the host runs it. On 32
 // registers the unblocked default stays 2 x 6.
+// A direct conv's row of 15 columns in blocks of 8: the first block ends
+// inside the row and stores unguarded, only the last one is guarded. For
+// AVX2 no masked store is left (the last block's mask is a constant:
+// masked_stores.h), and every column is right, against the interpreter.
+TEST(ConvLoweringTest, DirectBlocksInsideTheRowStoreUnguarded) {
+  const CpuTarget host = CpuTarget::Host();
+  if (!host.HasFeature("avx2") || !host.HasFeature("fma")) GTEST_SKIP() << "host lacks avx2/fma";
+  absl::StatusOr<CpuTarget> avx2 = CpuTarget::Named("x86-64-v3");
+  ASSERT_TRUE(avx2.ok()) << avx2.status();
+  std::unique_ptr<Graph> g = ConvGraph({1, 3, 31, 31}, 8, {3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, true, "Relu");
+  ScheduleConfig c;
+  for (const auto& [k, v] : std::map<std::string, int64_t>{{"vw", 8}, {"ur", 1}, {"kb", 8}, {"rows", 1}}) c.Set(k, v);
+  ASSERT_TRUE(ValidateSchedule(*g, c, *avx2).ok()) << ValidateSchedule(*g, c, *avx2);
+  auto f = LowerWorkload(*g, c, *avx2);
+  ASSERT_TRUE(f.ok()) << f.status();
+  const std::string text = loop_ir::Print(*f);
+  EXPECT_NE(text.find("if ((((owo_ + 1) * 8) <= 15)) {"), std::string::npos) << text;
+  auto kernel = JitCompile(*g, c, *avx2);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  EXPECT_EQ((*kernel)->llvm_ir().find("call void @llvm.masked.store"), std::string::npos) << (*kernel)->llvm_ir();
+  CheckConfigsAgainstInterpreter(*g, {c}, *avx2);
+}
+
 TEST(ConvLoweringTest, ChannelVectorDefaultBlocksFitSixteenRegisters) {
   struct Case {
     std::shared_ptr<Graph> g;
