@@ -53,7 +53,12 @@ namespace kiln {
 // fits it. 2019: pointwise convs run long reductions in chunks (kc).
 // 2020: channel-vector convs' defaults take register blocks that do not
 // spill on 16 registers (accumulators, weight vectors and broadcast pixels).
-inline constexpr int kScheduleSpaceVersion = 2020;
+// 2021: channel-vector convs whose weights outgrow half of L2 run a row's
+// register blocks chunk by chunk of input channels (ChannelVectorChunk); on
+// AVX2, stores under constant masks are plain stores (masked_stores.h), and
+// Winograd transforms and direct convs guard only a row's last chunk or block
+// (so that packages compiled before are not served from the cache).
+inline constexpr int kScheduleSpaceVersion = 2021;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

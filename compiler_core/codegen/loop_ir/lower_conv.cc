@@ -232,6 +232,22 @@ int64_t ChunkChannels(const ConvForm& f, const Knobs& k) {
 int64_t ChannelVectorWeightFloats(const ConvForm& f, const Knobs& k) {
   return f.weight_block > 0 ? 0 : f.cg * f.geo.kh * f.geo.kw * k.kb * k.vw;
 }
+// Channel-vector variant: input channels per reduction chunk. A register
+// block reads its kb vectors' weights for every input channel and tap; where
+// they outgrow half of L2 (HRNet's 512 -> 1024 3x3 onto 7x7: 576 KiB, read
+// again by each of a row's blocks, from L3), a row runs the blocks chunk by
+// chunk, the chunk's weights (at most 24 KiB, at least 16 channels) staying
+// in L1 for every block of the row and the running sums in a row buffer.
+// All of them (f.cg) where the weights fit.
+int64_t ChannelVectorChunk(const ConvForm& f, const Knobs& k) {
+  const int64_t per_channel = f.geo.kh * f.geo.kw * k.kb * k.vw;  // floats of weights per input channel
+  if (f.cg * per_channel * 4 <= 256 * 1024) return f.cg;
+  int64_t cc = f.cg;
+  for (int64_t d = 1; d <= f.cg; ++d) {
+    if (f.cg % d == 0 && (d * per_channel * 4 <= 24 * 1024 || d <= 16)) cc = d;
+  }
+  return cc;
+}
 int64_t ChannelVectorRowWidth(const ConvForm& f, const Knobs& k) {
   const WindowGeometry& s = f.geo;
   return CeilDiv((s.ow - 1) * s.sw + (s.kw - 1) * s.dw + 1, k.vw) * k.vw;
@@ -1045,6 +1061,7 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
   const int64_t tasks = s.n * f.group * nkb * ohb;
   const int64_t rin = (s.kh - 1) * s.dh + 1, wq = ChannelVectorRowWidth(f, kn);
   const int64_t taps = s.kh * s.kw;
+  const int64_t cc = ChannelVectorChunk(f, kn), nch = f.cg / cc;  // reduction chunks of cc input channels
 
   GraphExpr ge(g);
   const std::vector<Buffer>& args = ge.args();
@@ -1083,6 +1100,8 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
                      .vw = vw};
     xpack = For("xc_", I(f.cg), For("xr_", I(rin), PackPhaseRow(row)));
   }
+  // ---- the row's running sums between reduction chunks: racc[ow*cw + j*vw + v]
+  Buffer racc = MakeBuffer("racc", {s.ow * cw}, BufferRole::kTemp);
   // ---- a register block of `px` pixels from column ow0: acc[(u*kb + j)*vw + v]
   auto block = [&](const Expr& ow0, int64_t px, const std::string& tag) -> absl::StatusOr<Stmt> {
     Buffer acc = MakeBuffer("acc" + tag, {px * cw}, BufferRole::kTemp);
@@ -1093,8 +1112,12 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
       return For("v_", I(vw), For("j_", I(kb), For("u_", I(px), std::move(body), ForKind::kUnrolled), ForKind::kUnrolled),
                  ForKind::kVectorized);
     };
-    Stmt init = lanes(Store(acc, ai, bufs.bias ? Load(bufs.bias, k) : FloatImm(0)));
-    Expr cl = Var("cl_"), r = Var("kh_"), c = Var("kw_");
+    // With chunks, the row buffer holds the sums of the chunks before.
+    Expr ri = Add(Mul(Add(ow0, u), I(cw)), Add(Mul(j, I(vw)), v));
+    Expr start = bufs.bias ? Load(bufs.bias, k) : FloatImm(0);
+    if (nch > 1) start = Select(Eq(Var("ch_"), I(0)), start, Load(racc, ri));
+    Stmt init = lanes(Store(acc, ai, start));
+    Expr cl = nch > 1 ? Add(Mul(Var("ch_"), I(cc)), Var("cl_")) : Var("cl_"), r = Var("kh_"), c = Var("kw_");
     Expr col = Add(Mul(Add(ow0, u), I(s.sw)), Mul(c, I(s.dw)));
     Expr xi = Add(Mul(Add(Mul(cl, I(rin)), Mul(r, I(s.dh))), I(wq)), col);
     Expr wi = Add(Mul(Add(Mul(cl, I(taps)), Add(Mul(r, I(s.kw)), c)), I(cw)), Add(Mul(j, I(vw)), v));
@@ -1122,23 +1145,25 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
       Expr ih = Sub(Add(Mul(oh, I(s.sh)), Mul(r, I(s.dh))), I(s.pad_top));
       per_kh = IfThen(And(Ge(ih, I(0)), Lt(ih, I(s.h))), per_kh);
     }
-    Stmt mac = For("cl_", I(f.cg), For("kh_", I(s.kh), per_kh));
+    Stmt mac = For("cl_", I(cc), For("kh_", I(s.kh), per_kh));
     std::vector<Expr> out_idx = {n, k, oh, Add(ow0, u)};
     Expr oi = FlatIndex(DimsOf(conv_out), out_idx);
     ASSIGN_OR_RETURN(Stmt st, StoreThroughEpilogue(g, ge, conv_out, bufs.outs, Load(acc, ai), out_idx, oi));
+    if (nch > 1) st = IfThen(Eq(Var("ch_"), I(nch - 1)), st, Store(racc, ri, Load(acc, ai)));
     return Allocate(acc, Block({init, mac, lanes(st)}));
   };
-  std::vector<Stmt> row;
-  row.push_back(xpack);
+  std::vector<Stmt> blocks;
   if (s.ow / ur > 0) {
     ASSIGN_OR_RETURN(Stmt full, block(Mul(Var("owo_"), I(ur)), ur, "_f"));
-    row.push_back(For("owo_", I(s.ow / ur), full));
+    blocks.push_back(For("owo_", I(s.ow / ur), full));
   }
   if (s.ow % ur != 0) {
     ASSIGN_OR_RETURN(Stmt tail, block(I(s.ow / ur * ur), s.ow % ur, "_t"));
-    row.push_back(tail);
+    blocks.push_back(tail);
   }
-  Stmt per_row = For("rr_", I(rows), IfThen(Lt(oh, I(s.oh)), Allocate(xr, Block(std::move(row)))));
+  Stmt row = Block({xpack, nch > 1 ? For("ch_", I(nch), Block(std::move(blocks))) : Block(std::move(blocks))});
+  if (nch > 1) row = Allocate(racc, row);
+  Stmt per_row = For("rr_", I(rows), IfThen(Lt(oh, I(s.oh)), Allocate(xr, row)));
   Stmt body = f.weight_block > 0 ? per_row : Allocate(wp, Block({wpack, per_row}));
   Expr t = Var("t_");
   body = LetStmt("hb_", Mod(t, I(ohb)),
