@@ -252,4 +252,12 @@ inline std::vector<std::string> UndefinedSymbols(const std::string& elf) {
   return out;
 }
 
+// How many times `what` occurs in `text` (overlapping occurrences count):
+// instructions in an IR dump, loops in a loop IR print.
+inline int Occurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace kiln::codegen_testing

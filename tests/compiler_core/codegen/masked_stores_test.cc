@@ -11,6 +11,7 @@
 #include "compiler_core/codegen/loop_ir/loop_ir.h"
 #include "compiler_core/codegen/target.h"
 #include "gtest/gtest.h"
+#include "tests/compiler_core/codegen/codegen_testing.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/Function.h"
@@ -23,11 +24,7 @@
 namespace kiln {
 namespace {
 
-int Occurrences(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using codegen_testing::Occurrences;
 
 // f(ptr p, <8 x float> v, <8 x i1> m): one masked store of v per mask below,
 // 8 floats apart, the last under the run-time mask m.

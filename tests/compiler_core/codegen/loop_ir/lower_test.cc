@@ -21,6 +21,7 @@ namespace kiln {
 namespace {
 
 using Builder = loop_ir_testing::TypedBuilder;
+using codegen_testing::Occurrences;
 using loop_ir_testing::Count;
 
 // JITs every schedule point and compares all outputs with Evaluate.
@@ -173,15 +174,6 @@ TEST(LoopIrLoweringTest, DataMovement) {
   }
 }
 
-// A Concat result is written slab by slab: each input's nest computes only
-// its own elements (no select over the inputs), and the slabs share one
-// parallel loop whose task t runs chunk t of each.
-int Occurrences(const std::string& text, const std::string& word) {
-  int n = 0;
-  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
-  return n;
-}
-
 // The printed loop IR of a data-movement workload at vw=4, tasks=2.
 std::string DataMovementText(const Graph& g) {
   const loop_ir::WorkloadLowering* l = loop_ir::FindLowering(g);
@@ -195,6 +187,9 @@ std::string DataMovementText(const Graph& g) {
   return f.ok() ? loop_ir::Print(*f) : "";
 }
 
+// A Concat result is written slab by slab: each input's nest computes only
+// its own elements (no select over the inputs), and the slabs share one
+// parallel loop whose task t runs chunk t of each.
 TEST(LoopIrLoweringTest, ConcatWritesOneSlabPerInput) {
   Builder b;
   std::vector<Value*> parts;
