@@ -386,6 +386,43 @@ class Lowerer {
     return v;
   }
 
+  // Lane 0 of `e`, an index affine in the vectorized loop's variable, as
+  // scalar arithmetic: the address of a contiguous access. Extracting lane 0
+  // of the lowered <N x i64> index instead left loop-invariant index vectors
+  // that LLVM keeps in vector registers, with a vmovq round trip per access
+  // (a GEMM's inner loop spilled its accumulators to make room for them).
+  absl::StatusOr<Value*> FirstLane(const Expr& e) {
+    if (auto it = first_memo_.find(e.get()); it != first_memo_.end()) return it->second;
+    absl::StatusOr<Value*> v = FirstLaneUncached(e);
+    if (v.ok()) first_memo_[e.get()] = *v;
+    return v;
+  }
+
+  absl::StatusOr<Value*> FirstLaneUncached(const Expr& e) {
+    auto lane0 = [&]() -> absl::StatusOr<Value*> {
+      ASSIGN_OR_RETURN(Value * v, LowerExpr(e));
+      return IsVec(v) ? b_.CreateExtractElement(v, uint64_t{0}) : v;
+    };
+    std::optional<int64_t> st = Stride(e);
+    if (!st || *st == 0) return lane0();
+    switch (e->kind) {
+      case ExprKind::kVar: {
+        auto it = vars_.find(e->name);
+        if (it == vars_.end() || it->second.first == nullptr) return lane0();
+        return it->second.first;
+      }
+      case ExprKind::kAdd:
+      case ExprKind::kSub:
+      case ExprKind::kMul: {
+        ASSIGN_OR_RETURN(Value * a, FirstLane(e->args[0]));
+        ASSIGN_OR_RETURN(Value * b, FirstLane(e->args[1]));
+        if (e->kind == ExprKind::kAdd) return b_.CreateAdd(a, b);
+        return e->kind == ExprKind::kSub ? b_.CreateSub(a, b) : b_.CreateMul(a, b);
+      }
+      default: return lane0();
+    }
+  }
+
   absl::StatusOr<Value*> LowerExprUncached(const Expr& e) {
     switch (e->kind) {
       case ExprKind::kIntImm:
@@ -497,13 +534,16 @@ class Lowerer {
     if (!IsVec(idx)) return FromMem(b_.CreateAlignedLoad(et, b_.CreateInBoundsGEP(et, base, idx), al), dt);
     std::optional<int64_t> st = Stride(e->args[0]);
     if (st && *st == 1) {
-      Value* first = b_.CreateExtractElement(idx, uint64_t{0});
+      ASSIGN_OR_RETURN(Value * first, FirstLane(e->args[0]));
       Value* p = b_.CreateInBoundsGEP(et, base, first);
       al = VectorAlign(e->args[0], dt);
       if (mask_ == nullptr || WholeVectorInAlloca(base, first)) return FromMem(b_.CreateAlignedLoad(VecTy(et), p, al), dt);
       return FromMem(b_.CreateMaskedLoad(VecTy(et), p, al, mask_, llvm::Constant::getNullValue(VecTy(et))), dt);
     }
-    if (st && *st >= 2 && *st <= kMaxDeinterleaveStride) return FromMem(StridedLoad(et, base, idx, *st, al), dt);
+    if (st && *st >= 2 && *st <= kMaxDeinterleaveStride) {
+      ASSIGN_OR_RETURN(Value * first, FirstLane(e->args[0]));
+      return FromMem(StridedLoad(et, base, first, *st, al), dt);
+    }
     Value* ptrs = b_.CreateInBoundsGEP(et, base, idx);
     return FromMem(b_.CreateMaskedGather(VecTy(et), ptrs, al, Mask(), llvm::Constant::getNullValue(VecTy(et))), dt);
   }
@@ -527,10 +567,11 @@ class Lowerer {
   // load of the span from the first lane's element to the last's, then the
   // lanes picked out of it (de-interleaving), instead of a gather. The span
   // lies inside the buffer when its two ends do; masked-off lanes are not read.
-  Value* StridedLoad(Type* et, Value* base, Value* idx, int64_t stride, llvm::Align al) {
+  // `first` is the first lane's element.
+  Value* StridedLoad(Type* et, Value* base, Value* first, int64_t stride, llvm::Align al) {
     const unsigned span = static_cast<unsigned>((lanes_ - 1) * stride + 1);
     Type* wide = llvm::FixedVectorType::get(et, span);
-    Value* p = b_.CreateInBoundsGEP(et, base, b_.CreateExtractElement(idx, uint64_t{0}));
+    Value* p = b_.CreateInBoundsGEP(et, base, first);
     Value* loaded;
     if (mask_ == nullptr) {
       loaded = b_.CreateAlignedLoad(wide, p, al);
@@ -549,6 +590,7 @@ class Lowerer {
 
   absl::Status LowerStmt(const Stmt& s) {
     memo_.clear();
+    first_memo_.clear();
     switch (s->kind) {
       case StmtKind::kBlock:
         for (const Stmt& c : s->body) RETURN_IF_ERROR(LowerStmt(c));
@@ -558,6 +600,9 @@ class Lowerer {
         std::optional<int64_t> st = Stride(s->value);
         auto saved = vars_.find(s->var) != vars_.end() ? std::optional<VarVal>(vars_[s->var]) : std::nullopt;
         vars_[s->var] = {v, st, s->value->type == ScalarType::kI64 ? KnownMultiple(s->value) : 1};
+        if (IsVec(v) && st && *st != 0) {
+          ASSIGN_OR_RETURN(vars_[s->var].first, FirstLane(s->value));
+        }
         RETURN_IF_ERROR(LowerStmt(s->body[0]));
         if (saved) vars_[s->var] = *saved; else vars_.erase(s->var);
         return absl::OkStatus();
@@ -715,7 +760,7 @@ class Lowerer {
     }
     if (s->for_kind == ForKind::kVectorized && lanes_ == 1 && ext > 1) {
       lanes_ = ext;
-      vars_[s->var] = {Iota(), 1, int64_t{1} << 20};
+      vars_[s->var] = {Iota(), 1, int64_t{1} << 20, I64(0)};
       absl::Status st = LowerStmt(s->body[0]);
       vars_.erase(s->var);
       lanes_ = 1;
@@ -760,7 +805,7 @@ class Lowerer {
     v = ToMem(Splat(v), dt);
     std::optional<int64_t> st = Stride(s->index);
     if (st && *st == 1) {
-      Value* first = b_.CreateExtractElement(idx, uint64_t{0});
+      ASSIGN_OR_RETURN(Value * first, FirstLane(s->index));
       Value* p = b_.CreateInBoundsGEP(et, base, first);
       al = VectorAlign(s->index, dt);
       if (mask_ == nullptr) {
@@ -786,6 +831,7 @@ class Lowerer {
     Value* value = nullptr;
     std::optional<int64_t> stride;
     int64_t multiple = 1;  // a power of two its first lane is a multiple of (KnownMultiple)
+    Value* first = nullptr;  // a lane-varying affine value's first lane, scalar (FirstLane)
   };
 
   llvm::LLVMContext& ctx_;
@@ -801,6 +847,7 @@ class Lowerer {
   std::map<const BufferNode*, Value*> bufs_;
   std::map<std::string, VarVal> vars_;
   std::map<const ExprNode*, Value*> memo_;
+  std::map<const ExprNode*, Value*> first_memo_;  // FirstLane's, per statement like memo_
   unsigned lanes_ = 1;
   Value* mask_ = nullptr;
   // NVPTX only (RunGpu).

@@ -148,6 +148,29 @@ TEST(MatMulLoweringTest, AccumulatorsArePromotedForEveryBlockShape) {
   }
 }
 
+// A contiguous vector access is addressed with scalar arithmetic: no index
+// vector is built to extract its lane 0 (after O3 such vectors stayed in
+// registers as loop invariants, and an AVX2 GEMM's inner loop moved every B
+// address through them and spilled accumulators for the room). Checked on
+// the optimised IR for AVX2 and AVX-512, K unrolled or not, in place and
+// packed.
+TEST(MatMulLoweringTest, ContiguousAccessesAreAddressedWithScalars) {
+  auto g = PlainMatMul({64, 192}, {192, 768});
+  for (const std::string cpu : {"x86-64-v3", "znver4"}) {
+    absl::StatusOr<CpuTarget> target = CpuTarget::Named(cpu);
+    ASSERT_TRUE(target.ok()) << target.status();
+    for (const std::string config : {"ku=4,mr=6,nr=2", "ku=1,mr=6,nr=2", "ku=4,mr=4,nr=3,kc=64"}) {
+      absl::StatusOr<ScheduleConfig> c = ScheduleConfig::Parse(config);
+      ASSERT_TRUE(c.ok()) << c.status();
+      auto kernel = JitCompile(*g, *c, *target);
+      ASSERT_TRUE(kernel.ok()) << kernel.status();
+      const std::string& ir = (*kernel)->llvm_ir();
+      EXPECT_EQ(ir.find("extractelement <"), std::string::npos) << cpu << " " << config << "\n" << ir;
+      EXPECT_EQ(ir.find(" x i64>"), std::string::npos) << cpu << " " << config << "\n" << ir;
+    }
+  }
+}
+
 TEST(MatMulLoweringTest, TinyAndPrimeShapes) {
   for (const auto& [a, b] : std::vector<std::pair<Ints, Ints>>{
            {{1, 1}, {1, 1}}, {{1, 3}, {3, 1}}, {{3, 2}, {2, 3}}, {{7, 5}, {5, 3}}, {{13, 29}, {29, 37}},
