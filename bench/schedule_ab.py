@@ -5,6 +5,7 @@ that workload, the packages run in alternation, ONNX Runtime timed in the same l
 Usage:
   bench/schedule_ab.py (MODEL.onnx | --chain C,H,W,N) --config K=V,... [--config ...]
                        [--kiln build/client/kiln] [--group 0] [--rounds 5] [--repeat 15] [--threads 1] [--no-ort]
+                       [--profile]
 
 --chain C,H,W,N writes the model: N layers of a 1x1 Conv C -> C on HxW plus Relu, each with its own
 weights (so that, as in a real network, the weights pass through the caches once per run).
@@ -13,7 +14,9 @@ How a schedule is forced: `kiln compile --trials 1` measures the default schedul
 workloads into a scratch database; that record of group --group's workload is copied with the
 config replaced, imported into a fresh database per config, and `kiln compile --trials 0 --db` builds
 the package from it. The host is noisy: the table gives, per config, the minimum and the median of
-the per-round medians (`kiln run --repeat R --json`), rounds alternating between configs.
+the per-round medians (`kiln run --repeat R --json`), rounds alternating between configs. --profile
+adds the sum, over the groups of that workload, of each group's minimum over the rounds (`kiln run
+--profile`): the schedule's own time, apart from the host's drift over the rest of the model.
 """
 import argparse
 import json
@@ -59,6 +62,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--no-ort", action="store_true")
+    ap.add_argument("--profile", action="store_true", help="also sum the workload's groups' minima (kiln run --profile)")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="kiln-schedule-ab-")
     model = args.model
@@ -74,7 +78,9 @@ def main():
         inputs[inp.name] = os.path.join(work, f"in{i}.npy")
         np.save(inputs[inp.name], np.random.default_rng(i).standard_normal(shape).astype(np.float32))
     threads = ["--threads", str(args.threads)]
-    key = json.loads(run([args.kiln, "inspect", model, "--json"]))["groups"][args.group]["workload_key"]
+    groups = json.loads(run([args.kiln, "inspect", model, "--json"]))["groups"]
+    key = groups[args.group]["workload_key"]
+    same = {i for i, g in enumerate(groups) if g["workload_key"] == key}
     scratch = os.path.join(work, "scratch.db")
     run([args.kiln, "compile", model, "--trials", "1", "--db", scratch, "-o", os.path.join(work, "scratch.kpkg"), "-q",
          *threads])
@@ -90,16 +96,24 @@ def main():
     ort = None if args.no_ort else OrtTimer(model, inputs, args.threads)
     feed_args = [a for name, path in inputs.items() for a in ("--input", f"{name}={path}")]
     medians = {c: [] for c in args.config + (["ORT"] if ort else [])}
+    group_min = {c: {} for c in args.config}
     for _ in range(args.rounds):
         for config, pkg in zip(args.config, packages):
             out = run([args.kiln, "run", pkg, *feed_args, "--repeat", str(args.repeat), *threads, "--json"])
             medians[config].append(json.loads(out)["median_ms"])
+            if args.profile:
+                prof = json.loads(run([args.kiln, "run", pkg, *feed_args, "--profile", "100000", *threads, "--json"]))
+                for g in prof["profile"]:
+                    if g["group"] in same:
+                        group_min[config][g["group"]] = min(g["ms"], group_min[config].get(g["group"], float("inf")))
         if ort:
             medians["ORT"].append(ort.median_ms(args.repeat))
-    print(f"| schedule (workload {key[:12]}) | min of medians ms | median of medians ms |")
-    print("|---|---|---|")
+    print(f"| schedule (workload {key[:12]}) | min of medians ms | median of medians ms |"
+          + (f" its {len(same)} groups' minima ms |" if args.profile else ""))
+    print("|---|---|---|" + ("---|" if args.profile else ""))
     for config, ms in medians.items():
-        print(f"| {config} | {min(ms):.3f} | {sorted(ms)[len(ms) // 2]:.3f} |")
+        prof = f" {sum(group_min[config].values()):.3f} |" if args.profile and config in group_min else (" |" if args.profile else "")
+        print(f"| {config} | {min(ms):.3f} | {sorted(ms)[len(ms) // 2]:.3f} |" + prof)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,31 @@ std::string Ms(double ms) { return absl::StrCat(static_cast<int64_t>(ms * 1000.0
 kiln::v1::ModelCheck ModelChecker::Compare(const std::string& record_key, const std::string& previous_digest,
                                            const std::string& new_digest,
                                            const std::function<bool()>& cancelled) const {
+  const PairKey key{record_key, {previous_digest, new_digest}};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = kept_.find(key); it != kept_.end()) {
+      kiln::v1::ModelCheck check = it->second;
+      check.set_message(absl::StrCat("checked earlier: ", check.message()));
+      return check;
+    }
+  }
+  kiln::v1::ModelCheck check = Time(record_key, previous_digest, new_digest, cancelled);
+  if (check.kept_previous()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (kept_.emplace(key, check).second) {
+      kept_order_[next_order_++] = key;
+      if (kept_order_.size() > kMaxVerdicts) {
+        kept_.erase(kept_order_.begin()->second);
+        kept_order_.erase(kept_order_.begin());
+      }
+    }
+  }
+  return check;
+}
+
+kiln::v1::ModelCheck ModelChecker::Time(const std::string& record_key, const std::string& previous_digest,
+                                        const std::string& new_digest, const std::function<bool()>& cancelled) const {
   kiln::v1::ModelCheck check;
   check.set_previous_digest(previous_digest);
   if (!broker_->HasLiveWorker(record_key, kScheduleSpaceVersion)) {

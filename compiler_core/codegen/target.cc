@@ -163,4 +163,16 @@ int CpuTarget::NativeVectorBits() const {
   return std::find(std::begin(kFullWidth512), std::end(kFullWidth512), cpu) != std::end(kFullWidth512) ? 512 : 256;
 }
 
+int64_t CpuTarget::L2Bytes() const {
+  static constexpr std::string_view k256K[] = {"haswell", "broadwell", "skylake", "cannonlake"};
+  static constexpr std::string_view k512K[] = {"znver1", "znver2", "znver3"};
+  static constexpr std::string_view k2M[] = {"sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-d",
+                                             "diamondrapids"};
+  auto in = [&](const auto& names) { return std::find(std::begin(names), std::end(names), cpu) != std::end(names); };
+  if (in(k256K)) return int64_t{256} << 10;
+  if (in(k512K)) return int64_t{512} << 10;
+  if (in(k2M)) return int64_t{2} << 20;
+  return int64_t{1} << 20;
+}
+
 }  // namespace kiln

@@ -3,6 +3,7 @@
 // canonical key that tuning records are filed under.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -33,6 +34,11 @@ struct CpuTarget {
   // else at most 256 (Zen 4 runs a 512-bit operation as two 256-bit halves;
   // Intel's client cores have one 512-bit unit, the throughput of two 256).
   int NativeVectorBits() const;
+  // One core's L2 cache, by CPU name: 256 KiB (Intel client cores to Skylake),
+  // 512 KiB (Zen 1-3), 2 MiB (Sapphire Rapids and later Xeons); 1 MiB for Zen
+  // 4 and 5, Skylake-SP to Ice Lake, and any name not listed (psABI levels
+  // included), the size the cache-blocking defaults were first measured on.
+  int64_t L2Bytes() const;
   // Architectural vector registers: 32 with AVX-512, else 16.
   int NumVectorRegisters() const { return VectorBits() == 512 ? 32 : 16; }
   bool HasFeature(const std::string& name) const;  // "avx512f" -> is "+avx512f" present

@@ -412,7 +412,8 @@ std::vector<ScheduleConfig> GemvPoints(const MatMulSpec& s) {
   return GemvGrid(1, ncs, Useful({1, 2, 4, 8}, 1, s.k), s.n);
 }
 
-// B larger than an L2 and more rows than kFewRows: worth packing. Fewer
+// B larger than an L2 (PackFromBytes) and more rows than kFewRows: worth
+// packing. Fewer
 // rows read B in place once, in one row block, and packing it first costs
 // about as much again while B stays near an L2's size (25 x 240 by 240 x
 // 1280, 1.2 MB: 0.074 ms in place, 0.083 packed; LeViT's 49 x 256 by 256 x
@@ -426,9 +427,20 @@ std::vector<ScheduleConfig> GemvPoints(const MatMulSpec& s) {
 // kPackAnyRowsBytes on (8 x 1024 by 1024 x 4096: 4.2 -> 1.9 ms on Zen 4).
 constexpr int64_t kPackFewRowsBytes = int64_t{2} << 20;
 constexpr int64_t kPackAnyRowsBytes = int64_t{4} << 20;
-bool WantsPacking(const MatMulSpec& s) {
+
+// The B size from which packing pays: the whole L2 on the 1 MiB L2s of Zen 4
+// and 5, where it was measured; on smaller L2s three quarters of it, since A's
+// rows and C's tiles stream through it too (Zen 3, 512 KiB, 1 thread, in
+// place -> packed: ViT's 197 x 192 by 192 x 768 with GELU, 590 KB, 1.08 ->
+// 0.82 ms; 197 x 192 by 192 x 576, 442 KB, 0.56 -> 0.52).
+int64_t PackFromBytes(const CpuTarget& target) {
+  const int64_t l2 = target.L2Bytes();
+  return l2 >= (int64_t{1} << 20) ? l2 : l2 / 4 * 3;
+}
+
+bool WantsPacking(const MatMulSpec& s, const CpuTarget& target) {
   const int64_t b_bytes = s.k * s.n * 4;
-  return b_bytes > (int64_t{1} << 20) &&
+  return b_bytes > PackFromBytes(target) &&
          (s.m > kFewRows || (s.m >= 8 && b_bytes >= kPackFewRowsBytes) || b_bytes > kPackAnyRowsBytes);
 }
 
@@ -510,7 +522,7 @@ std::vector<ScheduleConfig> EnumerateMatMul(const MatMulSpec& s, const CpuTarget
   }
   for (const ScheduleConfig& c : GemvPoints(s)) out.push_back(c);
   for (const ScheduleConfig& c : GemvDotPoints(s)) out.push_back(c);
-  if (WantsPacking(s)) {
+  if (WantsPacking(s, target)) {
     for (const ScheduleConfig& reg : base) {
       int64_t mr = reg.Get("mr", 6), nr = reg.Get("nr", 2);
       if (mr < 4 || mr * nr < 12) continue;  // too little reuse per packed panel
@@ -612,7 +624,7 @@ ScheduleConfig DefaultMatMul(const MatMulSpec& s, const CpuTarget& target) {
   // GRU's 100 rows (100 x 1312 by 1312 x 1536: 2.74 ms in place, 2.22
   // packed in one row block).
   const bool in_place = wide && s.m > kFewRows && s.m < kPackManyRows && s.k * s.n * 4 <= kPackAnyRowsBytes;
-  if (WantsPacking(s) && !in_place) {
+  if (WantsPacking(s, target) && !in_place) {
     // Every row block packs B's panels again: up to 256 rows take one row
     // block when the column blocks alone make 4 tasks or more (a GRU's input
     // projection, 100 x 1312 by 1312 x 1536: 30-row tasks packed B four

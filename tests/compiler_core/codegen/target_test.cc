@@ -2,6 +2,10 @@
 // features, their ISA levels, and a clear error for an unknown name.
 #include "compiler_core/codegen/target.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "base/cpu_features.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -31,6 +35,21 @@ TEST(CpuTargetTest, NamedLevelsCarryTheirImpliedFeatures) {
   // Features sorted, all enabled: the key is stable, and differs per CPU.
   EXPECT_EQ(CpuTarget::Named("x86-64-v3")->Key(), v3->Key());
   EXPECT_NE(skx->Key(), v3->Key());
+}
+
+// L2 sizes by CPU name; 1 MiB where the name says nothing (psABI levels).
+TEST(CpuTargetTest, L2SizeFollowsTheCpuName) {
+  for (const auto& [name, bytes] : std::vector<std::pair<std::string, int64_t>>{{"znver3", 512 << 10},
+                                                                                {"znver4", 1 << 20},
+                                                                                {"znver5", 1 << 20},
+                                                                                {"skylake", 256 << 10},
+                                                                                {"skylake-avx512", 1 << 20},
+                                                                                {"sapphirerapids", 2 << 20},
+                                                                                {"x86-64-v3", 1 << 20}}) {
+    auto t = CpuTarget::Named(name);
+    ASSERT_TRUE(t.ok()) << name;
+    EXPECT_EQ(t->L2Bytes(), bytes) << name;
+  }
 }
 
 TEST(CpuTargetTest, AnUnknownNameListsTheKnownOnes) {

@@ -321,6 +321,25 @@ TEST(MatMulBlocking, DefaultRegisterBlockFollowsTheRegisterFile) {
   EXPECT_EQ(d.Get("mr", 0), 8) << d.ToString();
 }
 
+// Packing starts where B outgrows the target's L2: ViT's 197 x 192 by 192 x
+// 768 (590 KB) packs on Zen 3 (512 KiB L2) and reads B in place where the L2
+// is 1 MiB, with the same 16-register block.
+TEST(MatMulBlocking, PackingFollowsTheL2) {
+  absl::StatusOr<CpuTarget> zen3 = CpuTarget::Named("znver3");
+  absl::StatusOr<CpuTarget> v3 = CpuTarget::Named("x86-64-v3");
+  ASSERT_TRUE(zen3.ok() && v3.ok());
+  auto fc1 = MakeWorkload("MatMul", {{197, 192}, {192, 768}}, {197, 768});
+  ScheduleConfig d = DefaultSchedule(*fc1, *zen3);
+  EXPECT_GT(d.Get("kc", 0), 0) << d.ToString();
+  EXPECT_TRUE(ValidateSchedule(*fc1, d, *zen3).ok());
+  d = DefaultSchedule(*fc1, *v3);
+  EXPECT_EQ(d.Get("kc", 0), 0) << d.ToString();
+  // Under three quarters of Zen 3's L2 (192 x 384, 288 KB), in place there too.
+  auto small = MakeWorkload("MatMul", {{197, 192}, {192, 384}}, {197, 384});
+  d = DefaultSchedule(*small, *zen3);
+  EXPECT_EQ(d.Get("kc", 0), 0) << d.ToString();
+}
+
 // The packed buffer lives on the stack: an object with a packed kernel imports
 // nothing beyond memcpy/memset/memmove.
 // How two and four threads share tasks: contiguous runs of floor or ceil of
