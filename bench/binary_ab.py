@@ -4,13 +4,15 @@ the two packages and ONNX Runtime run in alternation, minima of per-round median
 
 Usage:
   bench/binary_ab.py --a OLD/kiln --b NEW/kiln MODEL.onnx [MODEL.onnx ...]
-                     [--rounds 4] [--repeat 15] [--threads 1] [--profile [--moved 5]]
+                     [--rounds 4] [--repeat 15] [--threads 1] [--profile [--moved 5 | --changed]]
 
 A model's inputs are the .npy files of MODEL.inputs/ beside it (the corpus's layout; the file name
 is the input's name). The host is noisy: the rounds alternate A, B and ORT, and the table gives
 each one's minimum over the rounds of `kiln run --repeat R --json`'s median. --profile adds, per
 model, the sum over groups of each group's minimum over the rounds (`kiln run --profile`), which
-separates a kernel's change from the host's drift, and the groups whose minima moved most.
+separates a kernel's change from the host's drift, and the groups whose minima moved most, or, with
+--changed, the groups whose schedule differs between the two packages (their manifests) and the sum
+of those groups' minima: a change of defaults measured on the kernels it changed.
 """
 import argparse
 import glob
@@ -31,6 +33,12 @@ def group_minima(kiln, pkg, feed_args, threads):
     return {g["group"]: g["ms"] for g in out["profile"]}
 
 
+def schedules(kiln, pkg):
+    """Group index -> the schedule its kernel was generated at, from the package's manifest."""
+    manifest = json.loads(run([kiln, "inspect", pkg, "--json"]))["manifest"]
+    return {i: g.get("schedule_config", "") for i, g in enumerate(manifest["groups"])}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("models", nargs="+")
@@ -41,6 +49,9 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--moved", type=int, default=5, help="with --profile: list this many groups whose minima moved most")
+    ap.add_argument("--changed", action="store_true",
+                    help="with --profile: list the groups whose schedule differs between A and B instead, and the "
+                         "sum of their minima")
     args = ap.parse_args()
 
     print("| model | A ms | B ms | B vs A | ORT ms | ORT/A | ORT/B |" + (" A groups ms | B groups ms |" if args.profile else ""))
@@ -78,6 +89,12 @@ def main():
         if args.profile:
             common = set(groups["A"]) & set(groups["B"])
             moved = sorted(common, key=lambda g: -abs(groups["B"][g] - groups["A"][g]))[:args.moved]
+            if args.changed:
+                sched = {side: schedules(kiln, pkg) for side, (kiln, pkg) in pkgs.items()}
+                moved = sorted(g for g in common if sched["A"].get(g) != sched["B"].get(g))
+                a_sum, b_sum = sum(groups["A"][g] for g in moved), sum(groups["B"][g] for g in moved)
+                print(f"|   {len(moved)} changed groups | {a_sum:.3f} | {b_sum:.3f} | {a_sum / max(b_sum, 1e-9):.2f} "
+                      f"| | | |", flush=True)
             for g in moved:
                 print(f"|   group {g} | {groups['A'][g]:.3f} | {groups['B'][g]:.3f} | "
                       f"{groups['A'][g] / max(groups['B'][g], 1e-9):.2f} | | | |", flush=True)

@@ -62,7 +62,10 @@ namespace kiln {
 // (llvm_lowering.cc FirstLane): AVX2 GEMMs unrolled in K no longer spill, so
 // records measured before (which ranked those schedules low) retire; MatMuls
 // pack B from three quarters of an L2 under 1 MiB (CpuTarget::L2Bytes).
-inline constexpr int kScheduleSpaceVersion = 2022;
+// 2023: pointwise convs over few channels whose input and output pass twice
+// the L2 offer, and default to, tasks of several pixel blocks
+// (PointwiseStreamRows in lower_conv.cc).
+inline constexpr int kScheduleSpaceVersion = 2023;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -196,6 +196,23 @@ int64_t PointwiseChunk(const ConvForm& f, const Knobs& k) {
   return 0;
 }
 
+// Pointwise variant, input and output past twice the L2: the register
+// blocks of pixels per task at which a task's input (cg channels of
+// rows * vw * ur pixels) fills kL1InputFloats, as long as 16 tasks remain;
+// 1 where one block fills it, or input and output are smaller. Over few channels one block per task reads and
+// writes a run of vw * ur floats in each channel plane, too short for the
+// prefetchers to fetch from L3 or memory ahead of it (Zen 3, 1 thread, in
+// the models): SSDlite's 16 -> 16 on 160x160 plus a residual 0.65 ms with
+// one block of 24 pixels per task, 0.41 with 4, 0.36 with 16; LCNet's
+// 8 -> 16 on 112x112 0.15-0.17 ms with one, 0.085-0.099 with 21. Convs
+// on 56x56 (24 -> 36, 72 -> 12: 0.6-1 MiB in and out) measured the same or
+// up to 10% slower with longer runs.
+int64_t PointwiseStreamRows(const ConvForm& f, int64_t vw, int64_t ur, const CpuTarget& target) {
+  if (f.geo.n * f.group * (f.cg + f.kg) * Pixels(f) * 4 <= 2 * target.L2Bytes()) return 1;
+  const int64_t bw = vw * ur, blocks = f.geo.n * f.group * (Pixels(f) / bw);
+  return std::max<int64_t>(1, std::min(kL1InputFloats / (f.cg * bw), blocks / 16));
+}
+
 // One input and one output channel per group, 2-D.
 bool IsDepthwise(const ConvForm& f) { return f.cg == 1 && f.kg == 1 && !f.geo.one_d && !f.geo.three_d; }
 
@@ -389,6 +406,8 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
           // splitting the channels: weights past L2, PointwiseAllPixels).
           const int64_t full_blocks = p / (vw * ur);
           std::vector<int64_t> rows_points = {1, 2};
+          const int64_t stream = PointwiseStreamRows(*f, vw, ur, target);
+          if (stream > 2 && stream < full_blocks) rows_points.push_back(stream);
           if (full_blocks > 2) rows_points.push_back(full_blocks);
           for (int64_t rows : rows_points) {
             if (rows > 1 && vw * ur >= p) break;
@@ -569,8 +588,8 @@ ScheduleConfig DefaultBlocked(const std::vector<ScheduleConfig>& space, const Co
 
 // Pointwise convs: the pointwise variant, widest vectors, a pixel tail
 // without masked multiply-adds, 14 to 18 accumulators (kb 8 over 128 input
-// channels or more, else kb 4, or the nearest divisor of the channels), one
-// pixel block per task. Depthwise convs:
+// channels or more, else kb 4, or the nearest divisor of the channels),
+// PointwiseStreamRows pixel blocks per task. Depthwise convs:
 // the plane variant, widest vectors, 4 accumulators, the most channels per
 // task that still leaves 8 tasks. Others: of the register blocks within 10%
 // (5% when no such block covers a whole output row) of the cheapest by
@@ -686,7 +705,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
                            c.Get("vw", 1) <= row_lanes, -std::abs(c.Get("ur", 1) - 4));
   };
   const bool all_pixels = f.ok() && IsPointwise(*f) && PointwiseAllPixels(*f);
-  auto score = [planes, pixels, ow, short_reduction, pw_kb, all_pixels, cheapest, tolerance, &f, &direct_cost,
+  auto score = [planes, pixels, ow, short_reduction, pw_kb, all_pixels, cheapest, tolerance, &f, &target, &direct_cost,
                 &split_score, &dw_score, &kv_first](const ScheduleConfig& c) {
     int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
     int64_t pw = c.Get("pw", 0), dw = c.Get("dw", 0);
@@ -697,6 +716,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     // packing its input rows as on the taps: more rows per task share them.
     int64_t rows_score = dw ? (planes / rows >= 8 ? rows : -rows) : short_reduction && !pw ? rows : -rows;
     const bool chunked = pw && f.ok() && PointwiseChunked(*f, c);
+    if (pw && f.ok()) rows_score = -std::abs(rows - PointwiseStreamRows(*f, c.Get("vw", 1), c.Get("ur", 1), target));
     if (pw && all_pixels && !chunked) rows_score = rows >= pixels / (c.Get("vw", 1) * c.Get("ur", 1)) ? 1 : -rows;
     // Pointwise, long reductions: reduction chunks where PointwiseChunked says so, none elsewhere.
     const bool chunk_score = chunked == (c.Get("kc", 0) != 0);

@@ -819,6 +819,36 @@ TEST(ConvLoweringTest, PointwiseWeightsPastL2TakeEveryPixelBlockPerTask) {
   EXPECT_LE(DefaultSchedule(*small, target).Get("rows", 1), 2) << DefaultSchedule(*small, target).ToString();
 }
 
+// Few input channels over a map past L2 (SSDlite's 16 -> 16 on 160x160,
+// here 16 -> 16 on 200x200, 2.4 MiB in, as much out): a task takes as many pixel blocks as
+// fill 4096 floats of input, leaving 16 tasks, so that each channel plane
+// is read and written in runs longer than one block; those points match
+// the interpreter, the last task short and the pixel tail masked. 256 input
+// channels, or an input within L2 (16 channels of 40x43), keep one block
+// per task.
+TEST(ConvLoweringTest, PointwiseOverFewChannelsPastL2TakesRunsOfBlocksPerTask) {
+  CpuTarget target = CpuTarget::Host();
+  ASSERT_LT(2 * target.L2Bytes(), 32 * 200 * 200 * 4);
+  auto few = ConvGraph({1, 16, 200, 200}, 16, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  const ScheduleConfig d = DefaultSchedule(*few, target);
+  ASSERT_EQ(d.Get("pw", 0), 1) << d.ToString();
+  const int64_t bw = d.Get("vw", 1) * d.Get("ur", 1);
+  const int64_t want = std::max<int64_t>(1, std::min<int64_t>(4096 / (16 * bw), 200 * 200 / bw / 16));
+  ASSERT_GT(want, 2) << d.ToString();
+  EXPECT_EQ(d.Get("rows", 1), want) << d.ToString();
+  std::vector<ScheduleConfig> runs;
+  for (const ScheduleConfig& c : PointwisePoints(*few, target)) {
+    const int64_t blocks = 200 * 200 / (c.Get("vw", 1) * c.Get("ur", 1));
+    if (c.Get("rows", 1) > 2 && c.Get("rows", 1) < blocks && c.Get("kb", 1) == d.Get("kb", 1)) runs.push_back(c);
+  }
+  ASSERT_FALSE(runs.empty());
+  CheckConv(*few, runs);
+  auto many = ConvGraph({1, 256, 200, 200}, 16, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  EXPECT_EQ(DefaultSchedule(*many, target).Get("rows", 1), 1) << DefaultSchedule(*many, target).ToString();
+  auto within = ConvGraph({1, 16, 40, 43}, 16, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  EXPECT_EQ(DefaultSchedule(*within, target).Get("rows", 1), 1) << DefaultSchedule(*within, target).ToString();
+}
+
 // Long reductions whose blocks' input outgrows L1 run in reduction chunks
 // (kc): the default for Xception's 728 -> 728 on 10x10 takes one pixel block
 // per task and chunks whose input fits half an L1, its running sums in a
