@@ -199,9 +199,10 @@ int64_t PointwiseChunk(const ConvForm& f, const Knobs& k) {
 // Pointwise variant, input and output past twice the L2: the register
 // blocks of pixels per task at which a task's input (cg channels of
 // rows * vw * ur pixels) fills kL1InputFloats, as long as 16 tasks remain;
-// 1 where one block fills it, or input and output are smaller. Over few channels one block per task reads and
-// writes a run of vw * ur floats in each channel plane, too short for the
-// prefetchers to fetch from L3 or memory ahead of it (Zen 3, 1 thread, in
+// 1 where one block fills it, or input and output are smaller. Over few
+// channels one block per task reads and writes a run of vw * ur floats in
+// each channel plane, too short for the prefetchers to fetch from L3 or
+// memory ahead of it (Zen 3, 1 thread, in
 // the models): SSDlite's 16 -> 16 on 160x160 plus a residual 0.65 ms with
 // one block of 24 pixels per task, 0.41 with 4, 0.36 with 16; LCNet's
 // 8 -> 16 on 112x112 0.15-0.17 ms with one, 0.085-0.099 with 21. Convs
@@ -714,9 +715,13 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     int64_t rows = c.Get("rows", 1);
     // A short reduction (a stem conv over 3 channels) spends as much on
     // packing its input rows as on the taps: more rows per task share them.
-    int64_t rows_score = dw ? (planes / rows >= 8 ? rows : -rows) : short_reduction && !pw ? rows : -rows;
+    // Pointwise: nearest PointwiseStreamRows.
+    const int64_t stream = pw && f.ok() ? PointwiseStreamRows(*f, c.Get("vw", 1), c.Get("ur", 1), target) : 0;
+    int64_t rows_score = dw                      ? (planes / rows >= 8 ? rows : -rows)
+                         : stream > 0            ? -std::abs(rows - stream)
+                         : short_reduction && !pw ? rows
+                                                 : -rows;
     const bool chunked = pw && f.ok() && PointwiseChunked(*f, c);
-    if (pw && f.ok()) rows_score = -std::abs(rows - PointwiseStreamRows(*f, c.Get("vw", 1), c.Get("ur", 1), target));
     if (pw && all_pixels && !chunked) rows_score = rows >= pixels / (c.Get("vw", 1) * c.Get("ur", 1)) ? 1 : -rows;
     // Pointwise, long reductions: reduction chunks where PointwiseChunked says so, none elsewhere.
     const bool chunk_score = chunked == (c.Get("kc", 0) != 0);
