@@ -65,7 +65,11 @@ namespace kiln {
 // 2023: pointwise convs over few channels whose input and output pass twice
 // the L2 offer, and default to, tasks of several pixel blocks
 // (PointwiseStreamRows in lower_conv.cc).
-inline constexpr int kScheduleSpaceVersion = 2023;
+// 2024: a MatMul's M % mr last rows are one register tile (were row by row);
+// a nest's innermost rows that are not whole vectors end in one narrower
+// vector instead of lane masks on every vector (ScheduleNest); exp's
+// polynomial in Estrin's form. The same schedules are other kernels.
+inline constexpr int kScheduleSpaceVersion = 2024;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -32,11 +32,28 @@ Value* MulAdd(llvm::IRBuilderBase& b, Value* x, Value* y, Value* z) {
   return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {x, y, z});
 }
 
+// exp(r) for |r| <= ln2/2: 1 + r + c2 r^2 + ... + c7 r^7 (Cephes' expf
+// coefficients), in Estrin's form: the odd and even halves and r^2, r^4 in
+// parallel, 4 dependent steps where Horner's form took 7 (a softmax's exp
+// pass is bound by that chain's latency), and the leading 1 added last, in
+// one rounding, as Horner's last step added it.
+Value* ExpPolynomial(llvm::IRBuilderBase& b, Value* r) {
+  Type* t = r->getType();
+  Value* r2 = b.CreateFMul(r, r);
+  Value* r4 = b.CreateFMul(r2, r2);
+  Value* q1 = MulAdd(b, F32(b, t, 1.6666665459E-1), r, F32(b, t, 5.0000001201E-1));  // c2 + c3 r
+  Value* q2 = MulAdd(b, F32(b, t, 8.3334519073E-3), r, F32(b, t, 4.1665795894E-2));  // c4 + c5 r
+  Value* q3 = MulAdd(b, F32(b, t, 1.9875691500E-4), r, F32(b, t, 1.3981999507E-3));  // c6 + c7 r
+  Value* low = MulAdd(b, q1, r2, r);                                                    // r + c2 r^2 + c3 r^3
+  Value* high = MulAdd(b, q3, r2, q2);                                                  // c4 + ... + c7 r^3
+  return b.CreateFAdd(MulAdd(b, high, r4, low), F32(b, t, 1.0));
+}
+
 // exp(x) for x in [lo, hi] after clamping (NaN passes through the clamps and
 // the arithmetic, so NaN in gives NaN out). Cephes-style: x = n ln2 + r,
 // |r| <= ln2/2, n = round(x / ln2) by the 1.5 * 2^23 magic-number trick (no
 // float <-> int conversion: n is read from the sum's low mantissa bits), a
-// degree-6 polynomial in Horner form (fused multiply-adds), then scaling by
+// degree-7 polynomial (ExpPolynomial), then scaling by
 // 2^n in two steps (2^(n/2) twice) so results down to the denormal range
 // are right and n up to 128 overflows to +inf. x <= -103.98 gives 0
 // (2^-150 rounds to 0), exp(-inf) = 0 exactly.
@@ -56,11 +73,7 @@ Value* ExpClamped(llvm::IRBuilderBase& b, Value* x, double hi) {
   Value* n = b.CreateSub(b.CreateBitCast(v, it), ic(0x4b400000));  // in [-150, 129]
   Value* r = MulAdd(b, fx, F32(b, t, -0.693359375), x);
   r = MulAdd(b, fx, F32(b, t, 2.12194440e-4), r);
-  Value* p = F32(b, t, 1.9875691500E-4);
-  for (double c : {1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1, 1.0,
-                   1.0}) {
-    p = MulAdd(b, p, r, F32(b, t, c));
-  }
+  Value* p = ExpPolynomial(b, r);
   Value* n1 = b.CreateAShr(n, ic(1));
   Value* n2 = b.CreateSub(n, n1);
   auto pow2 = [&](Value* k) { return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, ic(127)), ic(23)), t); };
@@ -88,10 +101,7 @@ Value* Sigmoid(llvm::IRBuilderBase& b, Value* x) {
   Value* n = b.CreateSub(b.CreateBitCast(v, it), ic(0x4b400000));
   Value* r = MulAdd(b, fx, F32(b, t, -0.693359375), b.CreateFNeg(ax));
   r = MulAdd(b, fx, F32(b, t, 2.12194440e-4), r);
-  Value* p = F32(b, t, 1.9875691500E-4);
-  for (double c : {1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1, 1.0, 1.0}) {
-    p = MulAdd(b, p, r, F32(b, t, c));
-  }
+  Value* p = ExpPolynomial(b, r);
   Value* e = b.CreateFMul(p, b.CreateBitCast(b.CreateShl(b.CreateAdd(n, ic(127)), ic(23)), t));
   Value* d = b.CreateFAdd(F32(b, t, 1.0), e);
   // 1 / (1 + e) for x >= 0, e / (1 + e) below (and for NaN, which e carries).

@@ -80,7 +80,9 @@ absl::Status CheckCompilable(const PreparedModel& model, const Target& target);
 // The heuristic default schedule of every group on `target`.
 std::vector<ScheduleConfig> DefaultSchedules(const PreparedModel& model, const Target& target);
 
-// The PrepareOptions a compile for `target` starts from (gpu set for a GPU).
+// The PrepareOptions a compile for `target` starts from: gpu set for a GPU;
+// no conv-pair groups on a CPU of 16 vector registers (AVX2), where the
+// fused kernel loses to the two convs apart.
 PrepareOptions PrepareOptionsFor(const Target& target);
 
 // Code for every group with configs[i] for group i, the buffer plan, the package.

@@ -161,8 +161,20 @@ absl::StatusOr<Stmt> ScheduleNest(Stmt nest, const std::vector<int64_t>& dims, c
   int64_t outer_ext = dims[outer];
   if (vw > 1) {
     std::string v = absl::StrCat(prefix, inner);
-    ASSIGN_OR_RETURN(nest, Split(nest, v, vw, v + "o", v + "v"));
-    ASSIGN_OR_RETURN(nest, Vectorize(nest, v + "v"));
+    // A row of vw lanes and a rest: whole vectors, then one narrower vector,
+    // unless the row's vectors are the loop split into tasks (the rest would
+    // sit outside it). A guarded split masks every vector of the row at run
+    // time, and Zen 3 runs each masked store as microcode (a softmax's output
+    // pass over 196-wide rows: 25 masked loads and stores a row).
+    const int64_t n = dims[inner], rest = n % vw;
+    const bool peel = rest != 0 && !(inner == outer && tasks > 1);
+    ASSIGN_OR_RETURN(nest, Split(nest, v, vw, v + "o", v + "v", peel ? TailStrategy::kPeel : TailStrategy::kGuard));
+    if (n >= vw) {
+      ASSIGN_OR_RETURN(nest, Vectorize(nest, v + "v"));
+    }
+    if (peel && rest > 1) {
+      ASSIGN_OR_RETURN(nest, Vectorize(nest, v + "v_tail"));
+    }
     if (inner == outer) {
       outer_name = v + "o";
       outer_ext = (dims[inner] + vw - 1) / vw;

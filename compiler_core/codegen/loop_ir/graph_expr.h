@@ -87,7 +87,9 @@ Stmt ForEachIndex(const std::vector<int64_t>& dims, const std::string& prefix,
                   const std::function<Stmt(const std::vector<Expr>&)>& body);
 
 // Schedules a nest built by ForEachIndex: the innermost loop split by `vw`
-// (guarded tail) and vectorized when vw > 1, the outermost loop split into at
+// and vectorized when vw > 1 (whole vectors, then the rest as one narrower
+// vector; a guarded, lane-masked tail where that loop is also the one split
+// into tasks), the outermost loop split into at
 // most `tasks` parallel iterations when tasks > 1. Returns the nest unchanged
 // where a step does not apply.
 absl::StatusOr<Stmt> ScheduleNest(Stmt nest, const std::vector<int64_t>& dims, const std::string& prefix,

@@ -63,5 +63,34 @@ TEST(CompileDriverTest, AGpuGroupWhoseIntermediatesOverflowSharedMemoryIsGrouped
   }
 }
 
+// An inverted residual block's expansion and depthwise conv are one
+// conv_pair group for a CPU of 32 vector registers; with 16 (AVX2) the
+// fused kernel spills and loses to the two convs apart, so each conv is a
+// group of its own, its activation with it.
+TEST(CompileDriverTest, ConvPairsOnlyWhereTheTargetHas32VectorRegisters) {
+  auto block = [] {
+    GraphBuilder b;
+    Value* x = b.Input("x", {1, 16, 112, 112});
+    Value* e = b.Op("Conv", {x, b.Random("w1", {96, 16, 1, 1}), b.Random("b1", {96})}, {}, "expand");
+    Value* r = b.Op("Relu", {e}, {}, "act");
+    b.Output(b.Op("Conv", {r, b.Random("w2", {96, 1, 3, 3})},
+                  {{"pads", AttrValue(std::vector<int64_t>{1, 1, 1, 1})}, {"group", AttrValue(int64_t{96})}}, "dw"));
+    return b.Finish();
+  };
+  auto kinds = [&](const std::string& cpu) {
+    absl::StatusOr<Target> target = Target::Named(cpu);
+    EXPECT_TRUE(target.ok()) << target.status();
+    std::vector<std::string> out;
+    if (!target.ok()) return out;
+    auto prepared = PrepareModel(block(), PrepareOptionsFor(*target));
+    EXPECT_TRUE(prepared.ok()) << prepared.status();
+    if (!prepared.ok()) return out;
+    for (const FusionGroup& g : prepared->partition.groups) out.push_back(g.kind);
+    return out;
+  };
+  EXPECT_THAT(kinds("cpu:znver4"), ::testing::ElementsAre("conv_pair"));
+  EXPECT_THAT(kinds("cpu:znver3"), ::testing::ElementsAre("conv", "conv"));
+}
+
 }  // namespace
 }  // namespace kiln
