@@ -68,7 +68,8 @@ namespace kiln {
 // 2024: a MatMul's M % mr last rows are one register tile (were row by row);
 // a nest's innermost rows that are not whole vectors end in one narrower
 // vector instead of lane masks on every vector (ScheduleNest); exp's
-// polynomial in Estrin's form. The same schedules are other kernels.
+// polynomial in Estrin's form. The same schedules are other kernels. No
+// conv pairs on 16-register CPUs; grouped 3x3 convs through Winograd.
 inline constexpr int kScheduleSpaceVersion = 2024;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",

@@ -28,34 +28,46 @@ int64_t ChooseTile(int64_t n, int64_t oh, int64_t ow) {
 
 absl::StatusOr<bool> Rewrite(Graph& graph, Node* n) {
   const std::optional<ConstantWeightConv> ops = MatchConstantWeightConv(*n);
-  if (!ops || ops->x->type().rank() != 4 || n->GetInt("group", 1) != 1) return false;
+  const int64_t groups = n->GetInt("group", 1);
+  if (!ops || ops->x->type().rank() != 4 || groups < 1) return false;
   Value *x = ops->x, *w = ops->w, *bias = ops->bias;
   const std::vector<int64_t> wd = w->constant().dims();
   if (wd.size() != 4 || wd[2] != 3 || wd[3] != 3) return false;
   absl::StatusOr<ops::Window> win = ops::ForwardWindow(*n, x->type(), 0, {3, 3}, true);
   if (!win.ok() || !AllOnes(win->stride) || !AllOnes(win->dilation)) return false;
   const std::vector<int64_t> xd = x->type().StaticDims();
-  const int64_t k = wd[0], c = wd[1];
-  if (c != xd[1] || c < kMinWinogradChannels || k < kMinWinogradChannels) return false;
+  const int64_t k = wd[0], c = wd[1];  // c: input channels per group
+  if (c * groups != xd[1] || k % groups != 0) return false;
+  const int64_t kg = k / groups;  // output channels per group
+  if (c < kMinWinogradChannels || kg < kMinWinogradChannels) return false;
   if (win->pad_begin[0] < 0 || win->pad_begin[1] < 0 || win->pad_end[0] < 0 || win->pad_end[1] < 0) return false;
   const int64_t oh = win->out[0], ow = win->out[1];
   const int64_t m = ChooseTile(xd[0], oh, ow);
   if (m == 0) return false;
   const int64_t covered = ((oh + m - 1) / m * m) * ((ow + m - 1) / m * m);
-  if (k <= kFewWinogradOutputChannels && covered * 4 >= oh * ow * 5) return false;
+  if (kg <= kFewWinogradOutputChannels && covered * 4 >= oh * ow * 5) return false;
   const ops::WinogradTransform& t = *ops::FindWinogradTransform(m);
 
   const std::string name = n->name();
   Value* y = n->output(0);
   graph.RemoveNode(n);
   NodeBuilder b(graph, name);
-  Value* u = b.Constant(ops::WinogradWeights(w->constant(), t));
+  // U [alpha^2, K, C per group]; grouped, [alpha^2, groups, K per group, C
+  // per group] (group g's output channels are g*kg .. g*kg + kg - 1).
+  const int64_t a2 = t.alpha * t.alpha;
+  Value* u = b.Constant(groups == 1 ? ops::WinogradWeights(w->constant(), t)
+                                    : ops::WinogradWeights(w->constant(), t).Reshaped({a2, groups, kg, c}));
   ASSIGN_OR_RETURN(Value * v, graph.AddValue(graph.UniqueValueName(absl::StrCat(name, "/WinogradInput"))));
   std::map<std::string, AttrValue> in_attrs = {
       {"tile", m}, {"pads", std::vector<int64_t>{win->pad_begin[0], win->pad_begin[1], win->pad_end[0], win->pad_end[1]}}};
+  if (groups > 1) in_attrs["groups"] = groups;
   RETURN_IF_ERROR(graph.AddNode("WinogradInput", absl::StrCat(name, "/WinogradInput"), {x}, {v}, std::move(in_attrs),
                                 std::string(kKilnDomain))
                       .status());
+  // Grouped, V is [alpha^2, groups, C per group, tiles] and the MatMul is
+  // batched over (alpha^2, groups): each group's products over its own
+  // input channels, [alpha^2, groups, K per group, tiles] into the output
+  // transform.
   ASSIGN_OR_RETURN(Value * prod, b.Op("MatMul", {u, v}));
   ASSIGN_OR_RETURN(Value * out, graph.AddValue(graph.UniqueValueName(absl::StrCat(name, "/WinogradOutput"))));
   std::vector<Value*> out_in = {prod};

@@ -1,8 +1,11 @@
 // Kiln's Winograd convolution operators (the winograd_convolution pass makes
 // them, codegen/loop_ir/lower_winograd.cc lowers them; see winograd.h):
 //   kiln.WinogradInput(X [N, C, H, W]) -> V [alpha^2, C, tiles]
-//     attributes tile (m: 2 or 4), pads [top, left, bottom, right]
-//   kiln.WinogradOutput(M [alpha^2, K, tiles], B [K] optional) -> Y [N, K, OH, OW]
+//     attributes tile (m: 2 or 4), pads [top, left, bottom, right], groups
+//     (optional, default 1; above 1, V is [alpha^2, groups, C / groups, tiles]:
+//     the same floats, viewed per group for a grouped conv's batched MatMul)
+//   kiln.WinogradOutput(M [alpha^2, K, tiles] or [alpha^2, G, K / G, tiles],
+//                       B [K] optional) -> Y [N, K, OH, OW]
 //     attributes tile, output_shape [N, K, OH, OW]
 #include "compiler_core/frontend/ops/winograd.h"
 
@@ -119,8 +122,16 @@ absl::StatusOr<WinogradGrid> InputGrid(const Node& node, const std::vector<int64
 absl::StatusOr<std::vector<TensorType>> InferInput(const Node& node, const InputTypes& in) {
   ASSIGN_OR_RETURN(std::vector<int64_t> x, StaticF32(node, in, 0, 4));
   ASSIGN_OR_RETURN(WinogradGrid g, InputGrid(node, x));
-  return std::vector<TensorType>{
-      MakeType(DType::kFloat32, {Dim::Static(g.alpha * g.alpha), Dim::Static(g.c), Dim::Static(g.tiles())})};
+  const int64_t groups = node.GetInt("groups", 1);
+  if (groups < 1 || g.c % groups != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("groups ", groups, " does not divide the ", g.c, " input channels"));
+  }
+  if (groups == 1) {
+    return std::vector<TensorType>{
+        MakeType(DType::kFloat32, {Dim::Static(g.alpha * g.alpha), Dim::Static(g.c), Dim::Static(g.tiles())})};
+  }
+  return std::vector<TensorType>{MakeType(DType::kFloat32, {Dim::Static(g.alpha * g.alpha), Dim::Static(groups),
+                                                            Dim::Static(g.c / groups), Dim::Static(g.tiles())})};
 }
 
 absl::Status EvalInput(const Node& node, const InputTensors& in, std::vector<Tensor>& out) {
@@ -170,7 +181,11 @@ absl::StatusOr<WinogradGrid> OutputGrid(const Node& node) {
 }
 
 absl::StatusOr<std::vector<TensorType>> InferOutput(const Node& node, const InputTypes& in) {
-  ASSIGN_OR_RETURN(std::vector<int64_t> m, StaticF32(node, in, 0, 3));
+  // M per group ([alpha^2, G, K / G, tiles]) is the same floats as [alpha^2,
+  // K, tiles].
+  const bool grouped = in[0] != nullptr && in[0]->rank() == 4;
+  ASSIGN_OR_RETURN(std::vector<int64_t> m, StaticF32(node, in, 0, grouped ? 4 : 3));
+  if (grouped) m = {m[0], m[1] * m[2], m[3]};
   ASSIGN_OR_RETURN(WinogradGrid g, OutputGrid(node));
   std::vector<int64_t> y = node.GetInts("output_shape", {});
   if (m != std::vector<int64_t>{g.alpha * g.alpha, y[1], g.tiles()}) {
@@ -231,7 +246,7 @@ OpDef InputOp() {
   OpDef def;
   def.op_type = "WinogradInput";
   def.domain = std::string(kKilnDomain);
-  def.attrs = {{"pads", AttrKind::kInts}, {"tile", AttrKind::kInt}};
+  def.attrs = {{"pads", AttrKind::kInts}, {"tile", AttrKind::kInt}, {"groups", AttrKind::kInt}};
   def.validate = [](const Node& node) {
     RETURN_IF_ERROR(TransformOf(node).status());
     return IntsOfLength(node, "pads", 4, 0).status();

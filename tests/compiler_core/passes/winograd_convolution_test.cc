@@ -70,6 +70,24 @@ TEST(WinogradConvolutionTest, AccurateOverManyChannels) {
   ExpectRewritten({.c = 128, .k = 48, .h = 14, .w = 14}, 4);
 }
 
+// A grouped conv of 16 channels or more a group (ResNeSt's radix-2 3x3
+// convs): the transforms over all channels, the MatMul batched over the
+// groups, the interpreter's numbers those of the grouped Conv.
+TEST(WinogradConvolutionTest, GroupedConvBatchesItsGroups) {
+  ExpectRewritten({.c = 32, .k = 96, .attrs = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", int64_t{2}}}}, 4);
+  ExpectRewritten({.c = 48, .k = 48, .h = 8, .w = 8, .attrs = {{"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                                                               {"group", int64_t{3}}}},
+                  2);
+  auto prepared = PrepareModel(
+      Build({.c = 32, .k = 96, .attrs = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", int64_t{2}}}}));
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  std::vector<std::string> kinds;
+  for (const auto& grp : prepared->partition.groups) kinds.push_back(grp.kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"winograd_input", "matmul", "winograd_output"}))
+      << prepared->graph->ToText();
+  EXPECT_TRUE(CheckCompilable(*prepared, CpuTarget::Host()).ok());
+}
+
 // Few output channels pay when the tiles fit the map exactly.
 TEST(WinogradConvolutionTest, FewOutputChannelsInExactTiles) {
   ExpectRewritten({.c = 64, .k = 16, .h = 16, .w = 16}, 4);
@@ -80,7 +98,7 @@ TEST(WinogradConvolutionTest, LeavesWhatDoesNotPay) {
   const std::vector<Case> stay = {
       {.attrs = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 2}}}},
       {.attrs = {{"pads", std::vector<int64_t>{2, 2, 2, 2}}, {"dilations", std::vector<int64_t>{2, 2}}}},
-      {.attrs = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", int64_t{2}}}},
+      {.attrs = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", int64_t{2}}}},  // 8 channels a group
       {.c = 8},                  // too few input channels
       {.k = 8},                  // too few output channels
       {.h = 4, .w = 4},          // 2x2 tiles of 2: less than a vector of tiles

@@ -50,6 +50,18 @@ TEST(LowerWinogradTest, OutputTransformEveryPoint) {
   }
 }
 
+// A grouped conv's transforms (winograd_convolution.h) view V and M per
+// group, [alpha^2, groups, channels per group, tiles]: the same floats as
+// ungrouped, at every point of the spaces.
+TEST(LowerWinogradTest, GroupedViewsEveryPoint) {
+  for (const WinogradGeometry& s : std::vector<WinogradGeometry>{{.c = 4, .groups = 2},
+                                                                  {.c = 6, .h = 42, .w = 66, .m = 2, .groups = 3}}) {
+    SCOPED_TRACE(WinogradName(s));
+    CheckEveryPoint(*WinogradInputGraph(s), "winograd_input", loop_ir::WinogradInputLowering());
+    CheckEveryPoint(*WinogradOutputGraph({s, true, true, false}), "winograd_output", loop_ir::WinogradOutputLowering());
+  }
+}
+
 // A channel's alpha^2 rows of V (or M) 4 KiB apart all start in one L1 set:
 // the transforms stage the channel on the stack and copy its rows whole. 28x28
 // maps' rows spread over 8 sets and are written in place.

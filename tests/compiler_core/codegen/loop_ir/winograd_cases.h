@@ -22,11 +22,12 @@ namespace kiln::loop_ir_testing {
 struct WinogradGeometry {
   int64_t n = 1, c = 3, h = 9, w = 9, m = 4;
   std::vector<int64_t> pads = {1, 1, 1, 1};
+  int64_t groups = 1;  // above 1: V (M) viewed per group, [alpha^2, groups, c / groups, tiles]
 };
 
 inline std::string WinogradName(const WinogradGeometry& s) {
   return absl::StrCat("n=", s.n, " c=", s.c, " ", s.h, "x", s.w, " m=", s.m, " pads=", s.pads[0], ",", s.pads[1], ",",
-                      s.pads[2], ",", s.pads[3]);
+                      s.pads[2], ",", s.pads[3], s.groups > 1 ? absl::StrCat(" groups=", s.groups) : "");
 }
 
 // WinogradInput over an input of `s`'s geometry.
@@ -34,8 +35,9 @@ inline std::unique_ptr<Graph> WinogradInputGraph(const WinogradGeometry& s) {
   auto g = std::make_unique<Graph>();
   Value* x = *g->AddInput("x", TensorType::Static(DType::kFloat32, {s.n, s.c, s.h, s.w}));
   Value* v = *g->AddValue("v");
-  EXPECT_TRUE(
-      g->AddNode("WinogradInput", "wi", {x}, {v}, {{"tile", s.m}, {"pads", s.pads}}, std::string(kKilnDomain)).ok());
+  std::map<std::string, AttrValue> attrs = {{"tile", s.m}, {"pads", s.pads}};
+  if (s.groups > 1) attrs["groups"] = s.groups;
+  EXPECT_TRUE(g->AddNode("WinogradInput", "wi", {x}, {v}, std::move(attrs), std::string(kKilnDomain)).ok());
   g->AddOutput(v);
   EXPECT_TRUE(InferShapes(*g).ok()) << g->ToText();
   return g;
@@ -58,8 +60,10 @@ inline std::unique_ptr<Graph> WinogradOutputGraph(const WinogradOutputCase& o) {
   const int64_t oh = s.h + s.pads[0] + s.pads[2] - 2, ow = s.w + s.pads[1] + s.pads[3] - 2;
   const ops::WinogradGrid grid = ops::MakeWinogradGrid(s.n, s.c, s.h, s.w, s.pads[0], s.pads[1], oh, ow, s.m);
   auto g = std::make_unique<Graph>();
-  std::vector<Value*> in = {
-      *g->AddInput("m", TensorType::Static(DType::kFloat32, {grid.alpha * grid.alpha, s.c, grid.tiles()}))};
+  const std::vector<int64_t> m_dims =
+      s.groups > 1 ? std::vector<int64_t>{grid.alpha * grid.alpha, s.groups, s.c / s.groups, grid.tiles()}
+                   : std::vector<int64_t>{grid.alpha * grid.alpha, s.c, grid.tiles()};
+  std::vector<Value*> in = {*g->AddInput("m", TensorType::Static(DType::kFloat32, m_dims))};
   if (o.bias) in.push_back(*g->AddInput("b", TensorType::Static(DType::kFloat32, {s.c})));
   Value* y = *g->AddValue("y");
   EXPECT_TRUE(g->AddNode("WinogradOutput", "wo", in, {y},
