@@ -15,9 +15,11 @@ separates a kernel's change from the host's drift, and the groups whose minima m
 of those groups' minima: a change of defaults measured on the kernels it changed.
 """
 import argparse
+import atexit
 import glob
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -57,6 +59,7 @@ def main():
     print("| model | A ms | B ms | B vs A | ORT ms | ORT/A | ORT/B |" + (" A groups ms | B groups ms |" if args.profile else ""))
     print("|---|---|---|---|---|---|---|" + ("---|---|" if args.profile else ""))
     work = tempfile.mkdtemp(prefix="kiln-binary-ab-")
+    atexit.register(shutil.rmtree, work, True)  # its packages and databases: hundreds of MB a run
     for model in args.models:
         stem = os.path.splitext(model)[0]
         inputs = {os.path.splitext(os.path.basename(p))[0]: p for p in sorted(glob.glob(stem + ".inputs/*.npy"))}

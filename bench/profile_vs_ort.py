@@ -20,11 +20,13 @@ exports that ORT renames (dynamo's `node_Conv_677`) may not map; their ORT time 
 as unmatched.
 """
 import argparse
+import atexit
 import collections
 import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,7 +57,9 @@ def ort_profile(model, feed, threads, repeat):
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.enable_profiling = True
-    so.profile_file_prefix = os.path.join(tempfile.mkdtemp(), "ort")
+    prof_dir = tempfile.mkdtemp(prefix="kiln-ort-profile-")
+    atexit.register(shutil.rmtree, prof_dir, True)
+    so.profile_file_prefix = os.path.join(prof_dir, "ort")
     s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
     for _ in range(repeat):
         s.run(None, feed)

@@ -19,8 +19,10 @@ adds the sum, over the groups of that workload, of each group's minimum over the
 --profile`): the schedule's own time, apart from the host's drift over the rest of the model.
 """
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -65,6 +67,7 @@ def main():
     ap.add_argument("--profile", action="store_true", help="also sum the workload's groups' minima (kiln run --profile)")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="kiln-schedule-ab-")
+    atexit.register(shutil.rmtree, work, True)  # its packages and databases: hundreds of MB a run
     model = args.model
     if args.chain:
         model = os.path.join(work, "chain.onnx")
