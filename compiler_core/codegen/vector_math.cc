@@ -34,9 +34,10 @@ Value* MulAdd(llvm::IRBuilderBase& b, Value* x, Value* y, Value* z) {
 
 // exp(r) for |r| <= ln2/2: 1 + r + c2 r^2 + ... + c7 r^7 (Cephes' expf
 // coefficients), in Estrin's form: the odd and even halves and r^2, r^4 in
-// parallel, 4 dependent steps where Horner's form took 7 (a softmax's exp
-// pass is bound by that chain's latency), and the leading 1 added last, in
-// one rounding, as Horner's last step added it.
+// parallel, 4 dependent steps where Horner's form took 7, and the leading 1
+// added last, in one rounding, as Horner's last step added it (Zen 3, 1
+// thread: Exp and Swish over 32 x 112 x 112 4-6% faster; a softmax, bound by
+// its instruction count, the same).
 Value* ExpPolynomial(llvm::IRBuilderBase& b, Value* r) {
   Type* t = r->getType();
   Value* r2 = b.CreateFMul(r, r);
