@@ -11,6 +11,7 @@
 #include "compiler_core/codegen/loop_ir/lower_common.h"
 #include "compiler_core/codegen/loop_ir/lower_conv.h"
 #include "compiler_core/codegen/loop_ir/phase_rows.h"
+#include "compiler_core/codegen/loop_ir/substitute.h"
 
 namespace kiln::loop_ir {
 namespace {
@@ -244,17 +245,18 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     return Add(plane_base, at);
   };
   Buffer acc_i = MakeBuffer("acc_i", {vw}, BufferRole::kTemp, -1, ScalarType::kI64);
-  Stmt init = For("v_", I(vw), Store(acc, v, FloatImm(identity)), ForKind::kVectorized);
-  if (f.is_max) {
-    std::vector<Stmt> st = {Store(acc, v, Load(xp, tap_xp(kd0, kh0, kw0)))};
+  // The accumulator's start, the window's first tap along W being `kw_first`.
+  auto init_at = [&](const Expr& kw_first) -> Stmt {
+    if (!f.is_max) return For("v_", I(vw), Store(acc, v, FloatImm(identity)), ForKind::kVectorized);
+    std::vector<Stmt> st = {Store(acc, v, Load(xp, tap_xp(kd0, kh0, kw_first)))};
     if (ib) {
-      const std::vector<Expr> in = tap_in(kd0, kh0, kw0);
+      const std::vector<Expr> in = tap_in(kd0, kh0, kw_first);
       Expr inside = And(And(Ge(in[1], I(0)), Lt(in[1], I(s.h))), And(Ge(in[2], I(0)), Lt(in[2], I(s.w))));
       if (s.three_d) inside = And(And(Ge(in[0], I(0)), Lt(in[0], I(s.d))), inside);
       st.push_back(Store(acc_i, v, Select(inside, input_position(in), Sub(plane_base, I(1)))));
     }
-    init = For("v_", I(vw), Block(st), ForKind::kVectorized);
-  }
+    return For("v_", I(vw), Block(st), ForKind::kVectorized);
+  };
   Stmt red;
   {
     Expr val = Load(xp, tap_xp(kd, kh, kw));
@@ -273,8 +275,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
                   s.kw <= 8 ? ForKind::kUnrolled : ForKind::kSerial));
     if (s.three_d) red = For("kd_", I(s.kd), red);
   }
-  Stmt store;
-  {
+  auto store_of = [&](bool guard) -> absl::StatusOr<Stmt> {
     Expr result = Load(acc, v);
     if (!f.is_max) {
       Expr hs = Sub(Mul(oh, I(s.sh)), I(s.pad_top));
@@ -301,12 +302,37 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     Expr oi = Add(Mul(Add(Mul(oplane, I(s.oh)), oh), I(s.ow)), ow);
     ASSIGN_OR_RETURN(Stmt body, StoreThroughEpilogue(g, ge, pool_out, outs, result, idx, oi));
     if (ib) body = Block({body, Store(ib, oi, Load(acc_i, v))});
-    if (s.ow % vw != 0) body = IfThen(Lt(ow, I(s.ow)), body);
-    store = For("v_", I(vw), body, ForKind::kVectorized);
-  }
-  Stmt block = Allocate(acc, Block({init, red, store}));
-  if (ib) block = Allocate(acc_i, block);
-  block = For("owo_", I(owr / vw), block);
+    if (guard) body = IfThen(Lt(ow, I(s.ow)), body);
+    return For("v_", I(vw), body, ForKind::kVectorized);
+  };
+  // One vector of an output row, owo_ its index.
+  auto vector_block = [&](bool inside, bool guard) -> absl::StatusOr<Stmt> {
+    ASSIGN_OR_RETURN(Stmt store, store_of(guard));
+    Stmt b = Allocate(acc, Block({init_at(inside ? I(0) : kw0), red, store}));
+    return ib ? Allocate(acc_i, b) : b;
+  };
+  // A row's vectors in runs: those whose windows may start in the left
+  // padding (their first tap per lane), then those whose windows all start
+  // inside the input (first tap 0: contiguous loads, where a per-lane first
+  // tap made every vector's start a gather), then a ragged last vector
+  // alone, its stores guarded by a constant bound (a guard on every vector
+  // made each store a masked store, microcode on Zen 3).
+  const int64_t nvec = owr / vw;
+  const bool ragged = s.ow % vw != 0;
+  const int64_t full = nvec - (ragged ? 1 : 0);
+  const int64_t inside_from = std::min(nvec, s.pad_left == 0 ? int64_t{0} : CeilDiv(s.pad_left, s.sw * vw));
+  std::vector<Stmt> runs;
+  auto run = [&](int64_t begin, int64_t end, bool inside, bool guard) -> absl::Status {
+    if (end <= begin) return absl::OkStatus();
+    ASSIGN_OR_RETURN(Stmt b, vector_block(inside, guard));
+    runs.push_back(end - begin == 1 ? Substitute(b, "owo_", I(begin))
+                                    : For("owm_", I(end - begin), Substitute(b, "owo_", Add(Var("owm_"), I(begin)))));
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(run(0, std::min(inside_from, full), false, false));
+  RETURN_IF_ERROR(run(inside_from, full, true, false));
+  if (ragged) RETURN_IF_ERROR(run(nvec - 1, nvec, nvec - 1 >= inside_from, true));
+  Stmt block = Block(std::move(runs));
   Stmt per_rows = For("rr_", I(rows), IfThen(Lt(oh, I(s.oh)), block));
   Stmt body = Allocate(xp, Block({pack, per_rows}));
   if (s.three_d) {

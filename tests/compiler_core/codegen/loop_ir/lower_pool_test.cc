@@ -45,6 +45,39 @@ TEST(PoolLoweringTest, MaxPool3x3Stride2Pad1LikeResNet) {
                        {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}));
 }
 
+// A row's vectors run in three parts: the first, whose windows may start in
+// the left padding (a first tap per lane), those whose windows start inside
+// the input (their start a contiguous load: no per-lane first tap), and the
+// ragged last vector, alone with the only guard on the output column. Every
+// point matches the interpreter, with a left padding wider than a vector too.
+TEST(PoolLoweringTest, RowVectorsInsideTheInputNeedNoPerLaneStartOrGuard) {
+  CpuTarget target = CpuTarget::Host();
+  const int64_t vw = target.FloatLanes();
+  const int64_t w = 6 * vw + 5;  // 3 vw + 3 outputs a row: the first vector, two inside, a ragged one
+  auto g = PoolGraph("MaxPool", {1, 3, 9, w},
+                     {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
+  ScheduleConfig c;
+  c.Set("vw", vw);
+  auto f = loop_ir::FindLowering(*g)->lower(*g, c, target);
+  ASSERT_TRUE(f.ok()) << f.status();
+  const std::string ir = loop_ir::Print(*f);
+  const size_t inside = ir.find("for (owm_, 0, ");
+  ASSERT_NE(inside, std::string::npos) << ir;
+  const size_t taps = ir.find("for (kh_", inside);
+  ASSERT_NE(taps, std::string::npos) << ir;
+  // The window's start along W per lane, (ow * 2 - 1), takes no part there.
+  const std::string run = ir.substr(inside, taps - inside);
+  EXPECT_EQ(run.find("v_) * 2) - 1)"), std::string::npos) << ir;
+  EXPECT_EQ(run.find("v_ * 2) - 1)"), std::string::npos) << ir;
+  EXPECT_NE(ir.substr(0, inside).find("(v_ * 2) - 1)"), std::string::npos) << ir;  // the first vector's
+  const std::string guard = absl::StrCat("+ v_) < ", (w + 2 - 3) / 2 + 1, "))");
+  EXPECT_EQ(ir.find(guard), ir.rfind(guard)) << ir;
+  EXPECT_NE(ir.find(guard), std::string::npos) << ir;
+  CheckPool(*g);
+  CheckPool(*PoolGraph("MaxPool", {1, 2, 7, w},
+                       {{"kernel_shape", Ints{5, 5}}, {"pads", Ints{2, vw + 3, 2, vw + 3}}}));
+}
+
 TEST(PoolLoweringTest, MaxPool2x2NoPadOddSizes) {
   CheckPool(*PoolGraph("MaxPool", {2, 3, 9, 13}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}}));
 }
