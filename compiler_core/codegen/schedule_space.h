@@ -70,7 +70,7 @@ namespace kiln {
 // vector instead of lane masks on every vector (ScheduleNest); exp's
 // polynomial in Estrin's form. The same schedules are other kernels. No
 // conv pairs on 16-register CPUs; grouped 3x3 convs through Winograd.
-inline constexpr int kScheduleSpaceVersion = 2024;
+inline constexpr int kScheduleSpaceVersion = 2025;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

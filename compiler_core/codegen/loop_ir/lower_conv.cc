@@ -183,6 +183,8 @@ int64_t PointwisePartialFloats(const ConvForm& f, const Knobs& k) {
 
 // Floats of input a reduction chunk keeps in L1 (half of a 32 KiB L1D).
 constexpr int64_t kL1InputFloats = 4 * 1024;
+// Floats of a direct-variant input pack that L1 holds (a 32 KiB L1D).
+constexpr int64_t kL1PackFloats = 8 * 1024;
 
 // The chunk a pointwise point is offered with (0: none): where its task's
 // input outgrows L1 (kL1InputFloats twice over), the largest divisor of the
@@ -242,6 +244,24 @@ int64_t ChunkChannels(const ConvForm& f, const Knobs& k) {
     if (f.cg % cc == 0) return cc;
   }
   return 0;
+}
+
+// Direct variant: floats of one task's input pack (ChunkChannels channels).
+// Each of the task's output-channel blocks reads the whole pack again, so it
+// should stay in L2 (DirectPackFits).
+int64_t DirectPackFloats(const ConvForm& f, const Knobs& k) {
+  int64_t rin, wq, owr;
+  PackDims(f, k, &rin, &wq, &owr);
+  return ChunkChannels(f, k) * ((f.geo.kd - 1) * f.geo.dd + 1) * rin * f.geo.sw * wq;
+}
+
+// Whether the direct variant's pack takes at most half of L2, leaving the
+// rest to the block's weights and the output rows. wav2vec2's 128-channel
+// 3-tap stride-2 1-D conv over 1599 columns (Zen 3, 512 KiB L2, 1 thread):
+// in 4 column splits (434 KiB a pack) 2.38 ms, 8 (217 KiB) 2.06, 16 2.10,
+// 32 2.24.
+bool DirectPackFits(const ConvForm& f, const Knobs& k, const CpuTarget& target) {
+  return DirectPackFloats(f, k) * 4 <= target.L2Bytes() / 2;
 }
 
 // Channel-vector variant: floats of its packed weights (the group's input
@@ -366,11 +386,15 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
         if (f->kg % kb != 0 || kb * ur + ur + 1 > target.NumVectorRegisters()) continue;
         for (int64_t rows : {1, 2, 4}) {
           if (rows > 1 && rows / 2 >= f->geo.oh) break;
-          // Fewer row tasks than kMinTasks (1-D convs, maps of a few rows):
-          // tasks split each row's register blocks too.
-          for (int64_t cs : {1, 2, 4}) {
-            if (cs > 1 && DirectTasks(*f, rows) * cs / 2 >= kMinTasks) break;
+          // Fewer row tasks than kMinTasks (1-D convs, maps of a few rows),
+          // or packs that outgrow DirectPackFits: tasks split each row's
+          // register blocks too, up to the first split count with both.
+          for (int64_t cs = 1; cs <= CeilDiv(f->geo.ow, vw * ur); cs *= 2) {
             Knobs k{vw, ur, kb, rows};
+            if (cs > 1) {
+              k.cs = cs / 2;
+              if (DirectTasks(*f, rows) * k.cs >= kMinTasks && DirectPackFits(*f, k, target)) break;
+            }
             k.cs = cs;
             if (!CheckKnobs(*f, k, target).ok()) continue;
             out.push_back(ConfigOf(k));
@@ -453,8 +477,14 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
 // cross a cache line twice) and three loads in all (with the kb weight
 // broadcasts); fewer than 8 independent native accumulator chains leave the
 // FMA latency uncovered; lanes past a row's end are wasted (17 columns in
-// 2x16 lanes run at 53%). It knows no caches: a block that sweeps a long
-// reduction (512 channels x 4 taps) once per few columns streams its weights
+// 2x16 lanes run at 53%). Where the task's input pack outgrows L1
+// (`from_l2`), each of its output-channel blocks streams the pack from L2
+// again: the ur input vectors of a tap at three quarters of a native vector
+// a cycle (wav2vec2's 128-channel 3-tap stride-2 1-D conv over 1599
+// columns, a 217 KiB pack, on Zen 3: 2 channels by 4 vectors, 128 bytes for
+// 8 FMAs, 3.13 ms; 4 by 3 2.20, 4 by 2 2.27; FPN heads' 3x3 256-channel
+// convs 8-14% faster at 4 by 2). Else it knows no caches: a block that
+// sweeps a long reduction (512 channels x 4 taps) once per few columns streams its weights
 // from L2 each time, so the default takes, of the blocks within 10% of the
 // cheapest, the one with the fewest blocks per row. Measured on 3x3 64ch
 // 56x56, 7x1 160ch 17x17, 3x3 s2 288ch 35x35 and 2x2 512ch 2x34 (CRNN):
@@ -466,7 +496,7 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
 // splits a line (7x7 stride-2 stems onto 112 columns: 8 channels by one
 // vector 1.22 ms, 2 channels by 4 vectors 1.35; 3x3 ones 8 by 1 0.16 ms, 4
 // by 2 0.18).
-double DirectBlockCost(int64_t ow, int64_t vw, int64_t ur, int64_t kb, int native_bits) {
+double DirectBlockCost(int64_t ow, int64_t vw, int64_t ur, int64_t kb, int native_bits, bool from_l2) {
   const double ops = static_cast<double>(std::max<int64_t>(1, vw * 32 / native_bits));
   // A tap's input vector starts at any column: a native load of B bytes
   // crosses a 64-byte line (two accesses) with odds (B - 4) / 64.
@@ -474,8 +504,9 @@ double DirectBlockCost(int64_t ow, int64_t vw, int64_t ur, int64_t kb, int nativ
   const double fma = static_cast<double>(kb * ur) * ops / 2;
   const double vector_loads = static_cast<double>(ur) * ops * split;
   const double loads = std::max(vector_loads / 2, (vector_loads + static_cast<double>(kb)) / 3);
+  const double l2 = from_l2 ? static_cast<double>(ur * vw * 4) / (0.75 * native_bits / 8) : 0.0;
   const double chains = static_cast<double>(kb * ur) * ops;
-  const double cycles = std::max(fma, loads) * std::max(1.0, 8.0 / chains);
+  const double cycles = std::max({fma, loads, l2}) * std::max(1.0, 8.0 / chains);
   const double lanes = static_cast<double>(kb * ur * vw);
   const double used = static_cast<double>(ow) / static_cast<double>(CeilDiv(ow, vw * ur) * vw * ur);
   return cycles / (lanes * used);
@@ -604,17 +635,19 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   const int64_t planes = f.ok() ? f->geo.n * f->group : 1;
   // Pointwise: the fewest channel splits that reach kMinTasks (or the most there are).
   // Direct: the fewest column splits that reach kMinTasks (1-D convs: one
-  // task without). Not the splits two threads share most evenly: SqueezeNet's
+  // task without) and whose pack DirectPackFits (or the most there are). Not
+  // the splits two threads share most evenly: SqueezeNet's
   // 512 -> 1000 on 13x13 runs 5 pixel blocks (the last with the 9-pixel
   // tail) 0.46-0.49 ms on two threads, split in 10 tasks 0.49-0.53 (each
   // split reads the input again).
-  auto split_score = [&](const ScheduleConfig& c) -> int64_t {
-    if (!f.ok() || c.Get("dw", 0) != 0 || c.Get("kv", 0) != 0) return 0;
+  auto split_score = [&](const ScheduleConfig& c) -> std::pair<bool, int64_t> {
+    if (!f.ok() || c.Get("dw", 0) != 0 || c.Get("kv", 0) != 0) return {true, 0};
     const Knobs k = KnobsOf(c);
     const int64_t blocks = k.pw != 0 ? planes * std::max<int64_t>(1, CeilDiv(Pixels(*f) / (k.vw * k.ur), k.rows))
                                      : DirectTasks(*f, k.rows);
     const int64_t split = k.pw != 0 ? k.ks : k.cs;
-    return blocks * split >= kMinTasks ? -split : split - kMinTasks * 16;
+    const bool enough = blocks * split >= kMinTasks && (k.pw != 0 || DirectPackFits(*f, k, target));
+    return {enough, enough ? -split : split};
   };
   const int64_t reduction = f.ok() ? f->cg * f->geo.kd * f->geo.kh * f->geo.kw : 1;
   const bool short_reduction = reduction <= kShortReduction;
@@ -627,8 +660,9 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   const int64_t pixels = f.ok() ? Pixels(*f) : 1;
   const int64_t ow = f.ok() ? f->geo.ow : 1;
   const int native_bits = target.NativeVectorBits();
-  auto direct_cost = [ow, native_bits](const ScheduleConfig& c) {
-    return DirectBlockCost(ow, c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1), native_bits);
+  auto direct_cost = [&f, ow, native_bits](const ScheduleConfig& c) {
+    const bool from_l2 = f.ok() && DirectPackFloats(*f, KnobsOf(c)) > kL1PackFloats;
+    return DirectBlockCost(ow, c.Get("vw", 1), c.Get("ur", 1), c.Get("kb", 1), native_bits, from_l2);
   };
   // Channel-vector variant where ops::PrefersChannelVectors holds, 6 pixels
   // by 2 vectors of output channels, rows per ChannelVectorRows: 64x56x56 3x3

@@ -204,6 +204,29 @@ TEST(ConvLoweringTest, DirectColumnSplits) {
   CheckConv(*chunked, {wide_cs.front(), wide_cs.back()});
 }
 
+// A long 1-D row whose kMinTasks column splits still leave a task's input
+// pack over half of L2 (96 channels x 2 stride phases x 520 columns, 390
+// KiB): the default splits it until the pack fits where L2 is 512 KiB (Zen
+// 3), not where it is 1 MiB (Zen 4); and since each output-channel block
+// streams that pack from L2, the block is 4 channels or more (fewer input
+// vectors loaded per FMA), not 2 channels by 4 vectors.
+TEST(ConvLoweringTest, DirectPacksStayInHalfOfL2) {
+  Builder b;
+  Value* x = b.Input({1, 96, 4099});
+  Value* y = b.Op("Conv", {x, b.Input({64, 96, 3})},
+                  {{"kernel_shape", Ints{3}}, {"strides", Ints{2}}, {"pads", Ints{0, 0}}, {"dilations", Ints{1}}});
+  auto g = b.Finish({y});
+  absl::StatusOr<CpuTarget> zen3 = CpuTarget::Named("znver3"), zen4 = CpuTarget::Named("znver4");
+  ASSERT_TRUE(zen3.ok() && zen4.ok());
+  const ScheduleConfig small_l2 = DefaultSchedule(*g, *zen3), big_l2 = DefaultSchedule(*g, *zen4);
+  EXPECT_EQ(small_l2.Get("cs", 1), 8) << small_l2.ToString();
+  EXPECT_GE(small_l2.Get("kb", 1), 4) << small_l2.ToString();
+  EXPECT_EQ(big_l2.Get("cs", 1), 4) << big_l2.ToString();
+  for (const ScheduleConfig& c : EnumerateSchedules(*g, *zen3)) {
+    EXPECT_LE(c.Get("cs", 1), 8) << c.ToString();
+  }
+}
+
 TEST(ConvLoweringTest, EpilogueBiasRelu) {
   Builder b;
   Value* x = b.Input({1, 8, 14, 14});
