@@ -70,6 +70,9 @@ namespace kiln {
 // vector instead of lane masks on every vector (ScheduleNest); exp's
 // polynomial in Estrin's form. The same schedules are other kernels. No
 // conv pairs on 16-register CPUs; grouped 3x3 convs through Winograd.
+// 2025: direct convs offer, and default to, column splits until a task's
+// input pack fits half of L2, and their block cost counts that pack streamed
+// from L2 where it outgrows L1 (DirectPackFits, DirectBlockCost).
 inline constexpr int kScheduleSpaceVersion = 2025;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",

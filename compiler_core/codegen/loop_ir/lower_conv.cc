@@ -257,9 +257,9 @@ int64_t DirectPackFloats(const ConvForm& f, const Knobs& k) {
 
 // Whether the direct variant's pack takes at most half of L2, leaving the
 // rest to the block's weights and the output rows. wav2vec2's 128-channel
-// 3-tap stride-2 1-D conv over 1599 columns (Zen 3, 512 KiB L2, 1 thread):
-// in 4 column splits (434 KiB a pack) 2.38 ms, 8 (217 KiB) 2.06, 16 2.10,
-// 32 2.24.
+// 3-tap stride-2 1-D conv over 1599 columns (Zen 3, 512 KiB L2, 1 thread,
+// blocks of 4 channels by 3 vectors): in 4 column splits (434 KiB a pack)
+// 2.38 ms, 8 (217 KiB) 2.06, 16 2.10, 32 2.24.
 bool DirectPackFits(const ConvForm& f, const Knobs& k, const CpuTarget& target) {
   return DirectPackFloats(f, k) * 4 <= target.L2Bytes() / 2;
 }
@@ -484,9 +484,10 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
 // columns, a 217 KiB pack, on Zen 3: 2 channels by 4 vectors, 128 bytes for
 // 8 FMAs, 3.13 ms; 4 by 3 2.20, 4 by 2 2.27; FPN heads' 3x3 256-channel
 // convs 8-14% faster at 4 by 2). Else it knows no caches: a block that
-// sweeps a long reduction (512 channels x 4 taps) once per few columns streams its weights
-// from L2 each time, so the default takes, of the blocks within 10% of the
-// cheapest, the one with the fewest blocks per row. Measured on 3x3 64ch
+// sweeps a long reduction (512 channels x 4 taps) once per few columns
+// streams its weights from L2 each time, so the default takes, of the
+// blocks within 10% of the cheapest, the one with the fewest blocks per
+// row. Measured on 3x3 64ch
 // 56x56, 7x1 160ch 17x17, 3x3 s2 288ch 35x35 and 2x2 512ch 2x34 (CRNN):
 // within 10% of the best point; the old "widest vectors, about 12
 // accumulators" took up to 1.5x longer. With full-width units a 16-lane
