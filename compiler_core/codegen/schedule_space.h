@@ -73,7 +73,10 @@ namespace kiln {
 // 2025: direct convs offer, and default to, column splits until a task's
 // input pack fits half of L2, and their block cost counts that pack streamed
 // from L2 where it outgrows L1 (DirectPackFits, DirectBlockCost).
-inline constexpr int kScheduleSpaceVersion = 2025;
+// 2026: whether a pointwise conv's weights pass L2 (its tasks then take
+// every pixel block, PointwiseAllPixels) is judged against the target's own
+// L2, no longer against 1 MiB on every CPU.
+inline constexpr int kScheduleSpaceVersion = 2026;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

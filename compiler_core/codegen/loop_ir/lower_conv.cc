@@ -539,12 +539,19 @@ double ChannelVectorRowCost(int64_t ow, int64_t ur, int64_t kb, int registers) {
   return cycles / static_cast<double>(ow * kb);
 }
 
-// Floats of a task's weights (input channels x taps x kb vectors) that its
-// register blocks may stream from L2 again and again: three quarters of the
-// 1 MiB L2 of a Zen 4 or Zen 5 core. Past it each block streams them from L3
-// (HRNet's 512 -> 1024 3x3 stride-2 conv onto 7x7, blocked weights: 4
-// vectors of channels 2.65 ms, 2 vectors 2.13 ms).
-constexpr int64_t kL2WeightFloats = 192 * 1024;
+// Floats of a pointwise conv's weights that its tasks may stream from L2
+// again and again: three quarters of the target's L2 (192 Ki floats on Zen 4
+// and 5, 96 Ki on Zen 3's 512 KiB). Past it each task streams them from L3.
+int64_t L2WeightFloats(const CpuTarget& target) { return target.L2Bytes() / 4 * 3 / 4; }
+
+// Floats of a channel-vector task's blocked weights (input channels x taps
+// x kb vectors) past which its register blocks, which stream them again and
+// again, take fewer channel vectors. HRNet's 512 -> 1024 3x3 stride-2 conv
+// onto 7x7: on Zen 5 (1 MiB L2) 4 vectors of channels 2.65 ms, 2 vectors
+// 2.13 ms; on Zen 3 (512 KiB) 4 vectors by 2 pixels (576 KiB of weights)
+// 7.7 ms, 2 by 4 (288 KiB) 8.3: the wider block's fewer loads a weight
+// outweigh the L2 there.
+constexpr int64_t kBlockedWeightFloats = 192 * 1024;
 
 // Pointwise variant: whether a task should take every pixel block, the
 // tasks splitting the output channels instead: where the weights outgrow L2
@@ -554,9 +561,13 @@ constexpr int64_t kL2WeightFloats = 192 * 1024;
 // 3.0 ms a conv, ORT 1.4); taking every pixel block, each channel block's
 // weights are read once, from L1 for every pixel block after the first.
 // Where PointwiseChunked holds (Xception's convs among them since space
-// 2019), chunked tasks of one pixel block measured faster still.
-bool PointwiseAllPixels(const ConvForm& f) {
-  return f.kg * f.cg > kL2WeightFloats && f.cg * Pixels(f) <= kL2WeightFloats;
+// 2019), chunked tasks of one pixel block measured faster still. RegNetX's
+// 368 -> 368 on 7x7 (Zen 3, 529 KiB of weights, 2 blocks of 24 pixels and
+// a dot product): one block per task 0.21 ms a conv, every block 0.19 (ORT
+// 0.18).
+bool PointwiseAllPixels(const ConvForm& f, const CpuTarget& target) {
+  const int64_t l2 = L2WeightFloats(target);
+  return f.kg * f.cg > l2 && f.cg * Pixels(f) <= l2;
 }
 
 // Pointwise variant: whether the default at point c (its vectors and
@@ -601,7 +612,7 @@ int64_t ChannelVectorRows(const ConvForm& f, int64_t kb, int64_t lanes) {
 }
 
 // Blocked weights (channel-vector points only): the most channel vectors
-// whose weights stay in L2 (kL2WeightFloats), then the register block of the
+// whose weights stay within kBlockedWeightFloats, then the register block of the
 // cheapest row (ChannelVectorRowCost), the fewest blocks per row, the
 // narrowest; rows per ChannelVectorRows. Measured against 48 tuned points
 // of HRNet's three 3x3 stride-2 convs (1 thread): 512 -> 1024 onto 7x7 2 x 8
@@ -611,7 +622,7 @@ ScheduleConfig DefaultBlocked(const std::vector<ScheduleConfig>& space, const Co
   const int64_t lanes = target.FloatLanes(), taps = f.geo.kh * f.geo.kw;
   auto score = [&](const ScheduleConfig& c) {
     const int64_t kb = c.Get("kb", 1), ur = c.Get("ur", 1);
-    return std::make_tuple(f.cg * taps * kb * lanes <= kL2WeightFloats, kb,
+    return std::make_tuple(f.cg * taps * kb * lanes <= kBlockedWeightFloats, kb,
                            -ChannelVectorRowCost(f.geo.ow, ur, kb, target.NumVectorRegisters()),
                            -CeilDiv(f.geo.ow, ur), -ur,
                            c.Get("rows", 1) == ChannelVectorRows(f, kb, lanes));
@@ -740,7 +751,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     return std::make_tuple(static_cast<double>(positions(c)) <= 1.15 * static_cast<double>(fewest),
                            c.Get("vw", 1) <= row_lanes, -std::abs(c.Get("ur", 1) - 4));
   };
-  const bool all_pixels = f.ok() && IsPointwise(*f) && PointwiseAllPixels(*f);
+  const bool all_pixels = f.ok() && IsPointwise(*f) && PointwiseAllPixels(*f, target);
   auto score = [planes, pixels, ow, short_reduction, pw_kb, all_pixels, cheapest, tolerance, &f, &target, &direct_cost,
                 &split_score, &dw_score, &kv_first](const ScheduleConfig& c) {
     int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);

@@ -842,6 +842,24 @@ TEST(ConvLoweringTest, PointwiseWeightsPastL2TakeEveryPixelBlockPerTask) {
   EXPECT_LE(DefaultSchedule(*small, target).Get("rows", 1), 2) << DefaultSchedule(*small, target).ToString();
 }
 
+// Whether the weights pass L2 is the target's own L2: RegNetX's 368 -> 368
+// on 7x7 (529 KiB of weights) takes every pixel block per task on Zen 3's
+// 512 KiB L2, and on the same ISA with 1 MiB (x86-64-v3) one block or two.
+TEST(ConvLoweringTest, PointwiseWeightsPastTheTargetsL2TakeEveryPixelBlock) {
+  absl::StatusOr<CpuTarget> zen3 = CpuTarget::Named("znver3"), v3 = CpuTarget::Named("x86-64-v3");
+  ASSERT_TRUE(zen3.ok() && v3.ok());
+  ASSERT_EQ(zen3->FloatLanes(), v3->FloatLanes());
+  ASSERT_LT(zen3->L2Bytes(), 368 * 368 * 4);
+  ASSERT_GT(v3->L2Bytes(), 368 * 368 * 4);
+  auto g = ConvGraph({1, 368, 7, 7}, 368, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  const ScheduleConfig small_l2 = DefaultSchedule(*g, *zen3), big_l2 = DefaultSchedule(*g, *v3);
+  ASSERT_EQ(small_l2.Get("pw", 0), 1) << small_l2.ToString();
+  ASSERT_EQ(big_l2.Get("pw", 0), 1) << big_l2.ToString();
+  EXPECT_GE(small_l2.Get("rows", 1), 49 / (small_l2.Get("vw", 1) * small_l2.Get("ur", 1))) << small_l2.ToString();
+  EXPECT_GT(small_l2.Get("rows", 1), 1) << small_l2.ToString();
+  EXPECT_EQ(big_l2.Get("rows", 1), 1) << big_l2.ToString();
+}
+
 // Few input channels over a map past L2 (SSDlite's 16 -> 16 on 160x160,
 // here 16 -> 16 on 200x200, 2.4 MiB in, as much out): a task takes as many pixel blocks as
 // fill 4096 floats of input, leaving 16 tasks, so that each channel plane
