@@ -487,10 +487,9 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
 // sweeps a long reduction (512 channels x 4 taps) once per few columns
 // streams its weights from L2 each time, so the default takes, of the
 // blocks within 10% of the cheapest, the one with the fewest blocks per
-// row. Measured on 3x3 64ch
-// 56x56, 7x1 160ch 17x17, 3x3 s2 288ch 35x35 and 2x2 512ch 2x34 (CRNN):
-// within 10% of the best point; the old "widest vectors, about 12
-// accumulators" took up to 1.5x longer. With full-width units a 16-lane
+// row. Measured on 3x3 64ch 56x56, 7x1 160ch 17x17, 3x3 s2 288ch 35x35 and
+// 2x2 512ch 2x34 (CRNN): within 10% of the best point; the old "widest
+// vectors, about 12 accumulators" took up to 1.5x longer. With full-width units a 16-lane
 // vector costs what an 8-lane one does (Whisper's 80 -> 128 1-D conv over
 // 300 columns on Zen 5: 8 lanes by 3 by 4 channels 0.148 ms, 16 lanes by 2
 // by 8 channels 0.078 ms, ORT 0.093), and nearly every 16-lane input load
@@ -542,7 +541,10 @@ double ChannelVectorRowCost(int64_t ow, int64_t ur, int64_t kb, int registers) {
 // Floats of a pointwise conv's weights that its tasks may stream from L2
 // again and again: three quarters of the target's L2 (192 Ki floats on Zen 4
 // and 5, 96 Ki on Zen 3's 512 KiB). Past it each task streams them from L3.
-int64_t L2WeightFloats(const CpuTarget& target) { return target.L2Bytes() / 4 * 3 / 4; }
+int64_t L2WeightFloats(const CpuTarget& target) {
+  const int64_t l2_floats = target.L2Bytes() / 4;
+  return l2_floats * 3 / 4;
+}
 
 // Floats of a channel-vector task's blocked weights (input channels x taps
 // x kb vectors) past which its register blocks, which stream them again and
@@ -612,8 +614,8 @@ int64_t ChannelVectorRows(const ConvForm& f, int64_t kb, int64_t lanes) {
 }
 
 // Blocked weights (channel-vector points only): the most channel vectors
-// whose weights stay within kBlockedWeightFloats, then the register block of the
-// cheapest row (ChannelVectorRowCost), the fewest blocks per row, the
+// whose weights stay within kBlockedWeightFloats, then the register block of
+// the cheapest row (ChannelVectorRowCost), the fewest blocks per row, the
 // narrowest; rows per ChannelVectorRows. Measured against 48 tuned points
 // of HRNet's three 3x3 stride-2 convs (1 thread): 512 -> 1024 onto 7x7 2 x 8
 // (one block of 7) 2.13 ms, best; 256 -> 512 onto 14x14 4 x 6 1.95 ms, best

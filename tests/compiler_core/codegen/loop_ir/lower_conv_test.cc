@@ -844,7 +844,7 @@ TEST(ConvLoweringTest, PointwiseWeightsPastL2TakeEveryPixelBlockPerTask) {
 
 // Whether the weights pass L2 is the target's own L2: RegNetX's 368 -> 368
 // on 7x7 (529 KiB of weights) takes every pixel block per task on Zen 3's
-// 512 KiB L2, and on the same ISA with 1 MiB (x86-64-v3) one block or two.
+// 512 KiB L2, and one block per task on the same ISA with 1 MiB (x86-64-v3).
 TEST(ConvLoweringTest, PointwiseWeightsPastTheTargetsL2TakeEveryPixelBlock) {
   absl::StatusOr<CpuTarget> zen3 = CpuTarget::Named("znver3"), v3 = CpuTarget::Named("x86-64-v3");
   ASSERT_TRUE(zen3.ok() && v3.ok());
