@@ -21,6 +21,7 @@
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/frontend/graph_proto.h"
 #include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/frontend/ops/conv_blocking.h"
 #include "compiler_core/frontend/op_registry.h"
 #include "compiler_core/ir/float16.h"
 #include "worker/reference_cache.h"
@@ -156,9 +157,11 @@ std::map<const Value*, double> WeightScales(const Graph& graph) {
     if (kiln && op == "Recurrence") {
       if (wd.size() == 3) scale(w, wd[1]);
     } else if (((!kiln && op == "Conv") || (kiln && op == "BlockedConv")) && wd.size() >= 3) {
-      // [K, C/g, taps...] or, blocked, [K/B, C/g, taps..., B]: C/g times the taps.
-      const auto last = kiln ? wd.end() - 1 : wd.end();
-      scale(w, std::accumulate(wd.begin() + 1, last, int64_t{1}, std::multiplies<>()));
+      // [K, C/g, taps...] (blocked: once unblocked): C/g times the taps.
+      const std::vector<int64_t> unblocked = kiln ? ops::UnblockedWeightDims(wd, ad.size()) : wd;
+      if (unblocked.size() >= 3) {
+        scale(w, std::accumulate(unblocked.begin() + 1, unblocked.end(), int64_t{1}, std::multiplies<>()));
+      }
     } else if (!kiln && (op == "MatMul" || op == "Gemm") && !ad.empty()) {
       const bool trans_a = op == "Gemm" && node->GetInt("transA", 0) != 0;
       scale(w, trans_a && ad.size() == 2 ? ad[0] : ad.back());

@@ -33,8 +33,10 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportModel(const ModelSource& source) {
 absl::StatusOr<PreparedModel> PrepareModel(std::unique_ptr<Graph> graph, const PrepareOptions& options) {
   PreparedModel m;
   m.imported_nodes = static_cast<int>(graph->nodes().size());
-  ASSIGN_OR_RETURN(m.passes, OptimizeGraph(*graph, options.passes,
-                                            options.gpu ? AlgorithmChoice::kNone : AlgorithmChoice::kCpu));
+  const AlgorithmChoice algorithms = options.gpu                 ? AlgorithmChoice::kNone
+                                     : options.blocked_pointwise ? AlgorithmChoice::kCpuBlockedPointwise
+                                                                 : AlgorithmChoice::kCpu;
+  ASSIGN_OR_RETURN(m.passes, OptimizeGraph(*graph, options.passes, algorithms));
   FusionOptions fusion;
   fusion.cost = options.fusion_cost;
   fusion.classify = LoweringKind;
@@ -96,6 +98,8 @@ PrepareOptions PrepareOptionsFor(const Target& target) {
     // 112x112 1.71 ms fused, 1.50 apart; 24 -> 144 on 56x56 0.74, 0.53;
     // Xception's 728 -> 728 on 20x20 18.0, 5.2).
     options.fusion_cost.min_conv_pair_bytes = std::numeric_limits<double>::infinity();
+    // Without conv pairs, every pointwise conv can take blocked weights.
+    options.blocked_pointwise = true;
   }
   return options;
 }

@@ -52,6 +52,10 @@ struct PrepareOptions {
   // convs as Gemms), no conv-pair groups (each conv is its own kernel), and
   // a group grows only while the GPU lowerings take it.
   std::optional<GpuTarget> gpu;
+  // CPU only: pointwise convs' weights blocked at compile time
+  // (AlgorithmChoice::kCpuBlockedPointwise); such a conv no longer joins a
+  // conv pair.
+  bool blocked_pointwise = false;
 };
 
 // A model optimised and cut into fusion groups, each with its workload.

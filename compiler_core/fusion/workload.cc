@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "base/digest.h"
 #include "base/status_macros.h"
+#include "compiler_core/frontend/ops/conv_blocking.h"
 
 namespace kiln {
 namespace {
@@ -32,11 +33,11 @@ double FlopsOf(const Node& n) {
     for (size_t i = 2; i < w.size(); ++i) macs *= static_cast<double>(w[i]);
     return 2.0 * static_cast<double>(ElementsOf(side)) * macs;
   }
-  if (n.op_type() == "BlockedConv" && n.domain() == "kiln") {  // W [K/B, C/g, k..., B]: B * C/g * window per output
-    std::vector<int64_t> w = static_dims(n.input(1));
-    if (w.size() < 4 || !n.output(0)->type().IsStatic()) return 0;
+  if (n.op_type() == "BlockedConv" && n.domain() == "kiln") {  // as the Conv of its unblocked W [K, C/g, k...]
+    std::vector<int64_t> w = ops::UnblockedWeightDims(static_dims(n.input(1)), static_dims(n.input(0)).size());
+    if (w.empty() || !n.output(0)->type().IsStatic()) return 0;
     double macs = 1;
-    for (size_t i = 1; i + 1 < w.size(); ++i) macs *= static_cast<double>(w[i]);
+    for (size_t i = 1; i < w.size(); ++i) macs *= static_cast<double>(w[i]);
     return 2.0 * static_cast<double>(ElementsOf(n.output(0))) * macs;
   }
   if (n.op_type() == "Recurrence" && n.domain() == "kiln") {  // T*B*ND steps of [H] x [H, G*H]

@@ -12,29 +12,50 @@ namespace {
 
 using ops::kConvWeightBlock;
 
-absl::StatusOr<bool> Rewrite(Graph& graph, Node* n) {
-  const std::optional<ConstantWeightConv> ops = MatchConstantWeightConv(*n);
-  if (!ops || ops->x->type().rank() != 4 || ops->w->constant().rank() != 4) return false;
-  Value *x = ops->x, *w = ops->w, *bias = ops->bias;
-  const std::vector<int64_t> wd = w->constant().dims();
-  const int64_t group = n->GetInt("group", 1);
-  if (group < 1 || wd[0] % group != 0 || (wd[0] / group) % kConvWeightBlock != 0) return false;
-  if (wd[2] == 1 && wd[3] == 1) return false;  // 1x1: the pointwise kernels
-  absl::StatusOr<ops::Window> win = ops::ForwardWindow(*n, x->type(), 0, {wd[2], wd[3]}, true);
-  if (!win.ok()) return false;
+// A unit-stride, unpadded window of one tap: the pointwise kernel's convs.
+bool IsPointwiseWindow(const ops::Window& win) {
+  for (int i = 0; i < win.nsp; ++i) {
+    if (win.kernel[i] != 1 || win.stride[i] != 1 || win.pad_begin[i] != 0 || win.pad_end[i] != 0) return false;
+  }
+  return true;
+}
+
+// The block n's weights take (0: n stays a Conv). Pointwise convs: one group.
+int64_t BlockFor(const Node& n, const Value& x, const std::vector<int64_t>& wd, bool pointwise) {
+  const int64_t group = n.GetInt("group", 1);
+  if (group < 1 || wd[0] % group != 0) return 0;
+  absl::StatusOr<ops::Window> win = ops::ForwardWindow(n, x.type(), 0, {wd[2], wd[3]}, true);
+  if (!win.ok()) return 0;
+  if (wd[2] == 1 && wd[3] == 1) {
+    const bool blocks = pointwise && group == 1 && IsPointwiseWindow(*win) && wd[0] % ops::kPointwiseWeightBlock == 0;
+    return blocks ? ops::kPointwiseWeightBlock : 0;
+  }
+  if ((wd[0] / group) % kConvWeightBlock != 0) return 0;
   const int64_t oh = win->out[0], ow = win->out[1];
   if (!ops::PrefersChannelVectors(wd[1] * wd[2] * wd[3], oh, ow, kConvWeightBlock, true) ||
       ops::ChannelVectorRowFloats(wd[1], wd[2], win->dilation[0], ow, win->stride[1], wd[3], win->dilation[1],
                                   kConvWeightBlock) > ops::kMaxConvPackFloats) {
-    return false;
+    return 0;
   }
+  return kConvWeightBlock;
+}
+
+absl::StatusOr<bool> Rewrite(Graph& graph, Node* n, bool pointwise) {
+  const std::optional<ConstantWeightConv> ops = MatchConstantWeightConv(*n);
+  if (!ops || ops->x->type().rank() != 4 || ops->w->constant().rank() != 4) return false;
+  Value *x = ops->x, *w = ops->w, *bias = ops->bias;
+  const int64_t block = BlockFor(*n, *x, w->constant().dims(), pointwise);
+  if (block == 0) return false;
   std::vector<Value*> inputs = {x, nullptr};
   if (bias != nullptr) inputs.push_back(bias);
   const std::string name = n->name();
   const std::map<std::string, AttrValue> attrs = n->attrs();
   Value* y = n->output(0);
   NodeBuilder b(graph, name);
-  inputs[1] = b.Constant(ops::BlockConvWeights(w->constant(), kConvWeightBlock));
+  const Tensor& wt = w->constant();
+  inputs[1] = b.Constant(block == ops::kPointwiseWeightBlock && wt.dims()[2] == 1 && wt.dims()[3] == 1
+                             ? ops::BlockPointwiseWeights(wt, block, ops::PointwiseWeightChunk(wt.dims()[1], wt.dims()[0]))
+                             : ops::BlockConvWeights(wt, block));
   graph.RemoveNode(n);
   RETURN_IF_ERROR(graph.AddNode("BlockedConv", name, std::move(inputs), {y}, attrs, std::string(kKilnDomain)).status());
   return true;
@@ -44,7 +65,7 @@ absl::StatusOr<bool> Rewrite(Graph& graph, Node* n) {
 
 absl::StatusOr<bool> BlockedConvWeights::Run(Graph& graph) {
   auto is_conv = [](const Node& n) { return IsOp(&n, "Conv"); };
-  return RewriteSelectedNodes(graph, is_conv, Rewrite);
+  return RewriteSelectedNodes(graph, is_conv, [this](Graph& g, Node* n) { return Rewrite(g, n, pointwise_); });
 }
 
 }  // namespace kiln

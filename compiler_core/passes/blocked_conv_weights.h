@@ -19,6 +19,15 @@
 // depthwise, maps whose rows fill the pixel vectors, short reductions) keep
 // every variant. Runs once after the optimisation fixed point, after the
 // Winograd and pointwise rewrites (algorithm selection: CPU targets only).
+//
+// With `pointwise`, a pointwise conv (1x1, unit strides, no padding, 2-D,
+// one group) whose output channels are a multiple of
+// ops::kPointwiseWeightBlock (4) becomes a kiln.BlockedConv too, its weights
+// blocked by 4 output channels in chunks of ops::PointwiseWeightChunk input
+// channels (BlockPointwiseWeights) for the pointwise kernel, which then has
+// only its pointwise schedules, each with that chunk. Off where conv pairs
+// may take the conv (a pair's expansion must be a Conv): the driver turns it
+// on for the CPUs whose conv pairs are off.
 #pragma once
 
 #include "compiler_core/passes/pass.h"
@@ -27,8 +36,12 @@ namespace kiln {
 
 class BlockedConvWeights : public GraphPass {
  public:
+  explicit BlockedConvWeights(bool pointwise = false) : pointwise_(pointwise) {}
   std::string name() const override { return "blocked_conv_weights"; }
   absl::StatusOr<bool> Run(Graph& graph) override;
+
+ private:
+  bool pointwise_;
 };
 
 }  // namespace kiln

@@ -48,12 +48,12 @@ PassPipeline DefaultOptimizationPipeline() {
   return p;
 }
 
-PassPipeline AlgorithmSelectionPipeline() {
+PassPipeline AlgorithmSelectionPipeline(AlgorithmChoice choice) {
   PassPipeline p("algorithm_selection");
   p.Add(std::make_unique<LiveTapRegions>())
       .Add(std::make_unique<WinogradConvolution>())
       .Add(std::make_unique<PointwiseConvAsMatMul>())
-      .Add(std::make_unique<BlockedConvWeights>())
+      .Add(std::make_unique<BlockedConvWeights>(choice == AlgorithmChoice::kCpuBlockedPointwise))
       .Add(std::make_unique<DeadCodeElimination>());
   return p;
 }
@@ -73,7 +73,7 @@ absl::StatusOr<std::vector<PassRecord>> OptimizeGraph(Graph& graph, const PassPi
     if (!changed) break;
   }
   if (algorithms == AlgorithmChoice::kNone) return all;
-  ASSIGN_OR_RETURN(std::vector<PassRecord> late, AlgorithmSelectionPipeline().Run(graph, options));
+  ASSIGN_OR_RETURN(std::vector<PassRecord> late, AlgorithmSelectionPipeline(algorithms).Run(graph, options));
   for (PassRecord& r : late) all.push_back(std::move(r));
   return all;
 }

@@ -15,21 +15,25 @@ namespace kiln {
 // composite recognitions (hardswish, gelu, layer_norm, softmax), cse, dce.
 PassPipeline DefaultOptimizationPipeline();
 
-// Run once after the default pipeline's fixed point: rewrites that pick an
-// algorithm for the CPU code generator (winograd_convolution,
-// pointwise_conv_as_matmul), then dce. A GPU compile runs none: its convs
-// are implicit GEMMs, whatever their shape.
-PassPipeline AlgorithmSelectionPipeline();
+// Which algorithm selection OptimizeGraph ends with. kCpuBlockedPointwise:
+// kCpu, and pointwise convs' weights blocked too (blocked_conv_weights.h),
+// for CPUs whose conv pairs are off.
+enum class AlgorithmChoice { kCpu, kCpuBlockedPointwise, kNone };
 
-// Which algorithm selection OptimizeGraph ends with.
-enum class AlgorithmChoice { kCpu, kNone };
+// Run once after the default pipeline's fixed point: rewrites that pick an
+// algorithm for the CPU code generator (live_tap_regions,
+// winograd_convolution, pointwise_conv_as_matmul, blocked_conv_weights),
+// then dce. A GPU compile runs none: its convs are implicit GEMMs, whatever
+// their shape.
+PassPipeline AlgorithmSelectionPipeline(AlgorithmChoice choice = AlgorithmChoice::kCpu);
 
 // Most rounds OptimizeGraph runs the pipeline.
 inline constexpr int kMaxOptimizationRounds = 4;
 
 // Runs DefaultOptimizationPipeline() on `graph` until a round changes nothing
-// (at most kMaxOptimizationRounds rounds), then AlgorithmSelectionPipeline()
-// when `algorithms` is kCpu. `graph` must be shape-inferred.
+// (at most kMaxOptimizationRounds rounds), then
+// AlgorithmSelectionPipeline(algorithms) unless `algorithms` is kNone.
+// `graph` must be shape-inferred.
 // Returns the record of every pass run, in order. A pass error (the pass name
 // prefixed) or a verifier failure after a pass (INTERNAL) is returned as is.
 absl::StatusOr<std::vector<PassRecord>> OptimizeGraph(Graph& graph, const PassPipelineOptions& options,

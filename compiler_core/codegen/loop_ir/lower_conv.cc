@@ -39,6 +39,7 @@ absl::StatusOr<ConvForm> AnalyzeConv(const Graph& g) {
       if (f.conv != nullptr) return NodeError(*n, "a second Conv in one workload");
       const std::vector<int64_t> wd = DimsOf(n->input(1));
       if (blocked && !wd.empty()) f.weight_block = wd.back();
+      if (blocked && ops::ChunkedWeights(wd.size(), DimsOf(n->input(0)).size())) f.weight_chunk = wd[2];
       f.conv = n.get();
       continue;
     }
@@ -58,8 +59,9 @@ absl::StatusOr<ConvForm> AnalyzeConv(const Graph& g) {
     f.b_arg = InputIndex(g, conv.input(2));
     if (f.b_arg < 0) return NodeError(conv, "bias computed inside the workload");
   }
-  std::vector<int64_t> wd = f.weight_block > 0 ? ops::UnblockedWeightDims(DimsOf(conv.input(1))) : DimsOf(conv.input(1));
   std::vector<int64_t> xd = DimsOf(conv.input(0));
+  std::vector<int64_t> wd =
+      f.weight_block > 0 ? ops::UnblockedWeightDims(DimsOf(conv.input(1)), xd.size()) : DimsOf(conv.input(1));
   if (wd.size() != xd.size() || wd.size() < 3) return NodeError(conv, "weights and input ranks differ");
   std::vector<int64_t> kernel(wd.begin() + 2, wd.end());
   ASSIGN_OR_RETURN(f.geo, ResolveWindow(conv, kernel));
@@ -75,6 +77,9 @@ absl::StatusOr<ConvForm> AnalyzeConv(const Graph& g) {
   f.kg = f.k / f.group;
   if (f.weight_block > 0 && (f.geo.one_d || f.geo.three_d || f.kg % f.weight_block != 0)) {
     return NodeError(conv, "blocked weights are not 2-D or their blocks straddle groups");
+  }
+  if (f.weight_chunk > 0 && (f.group != 1 || f.geo.kh != 1 || f.geo.kw != 1 || f.cg % f.weight_chunk != 0)) {
+    return NodeError(conv, "weights chunked by input channel are not those of a 1x1 conv of one group");
   }
   std::vector<int64_t> od = DimsOf(conv.output(0));
   for (const auto& n : g.nodes()) {
@@ -166,9 +171,13 @@ bool PointwiseTailMasked(int64_t pixels, int64_t vw, int64_t ur) {
 // channel (a 7x7 map's 49th pixel: a third of the map's work).
 constexpr int64_t kMaxDotPixels = 4;
 
-int64_t PointwiseDotPixels(int64_t pixels, int64_t vw, int64_t ur, int64_t cg) {
+// Blocked weights (kiln.BlockedConv) hold each input channel's outputs
+// contiguous instead: the dot products then run over the input channels one
+// at a time with output channels in the lanes, whatever the channel count.
+int64_t PointwiseDotPixels(int64_t pixels, int64_t vw, int64_t ur, int64_t cg, bool blocked) {
   const int64_t left = pixels % (vw * ur) % vw;
-  return left > 0 && left <= kMaxDotPixels && vw > 1 && cg % vw == 0 && cg >= 2 * vw ? left : 0;
+  if (left == 0 || left > kMaxDotPixels || vw == 1) return 0;
+  return blocked || (cg % vw == 0 && cg >= 2 * vw) ? left : 0;
 }
 
 // Pointwise variant, reduction chunks: a task's full blocks run the input
@@ -215,6 +224,12 @@ int64_t PointwiseStreamRows(const ConvForm& f, int64_t vw, int64_t ur, const Cpu
   const int64_t bw = vw * ur, blocks = f.geo.n * f.group * (Pixels(f) / bw);
   return std::max<int64_t>(1, std::min(kL1InputFloats / (f.cg * bw), blocks / 16));
 }
+
+// Pointwise variant over weights chunked by input channel (weight_chunk):
+// the reduction chunk its chunked points take, that of the weights (0 where
+// the chunk is every channel). Its other points take none (kc=0): they
+// run down every chunk of the weights in turn for each block of outputs.
+int64_t PointwiseLayoutChunk(const ConvForm& f) { return f.weight_chunk < f.cg ? f.weight_chunk : 0; }
 
 // One input and one output channel per group, 2-D.
 bool IsDepthwise(const ConvForm& f) { return f.cg == 1 && f.kg == 1 && !f.geo.one_d && !f.geo.three_d; }
@@ -311,8 +326,14 @@ absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& targ
     }
     return absl::OkStatus();
   }
-  if (f.weight_block > 0) {
-    return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": blocked weights need kv=1"));
+  if (f.weight_block > 0 &&
+      !(k.pw != 0 && IsPointwise(f) && (k.kb % f.weight_block == 0 || f.weight_block % k.kb == 0))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "conv ", f.conv->name(), ": blocked weights need kv=1, or pw=1 with channel blocks that tile the weight blocks"));
+  }
+  if (f.weight_chunk > 0 && k.kc != 0 && k.kc != PointwiseLayoutChunk(f)) {
+    return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": weights chunked by ", f.weight_chunk,
+                                                   " input channels need kc=0 or kc=", PointwiseLayoutChunk(f)));
   }
   if (k.dw != 0) {
     bool ok = k.dw == 1 && k.pw == 0 && IsDepthwise(f) && k.vw >= 1 && k.vw <= target.FloatLanes() &&
@@ -373,7 +394,7 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
   absl::StatusOr<ConvForm> f = AnalyzeConv(g);
   if (!f.ok()) return {};
   std::vector<ScheduleConfig> out;
-  if (f->weight_block > 0) {
+  if (f->weight_block > 0 && !IsPointwise(*f)) {
     AddChannelVectorPoints(*f, target, &out);
     return out;
   }
@@ -443,7 +464,7 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
               Knobs k{vw, ur, kb, rows, 1, 0, ks};
               if (!CheckKnobs(*f, k, target).ok()) continue;
               out.push_back(ConfigOf(k));
-              k.kc = PointwiseChunk(*f, k);
+              k.kc = f->weight_chunk > 0 ? PointwiseLayoutChunk(*f) : PointwiseChunk(*f, k);
               if (k.kc != 0 && CheckKnobs(*f, k, target).ok()) out.push_back(ConfigOf(k));
             }
           }
@@ -583,7 +604,15 @@ bool PointwiseAllPixels(const ConvForm& f, const CpuTarget& target) {
 // on 10x10 36 -> 25 ms (ORT 23). On 7x7 (2 blocks) a task of every block
 // stays ahead (1024 -> 1024: 19.0 ms, chunked 20.6): each block would read
 // all the weights again, from memory.
+//
+// Over weights chunked by input channel (kiln.BlockedConv), a point takes
+// the weights' chunks wherever there are several, whatever the map: each
+// chunk's weights are then one run, read once per pixel block (Zen 3, 1
+// thread, on 7x7: 2048 -> 512 every block per task 1.55 ms, one block per
+// task in chunks 1.16, ORT 1.21; 960 -> 160 0.192 and 0.171; 728 -> 728
+// 0.625 and 0.583).
 bool PointwiseChunked(const ConvForm& f, const ScheduleConfig& c) {
+  if (f.weight_chunk > 0) return c.Get("pw", 0) != 0 && PointwiseLayoutChunk(f) != 0;
   Knobs one_block = KnobsOf(c);
   one_block.rows = 1;
   return one_block.pw != 0 && Pixels(f) / (one_block.vw * one_block.ur) >= 4 && PointwiseChunk(f, one_block) != 0;
@@ -645,7 +674,7 @@ ScheduleConfig DefaultBlocked(const std::vector<ScheduleConfig>& space, const Co
 ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   std::vector<ScheduleConfig> space = Enumerate(g, target);
   absl::StatusOr<ConvForm> f = AnalyzeConv(g);
-  if (f.ok() && f->weight_block > 0 && !space.empty()) return DefaultBlocked(space, *f, target);
+  if (f.ok() && f->weight_block > 0 && !IsPointwise(*f) && !space.empty()) return DefaultBlocked(space, *f, target);
   const int64_t planes = f.ok() ? f->geo.n * f->group : 1;
   // Pointwise: the fewest channel splits that reach kMinTasks (or the most there are).
   // Direct: the fewest column splits that reach kMinTasks (1-D convs: one
@@ -900,6 +929,20 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   const AnchorOutputs& outs = bufs.outs;
 
   Expr n = Var("n_"), grp = Var("g_"), pc = Var("pc_"), kbo = Var("kbo_");
+  // Where the weights of weight block `blk` (output channels blk*B ..) and
+  // input channel c0 + cl within the group start (c0 null: 0): Wb [K/B, cg,
+  // B]; chunked by L < cg, Wb [cg/L, K/B, L, B], c0 = wc * L and cl < L.
+  const int64_t wb = f.weight_block, wl = f.weight_chunk;
+  const bool chunked_weights = wl > 0 && wl < f.cg;
+  auto block_row = [&](Expr blk, Expr c0, Expr wc, Expr cl) {
+    if (chunked_weights) return Mul(Add(Mul(Add(Mul(wc, I(f.k / wb)), blk), I(wl)), cl), I(wb));
+    return Mul(Add(Mul(blk, I(f.cg)), c0 != nullptr ? Add(c0, cl) : cl), I(wb));
+  };
+  // The weight of output channel k and input channel c0 + cl: W [K, cg] or Wb.
+  auto weight_index = [&](Expr k, Expr c0, Expr wc, Expr cl) {
+    if (wb == 0) return Add(Mul(k, I(f.cg)), c0 != nullptr ? Add(c0, cl) : cl);
+    return Add(block_row(Div(k, I(wb)), c0, wc, cl), Mod(k, I(wb)));
+  };
   // The epilogue's index of output channel k, flattened pixel p.
   auto out_index = [&](Expr k, Expr p) -> std::vector<Expr> {
     if (s.one_d) return {n, k, p};
@@ -924,9 +967,10 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   // epilogue, the others start from and end in `part`).
   enum class Chunk { kAll, kFirst, kMiddle, kLast };
   // xq: the block's first pixel within xs (null: the block reads x in place).
+  // wc: chunk c0's index, c0 / kc.
   auto block = [&](const std::string& acc_name, Expr p0, int64_t nu, int64_t lw, bool guard,
                    int64_t store_from, Expr xq = nullptr, Chunk chunk = Chunk::kAll,
-                   Expr c0 = nullptr) -> absl::StatusOr<Stmt> {
+                   Expr c0 = nullptr, Expr wc = nullptr) -> absl::StatusOr<Stmt> {
     Buffer acc = MakeBuffer(acc_name, {kb * nu * lw}, BufferRole::kTemp);
     Expr kk = Var("kk_"), u = Var("u_"), v = Var("v_"), cl = Var("cl_");
     Expr k = Add(Add(Mul(grp, I(f.kg)), Mul(kbo, I(kb))), kk);
@@ -942,12 +986,19 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
     Expr pi = Add(Mul(Add(Mul(Add(Mul(kl, I(kb)), kk), I(rows)), Var("ob_")), I(bw)), Add(Mul(u, I(lw)), v));
     const bool from_part = chunk == Chunk::kMiddle || chunk == Chunk::kLast;
     Stmt init = lanes(Store(acc, ai, from_part ? Load(part, pi) : bias ? Load(bias, k) : FloatImm(0)), nullptr);
-    Expr ci = chunk == Chunk::kAll ? cl : Add(c0, cl);  // the input channel within the group
+    // Every channel over weights chunked by L < cg: chunk by chunk (wc_).
+    const bool by_weight_chunk = chunk == Chunk::kAll && chunked_weights;
+    if (by_weight_chunk) {
+      wc = Var("wc_");
+      c0 = Mul(wc, I(wl));
+    }
+    Expr ci = c0 != nullptr ? Add(c0, cl) : cl;  // the input channel within the group
     Expr xi = Add(Mul(Add(Mul(n, I(s.c)), Add(Mul(grp, I(f.cg)), ci)), I(np)), p);
-    Expr wi = Add(Mul(k, I(f.cg)), ci);
+    Expr wi = weight_index(k, c0, wc, cl);
     Expr xv = xq != nullptr ? Load(xs, Add(Mul(ci, I(tw)), Add(Add(xq, Mul(u, I(lw))), v))) : Load(x, xi);
-    Stmt mac = For("cl_", I(chunk == Chunk::kAll ? f.cg : kc),
+    Stmt mac = For("cl_", I(by_weight_chunk ? wl : chunk == Chunk::kAll ? f.cg : kc),
                    lanes(Store(acc, ai, MulAdd(xv, Load(w, wi), Load(acc, ai))), in_map));
+    if (by_weight_chunk) mac = For("wc_", I(f.cg / wl), mac);
     Stmt store;
     if (chunk == Chunk::kFirst || chunk == Chunk::kMiddle) {
       store = lanes(Store(part, pi, Load(acc, ai)), nullptr);
@@ -964,9 +1015,71 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   // channels); per block of kb output channels, kb * dots vector accumulators
   // run down the weight rows and the packed columns, and are summed across
   // their lanes in halving steps before the epilogue stores one pixel each.
-  const int64_t dots = PointwiseDotPixels(np, vw, ur, f.cg);
+  // With blocked weights, blocked_dot_block instead.
+  const int64_t dots = PointwiseDotPixels(np, vw, ur, f.cg, wb > 0);
   Buffer xcol = dots > 0 ? MakeBuffer("xcol", {dots * f.cg}, BufferRole::kTemp) : nullptr;
+  // Blocked weights: a block's output channels in the lanes, vl = min(kb, B)
+  // of them (one weight block's run for one input channel), kb / vl such
+  // vectors per pixel; per input channel each multiplies the pixel's
+  // broadcast input. The input channels are dealt round-robin to ns
+  // independent partial sums (one sum would be a chain of dependent
+  // multiply-adds as long as the reduction: 960 -> 160 on 7x7 0.18 ->
+  // 0.24 ms), which are added up at the end. No sums across lanes; the
+  // epilogue stores each lane in its own channel plane.
+  auto blocked_dot_block = [&]() -> absl::StatusOr<Stmt> {
+    const int64_t vl = std::min(kb, wb), nq = kb / vl;
+    const int64_t run = chunked_weights ? wl : f.cg;  // input channels per pass over the weights
+    int64_t ns = std::clamp<int64_t>(8 / (nq * dots), 1, 4);
+    while (run % ns != 0) --ns;
+    const int64_t per = nq * dots * vl;  // floats of one partial sum
+    Buffer acc = MakeBuffer("acc_dot", {ns * per}, BufferRole::kTemp);
+    Expr q = Var("q_"), l = Var("l_"), v = Var("v_"), cl = Var("cl_"), sp = Var("s_");
+    Expr kfirst = Add(Add(Mul(grp, I(f.kg)), Mul(kbo, I(kb))), Mul(q, I(vl)));  // the vector's first channel
+    Expr k = Add(kfirst, v);
+    Expr ai = Add(Mul(Add(Mul(q, I(dots)), l), I(vl)), v);
+    auto lanes = [&](Stmt body) {
+      return For("v_", I(vl),
+                 For("q_", I(nq), For("l_", I(dots), std::move(body), ForKind::kUnrolled), ForKind::kUnrolled),
+                 ForKind::kVectorized);
+    };
+    auto lanes_by_sum = [&](Stmt body) {
+      return For("v_", I(vl),
+                 For("s_", I(ns),
+                     For("q_", I(nq), For("l_", I(dots), std::move(body), ForKind::kUnrolled), ForKind::kUnrolled),
+                     ForKind::kUnrolled),
+                 ForKind::kVectorized);
+    };
+    Expr si = Add(Mul(sp, I(per)), ai);
+    Expr start = bias ? Select(Eq(sp, I(0)), Load(bias, k), FloatImm(0)) : FloatImm(0);
+    Stmt init = lanes_by_sum(Store(acc, si, start));
+    // The vector's weight block and its first lane there: kb a multiple of B
+    // (vector q of the channel block is block kbo * kb/B + q), or kb
+    // dividing B (B/kb channel blocks share a weight block).
+    Expr blk = kb >= wb ? Add(Add(Mul(grp, I(f.kg / wb)), Mul(kbo, I(kb / wb))), q)
+                        : Add(Mul(grp, I(f.kg / wb)), Div(kbo, I(wb / kb)));
+    Expr lane0 = kb >= wb ? I(0) : Mul(Mod(kbo, I(wb / kb)), I(kb));
+    // Over the weights' chunks (or all channels at once).
+    Expr wc = chunked_weights ? Var("wc_") : nullptr;
+    Expr c0 = chunked_weights ? Mul(wc, I(wl)) : nullptr;
+    Expr c = Add(Mul(cl, I(ns)), sp);  // the input channel within the run
+    Expr wi = Add(Add(block_row(blk, c0, wc, c), lane0), v);
+    Expr ci = c0 != nullptr ? Add(c0, c) : c;
+    Stmt mac = For("cl_", I(run / ns),
+                   lanes_by_sum(Store(acc, si, MulAdd(Load(w, wi), Load(xcol, Add(Mul(l, I(f.cg)), ci)), Load(acc, si)))));
+    if (chunked_weights) mac = For("wc_", I(f.cg / wl), mac);
+    std::vector<Stmt> steps = {init, mac};
+    for (int64_t t = 1; t < ns; ++t) {
+      Expr other = Add(I(t * per), ai);
+      steps.push_back(lanes(Store(acc, ai, Add(Load(acc, ai), Load(acc, other)))));
+    }
+    Expr p = Add(I(np - dots), l);
+    Expr oi = Add(Mul(Add(Mul(n, I(f.k)), k), I(np)), p);
+    ASSIGN_OR_RETURN(Stmt st, StoreThroughEpilogue(g, ge, f.conv->output(0), outs, Load(acc, ai), out_index(k, p), oi));
+    steps.push_back(lanes(st));
+    return Allocate(acc, Block(steps));
+  };
   auto dot_block = [&]() -> absl::StatusOr<Stmt> {
+    if (wb > 0) return blocked_dot_block();
     Buffer acc = MakeBuffer("acc_dot", {kb * dots * vw}, BufferRole::kTemp);
     Expr kk = Var("kk_"), l = Var("l_"), v = Var("v_"), co = Var("co_");
     Expr k = Add(Add(Mul(grp, I(f.kg)), Mul(kbo, I(kb))), kk);
@@ -1006,10 +1119,11 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
     return Allocate(acc, Block(all));
   };
   // The task's full blocks of one channel block: every input channel, or one reduction chunk.
-  auto full_blocks = [&](Chunk chunk, Expr c0) -> absl::StatusOr<Stmt> {
+  // wc: reduction chunk c0's index.
+  auto full_blocks = [&](Chunk chunk, Expr c0, Expr wc = nullptr) -> absl::StatusOr<Stmt> {
     Expr bi = Add(Mul(pc, I(rows)), Var("ob_"));
     ASSIGN_OR_RETURN(Stmt full, block("acc", Mul(bi, I(bw)), ur, vw, false, 0,
-                                      pack_x ? Mul(Var("ob_"), I(bw)) : nullptr, chunk, std::move(c0)));
+                                      pack_x ? Mul(Var("ob_"), I(bw)) : nullptr, chunk, std::move(c0), std::move(wc)));
     if (nbf % rows != 0) full = IfThen(Lt(bi, I(nbf)), full);
     return For("ob_", I(rows), full);
   };
@@ -1055,13 +1169,15 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   } else {
     std::vector<Stmt> steps;
     if (nbf > 0) {
-      ASSIGN_OR_RETURN(Stmt first, full_blocks(Chunk::kFirst, I(0)));
+      ASSIGN_OR_RETURN(Stmt first, full_blocks(Chunk::kFirst, I(0), I(0)));
       steps.push_back(over_channel_blocks(first));
       if (reduction_chunks > 2) {
-        ASSIGN_OR_RETURN(Stmt middle, full_blocks(Chunk::kMiddle, Mul(Add(Var("rc_"), I(1)), I(kc))));
+        ASSIGN_OR_RETURN(Stmt middle,
+                         full_blocks(Chunk::kMiddle, Mul(Add(Var("rc_"), I(1)), I(kc)), Add(Var("rc_"), I(1))));
         steps.push_back(For("rc_", I(reduction_chunks - 2), over_channel_blocks(middle)));
       }
-      ASSIGN_OR_RETURN(Stmt last, full_blocks(Chunk::kLast, I((reduction_chunks - 1) * kc)));
+      ASSIGN_OR_RETURN(Stmt last,
+                       full_blocks(Chunk::kLast, I((reduction_chunks - 1) * kc), I(reduction_chunks - 1)));
       steps.push_back(over_channel_blocks(last));
     }
     if (!per_kb.empty()) steps.push_back(over_channel_blocks(Block(per_kb)));

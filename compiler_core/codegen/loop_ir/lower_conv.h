@@ -47,6 +47,9 @@ struct ConvForm {
   // kiln.BlockedConv: the weights are Wb [K/B, C/group, kh, kw, B] with B =
   // weight_block (ops/conv_blocking.h); 0: a Conv's W [K, C/group, k...].
   int64_t weight_block = 0;
+  // A pointwise BlockedConv's weights chunked by input channel: Wb [C/L, K/B,
+  // L, 1, 1, B] with L = weight_chunk; 0: not chunked.
+  int64_t weight_chunk = 0;
 };
 
 // The "conv" kind's match: one Conv (or kiln.BlockedConv) and an elementwise

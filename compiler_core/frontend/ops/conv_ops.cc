@@ -166,16 +166,19 @@ OpDef ConvOp() {
 
 // ---------------------------------------------------------------------------
 // kiln.BlockedConv: a Conv whose weights are blocked by output channel,
-// Wb [K/B, C/group, k..., B] (ops/conv_blocking.h); everything else as Conv.
+// Wb [K/B, C/group, k..., B], or for a pointwise conv also chunked by input
+// channel, Wb [C/L, K/B, L, k..., B] (ops/conv_blocking.h); everything else
+// as Conv.
 
-// W's type from Wb's: [K/B, C/g, k..., B] -> [K, C/g, k...].
-absl::StatusOr<TensorType> UnblockedWeightType(const TensorType& wb) {
-  if (wb.rank() < 4 || !wb.IsStatic()) {
-    return absl::InvalidArgumentError(absl::StrCat("blocked weights ", wb.ToString(),
-                                                   " must be static [K/B, C/group, k..., B]"));
+// W's type from Wb's: [K/B, C/g, k..., B] or [C/L, K/B, L, k..., B] -> [K, C/g, k...].
+absl::StatusOr<TensorType> UnblockedWeightType(const TensorType& wb, const TensorType& x) {
+  const std::vector<int64_t> w = wb.IsStatic() ? UnblockedWeightDims(wb.StaticDims(), x.rank()) : std::vector<int64_t>{};
+  if (w.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("blocked weights ", wb.ToString(), " for input X ", x.ToString(),
+                                                   " must be static [K/B, C/group, k..., B] or [C/L, K/B, L, k..., B]"));
   }
   std::vector<Dim> dims;
-  for (int64_t d : UnblockedWeightDims(wb.StaticDims())) dims.push_back(Dim::Static(d));
+  for (int64_t d : w) dims.push_back(Dim::Static(d));
   return MakeType(wb.dtype, dims);
 }
 
@@ -188,13 +191,13 @@ OpDef BlockedConvOp() {
   def.attrs = kConvAttrs;
   def.validate = ValidateConv;
   def.infer = [](const Node& node, const InputTypes& in) -> absl::StatusOr<std::vector<TensorType>> {
-    ASSIGN_OR_RETURN(TensorType w, UnblockedWeightType(*in[1]));
+    ASSIGN_OR_RETURN(TensorType w, UnblockedWeightType(*in[1], *in[0]));
     InputTypes conv_in = in;
     conv_in[1] = &w;
     return InferConv(node, conv_in);
   };
   def.eval = [](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
-    const Tensor w = UnblockConvWeights(*in[1]);
+    const Tensor w = UnblockConvWeights(*in[1], in[0]->dims().size());
     InputTensors conv_in = in;
     conv_in[1] = &w;
     return EvalConv(node, conv_in, out);

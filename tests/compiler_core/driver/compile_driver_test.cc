@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "tests/compiler_core/passes/pass_test_support.h"
 
@@ -90,6 +91,33 @@ TEST(CompileDriverTest, ConvPairsOnlyWhereTheTargetHas32VectorRegisters) {
   };
   EXPECT_THAT(kinds("cpu:znver4"), ::testing::ElementsAre("conv_pair"));
   EXPECT_THAT(kinds("cpu:znver3"), ::testing::ElementsAre("conv", "conv"));
+}
+
+// Where conv pairs are off, the pointwise convs' weights are blocked
+// (kiln.BlockedConv, chunked by input channel); where they may pair, the
+// pointwise conv stays a Conv.
+TEST(CompileDriverTest, PointwiseWeightsBlockedWhereConvPairsAreOff) {
+  auto ops = [](const std::string& cpu) {
+    GraphBuilder b;
+    Value* x = b.Input("x", {1, 512, 14, 14});
+    b.Output(b.Op("Relu", {b.Op("Conv", {x, b.Random("w", {64, 512, 1, 1}), b.Random("b", {64})}, {}, "pw")}));
+    absl::StatusOr<Target> target = Target::Named(cpu);
+    EXPECT_TRUE(target.ok()) << target.status();
+    std::string out;
+    if (!target.ok()) return out;
+    auto prepared = PrepareModel(b.Finish(), PrepareOptionsFor(*target));
+    EXPECT_TRUE(prepared.ok()) << prepared.status();
+    if (!prepared.ok()) return out;
+    for (const auto& n : prepared->graph->nodes()) {
+      absl::StrAppend(&out, out.empty() ? "" : ",", n->op_type());
+      if (n->op_type() == "BlockedConv") {
+        EXPECT_EQ(n->input(1)->type().StaticDims(), (std::vector<int64_t>{4, 16, 128, 1, 1, 4}));
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(ops("cpu:znver3"), "BlockedConv,Relu");
+  EXPECT_EQ(ops("cpu:znver4"), "Conv,Relu");
 }
 
 }  // namespace

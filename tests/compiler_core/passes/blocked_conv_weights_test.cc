@@ -28,9 +28,9 @@ std::unique_ptr<Graph> Build(const Case& c) {
                              .relu = true, .constant_weights = c.constant_weights});
 }
 
-bool Rewrite(Graph& g) {
+bool Rewrite(Graph& g, bool pointwise = false) {
   PassPipeline p("blocked");
-  p.Add(std::make_unique<BlockedConvWeights>());
+  p.Add(std::make_unique<BlockedConvWeights>(pointwise));
   return testing::RunPasses(g, p);
 }
 
@@ -75,6 +75,41 @@ TEST(BlockedConvWeightsTest, LeavesTheOthers) {
   }
 }
 
+// With `pointwise`: 1x1 unit-stride unpadded convs of one group whose
+// output channels are whole blocks of 4, chunked by input channel
+// (PointwiseWeightChunk: every channel up to 256, else a divisor up to 128),
+// with the interpreter's numbers unchanged; the others stay.
+TEST(BlockedConvWeightsTest, BlocksPointwiseConvsInChunksOfInputChannels) {
+  struct Blocked {
+    Case c;
+    std::vector<int64_t> wb;
+  };
+  for (const Blocked& b : std::vector<Blocked>{
+           {{.c = 24, .k = 32, .attrs = {}, .kernel = 1}, {1, 8, 24, 1, 1, 4}},
+           {{.c = 728, .k = 8, .h = 5, .w = 5, .attrs = {}, .kernel = 1}, {7, 2, 104, 1, 1, 4}},
+           {{.c = 300, .k = 12, .h = 3, .w = 3, .attrs = {}, .kernel = 1, .bias = false}, {3, 3, 100, 1, 1, 4}}}) {
+    SCOPED_TRACE(absl::StrCat("c=", b.c.c, " k=", b.c.k));
+    auto g = Build(b.c);
+    auto original = g->Clone();
+    ASSERT_TRUE(Rewrite(*g, true)) << g->ToText();
+    EXPECT_EQ(testing::OpSequence(*g), "BlockedConv,Relu");
+    EXPECT_EQ(g->nodes().front()->input(1)->type().StaticDims(), b.wb);
+    testing::ExpectSameOutputs(*original, *g, 0);
+  }
+  EXPECT_FALSE(Rewrite(*Build({.attrs = {}, .kernel = 1})));  // not asked
+  const std::vector<Case> stay = {
+      {.k = 30, .attrs = {}, .kernel = 1},                                       // not whole blocks of 4
+      {.c = 16, .k = 32, .attrs = {{"group", int64_t{2}}}, .kernel = 1},         // two groups
+      {.attrs = {{"strides", std::vector<int64_t>{2, 2}}}, .kernel = 1},        // strided
+      {.attrs = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, .kernel = 1},     // padded
+      {.attrs = {}, .kernel = 1, .constant_weights = false},
+  };
+  for (const Case& c : stay) {
+    auto g = Build(c);
+    EXPECT_FALSE(Rewrite(*g, true)) << g->ToText();
+  }
+}
+
 // The blocking's inverse gives the weights back exactly.
 TEST(BlockedConvWeightsTest, UnblockInvertsBlock) {
   Tensor w(DType::kFloat32, {32, 3, 2, 5});
@@ -82,7 +117,15 @@ TEST(BlockedConvWeightsTest, UnblockInvertsBlock) {
   Tensor wb = ops::BlockConvWeights(w, 16);
   EXPECT_EQ(wb.dims(), (std::vector<int64_t>{2, 3, 2, 5, 16}));
   EXPECT_EQ(wb.data<float>()[1], 30.0f);  // output channel 1, first tap: 1 * 30
-  EXPECT_EQ(ops::UnblockConvWeights(wb).bytes(), w.bytes());
+  EXPECT_EQ(ops::UnblockConvWeights(wb, 4).bytes(), w.bytes());
+  Tensor pw(DType::kFloat32, {8, 6, 1, 1});
+  for (int64_t i = 0; i < pw.num_elements(); ++i) pw.data<float>()[i] = static_cast<float>(i);
+  Tensor chunked = ops::BlockPointwiseWeights(pw, 4, 3);
+  EXPECT_EQ(chunked.dims(), (std::vector<int64_t>{2, 2, 3, 1, 1, 4}));
+  EXPECT_EQ(chunked.data<float>()[1], 6.0f);                    // output channel 1, input channel 0
+  EXPECT_EQ(chunked.data<float>()[12 * 2], 3.0f);               // chunk 1 starts at input channel 3
+  EXPECT_EQ(ops::UnblockedWeightDims(chunked.dims(), 4), (std::vector<int64_t>{8, 6, 1, 1}));
+  EXPECT_EQ(ops::UnblockConvWeights(chunked, 4).bytes(), pw.bytes());
 }
 
 // Through the whole pipeline: one conv group (the Relu rides on it) that has

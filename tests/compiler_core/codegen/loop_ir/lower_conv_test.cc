@@ -760,6 +760,56 @@ TEST(ConvLoweringTest, BlockedWeightsEveryPoint) {
   }
 }
 
+// Pointwise weights blocked by 4 output channels in chunks of input channels
+// (Wb [C/L, K/4, L, 1, 1, 4]): only pointwise points, reduction chunks of L
+// or none, channel blocks of 1, 2, 4 or 8; each such block with and without
+// chunks, and points spread over the space: one chunk of every channel,
+// chunks with a 1-, 4- and 6-pixel tail (dot products over the chunks,
+// output channels in the lanes), a 7x7 map, a map of 1024 pixels (input
+// packed per task).
+TEST(ConvLoweringTest, BlockedPointwiseWeightsAcrossTheSpace) {
+  CpuTarget target = CpuTarget::Host();
+  struct Case {
+    Ints x;
+    int64_t k, chunk;
+  };
+  for (const Case& c : std::vector<Case>{{{1, 48, 5, 5}, 12, 48},
+                                         {{1, 96, 5, 5}, 8, 32},
+                                         {{1, 64, 10, 10}, 12, 16},
+                                         {{1, 40, 7, 7}, 16, 20},
+                                         {{2, 32, 3, 10}, 8, 16},
+                                         {{1, 16, 32, 32}, 32, 16}}) {
+    auto g = BlockedPointwiseGraph(c.x, c.k, c.chunk);
+    std::vector<ScheduleConfig> space = EnumerateSchedules(*g, target);
+    ASSERT_FALSE(space.empty()) << g->ToText();
+    std::set<int64_t> kbs;
+    for (const ScheduleConfig& p : space) {
+      EXPECT_EQ(p.Get("pw", 0), 1) << p.ToString();
+      EXPECT_TRUE(p.Get("kc", 0) == 0 || p.Get("kc", 0) == c.chunk) << p.ToString();
+      kbs.insert(p.Get("kb", 1));
+    }
+    EXPECT_EQ(kbs.count(3), 0u);
+    EXPECT_EQ(kbs.count(4), 1u);
+    std::vector<ScheduleConfig> points = SpreadPoints(*g, target, 8);
+    for (int64_t kb : kbs) {
+      for (int64_t kc : {int64_t{0}, c.chunk}) {
+        auto it = std::find_if(space.begin(), space.end(), [&](const ScheduleConfig& p) {
+          return p.Get("kb", 1) == kb && p.Get("kc", 0) == kc;
+        });
+        if (it != space.end() && std::find(points.begin(), points.end(), *it) == points.end()) points.push_back(*it);
+      }
+    }
+    SCOPED_TRACE(g->ToText());
+    CheckConv(*g, points);
+    ScheduleConfig other_chunk = DefaultSchedule(*g, target);
+    other_chunk.Set("kc", c.x[1] / 2 == c.chunk ? c.x[1] / 4 : c.x[1] / 2);
+    EXPECT_EQ(ValidateSchedule(*g, other_chunk, target).code(), absl::StatusCode::kInvalidArgument);
+    ScheduleConfig direct;
+    direct.Set("vw", 4), direct.Set("ur", 1), direct.Set("kb", 1), direct.Set("rows", 1);
+    EXPECT_EQ(ValidateSchedule(*g, direct, target).code(), absl::StatusCode::kInvalidArgument);
+  }
+}
+
 // The blocked default: the most channel vectors whose weights a task keeps in
 // L2, then a register block that covers a 7-pixel row at once (HRNet's
 // 512 -> 1024 onto 7x7: 2 vectors by one block of 7), else 4 vectors.
