@@ -21,8 +21,8 @@
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/frontend/graph_proto.h"
 #include "compiler_core/frontend/interpreter.h"
-#include "compiler_core/frontend/ops/conv_blocking.h"
 #include "compiler_core/frontend/op_registry.h"
+#include "compiler_core/frontend/ops/conv_blocking.h"
 #include "compiler_core/ir/float16.h"
 #include "worker/reference_cache.h"
 

@@ -53,7 +53,8 @@ absl::StatusOr<bool> Rewrite(Graph& graph, Node* n, bool pointwise) {
   Value* y = n->output(0);
   NodeBuilder b(graph, name);
   const Tensor& wt = w->constant();
-  inputs[1] = b.Constant(block == ops::kPointwiseWeightBlock && wt.dims()[2] == 1 && wt.dims()[3] == 1
+  const bool pointwise_conv = wt.dims()[2] == 1 && wt.dims()[3] == 1;
+  inputs[1] = b.Constant(pointwise_conv
                              ? ops::BlockPointwiseWeights(wt, block, ops::PointwiseWeightChunk(wt.dims()[1], wt.dims()[0]))
                              : ops::BlockConvWeights(wt, block));
   graph.RemoveNode(n);

@@ -25,9 +25,9 @@
 // ops::kPointwiseWeightBlock (4) becomes a kiln.BlockedConv too, its weights
 // blocked by 4 output channels in chunks of ops::PointwiseWeightChunk input
 // channels (BlockPointwiseWeights) for the pointwise kernel, which then has
-// only its pointwise schedules, each with that chunk. Off where conv pairs
-// may take the conv (a pair's expansion must be a Conv): the driver turns it
-// on for the CPUs whose conv pairs are off.
+// only its pointwise schedules, each with that chunk or none. Off where
+// conv pairs may take the conv (a pair's expansion must be a Conv): the
+// driver turns it on for the CPUs whose conv pairs are off.
 #pragma once
 
 #include "compiler_core/passes/pass.h"

@@ -36,13 +36,11 @@ namespace kiln::ops {
 // SSE). Every block lies within one group (the pass requires K/group % B == 0).
 inline constexpr int64_t kConvWeightBlock = 16;
 
-// B of a pointwise (1x1) conv's blocked weights: 4 output channels, so that
-// the pointwise kernel's block of kb output channels (kb 4 or 8, broadcast
-// one at a time against vectors of pixels) reads, per input channel, one run
-// of 16 bytes per 4 channels, and a task's pass over one reduction chunk
-// reads one contiguous run per 4 channels, where W's rows are kb separate
-// strides (Zen 3, 1 thread, 16 chained 728 -> 728 on 8x12 as in C compiled
-// by clang: 1.25 ms a conv from W's rows, 1.09 from blocks of 4).
+// B of a pointwise (1x1) conv's blocked weights: 4 output channels, the
+// pointwise kernel's block of kb output channels (kb 4, or 8 where the
+// target has 32 vector registers), broadcast one at a time against vectors
+// of pixels, then reads 16 bytes per 4 channels and input channel, one run
+// per weight chunk (above).
 inline constexpr int64_t kPointwiseWeightBlock = 4;
 
 // Wb from f32 W [K, C/group, k...] with K % block == 0.
