@@ -328,8 +328,9 @@ absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& targ
   }
   if (f.weight_block > 0 &&
       !(k.pw != 0 && IsPointwise(f) && (k.kb % f.weight_block == 0 || f.weight_block % k.kb == 0))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "conv ", f.conv->name(), ": blocked weights need kv=1, or pw=1 with channel blocks that tile the weight blocks"));
+    return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(),
+                                                   ": blocked weights need kv=1, or pw=1 with channel blocks that "
+                                                   "tile the weight blocks"));
   }
   if (f.weight_chunk > 0 && k.kc != 0 && k.kc != PointwiseLayoutChunk(f)) {
     return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": weights chunked by ", f.weight_chunk,
@@ -1064,8 +1065,8 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
     Expr c = Add(Mul(cl, I(ns)), sp);  // the input channel within the run
     Expr wi = Add(Add(block_row(blk, c0, wc, c), lane0), v);
     Expr ci = c0 != nullptr ? Add(c0, c) : c;
-    Stmt mac = For("cl_", I(run / ns),
-                   lanes_by_sum(Store(acc, si, MulAdd(Load(w, wi), Load(xcol, Add(Mul(l, I(f.cg)), ci)), Load(acc, si)))));
+    Expr xv = Load(xcol, Add(Mul(l, I(f.cg)), ci));
+    Stmt mac = For("cl_", I(run / ns), lanes_by_sum(Store(acc, si, MulAdd(Load(w, wi), xv, Load(acc, si)))));
     if (chunked_weights) mac = For("wc_", I(f.cg / wl), mac);
     std::vector<Stmt> steps = {init, mac};
     for (int64_t t = 1; t < ns; ++t) {

@@ -11,6 +11,12 @@ int64_t PerChannel(const std::vector<int64_t>& w) {
   return n;
 }
 
+// Where W[m, i] of a pointwise conv of k output channels lies in Wb [C/L,
+// K/B, L, 1..., B] (block B, chunk L).
+int64_t ChunkedIndex(int64_t m, int64_t i, int64_t k, int64_t block, int64_t chunk) {
+  return (((i / chunk) * (k / block) + m / block) * chunk + i % chunk) * block + m % block;
+}
+
 }  // namespace
 
 Tensor BlockConvWeights(const Tensor& w, int64_t block) {
@@ -45,7 +51,7 @@ Tensor BlockPointwiseWeights(const Tensor& w, int64_t block, int64_t chunk) {
   float* dst = wb.data<float>();
   for (int64_t m = 0; m < k; ++m) {
     for (int64_t i = 0; i < c; ++i) {
-      dst[(((i / chunk) * (k / block) + m / block) * chunk + i % chunk) * block + m % block] = src[m * c + i];
+      dst[ChunkedIndex(m, i, k, block, chunk)] = src[m * c + i];
     }
   }
   return wb;
@@ -75,7 +81,7 @@ Tensor UnblockConvWeights(const Tensor& wb, size_t x_rank) {
     const int64_t chunk = wb.dims()[2];
     for (int64_t m = 0; m < k; ++m) {
       for (int64_t i = 0; i < per; ++i) {
-        dst[m * per + i] = src[(((i / chunk) * (k / block) + m / block) * chunk + i % chunk) * block + m % block];
+        dst[m * per + i] = src[ChunkedIndex(m, i, k, block, chunk)];
       }
     }
     return w;
