@@ -76,7 +76,12 @@ namespace kiln {
 // 2026: whether a pointwise conv's weights pass L2 (its tasks then take
 // every pixel block, PointwiseAllPixels) is judged against the target's own
 // L2, no longer against 1 MiB on every CPU.
-inline constexpr int kScheduleSpaceVersion = 2026;
+// 2027: channel-vector convs read their input in place (no row packs), run
+// blocks of fewer than 4 pixels over chunks whose weights stay in L1, and
+// run the chunks outermost where a task's weights outgrow half of L2
+// (ChannelVectorChunk, ChannelVectorChunksOuter). The same schedules are
+// other kernels.
+inline constexpr int kScheduleSpaceVersion = 2027;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

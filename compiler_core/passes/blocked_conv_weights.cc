@@ -32,12 +32,7 @@ int64_t BlockFor(const Node& n, const Value& x, const std::vector<int64_t>& wd, 
   }
   if ((wd[0] / group) % kConvWeightBlock != 0) return 0;
   const int64_t oh = win->out[0], ow = win->out[1];
-  if (!ops::PrefersChannelVectors(wd[1] * wd[2] * wd[3], oh, ow, kConvWeightBlock, true) ||
-      ops::ChannelVectorRowFloats(wd[1], wd[2], win->dilation[0], ow, win->stride[1], wd[3], win->dilation[1],
-                                  kConvWeightBlock) > ops::kMaxConvPackFloats) {
-    return 0;
-  }
-  return kConvWeightBlock;
+  return ops::PrefersChannelVectors(wd[1] * wd[2] * wd[3], oh, ow, kConvWeightBlock, true) ? kConvWeightBlock : 0;
 }
 
 absl::StatusOr<bool> Rewrite(Graph& graph, Node* n, bool pointwise) {

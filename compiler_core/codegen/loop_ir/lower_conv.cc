@@ -280,34 +280,49 @@ bool DirectPackFits(const ConvForm& f, const Knobs& k, const CpuTarget& target) 
 }
 
 // Channel-vector variant: floats of its packed weights (the group's input
-// channels x taps x kb vectors of output channels) and of one output row's
-// packed input rows (padded to whole vectors).
+// channels x taps x kb vectors of output channels; none where they come
+// blocked).
 int64_t ChannelVectorWeightFloats(const ConvForm& f, const Knobs& k) {
   return f.weight_block > 0 ? 0 : f.cg * f.geo.kh * f.geo.kw * k.kb * k.vw;
 }
+// Channel-vector variant: bytes of a task's weights (every input channel).
+int64_t ChannelVectorTaskWeightBytes(const ConvForm& f, const Knobs& k) {
+  return f.cg * f.geo.kh * f.geo.kw * k.kb * k.vw * 4;
+}
 // Channel-vector variant: input channels per reduction chunk. A register
-// block reads its kb vectors' weights for every input channel and tap; where
-// they outgrow half of L2 (HRNet's 512 -> 1024 3x3 onto 7x7: 576 KiB, read
-// again by each of a row's blocks, from L3), a row runs the blocks chunk by
-// chunk, the chunk's weights (at most 24 KiB, at least 16 channels) staying
-// in L1 for every block of the row and the running sums in a row buffer.
-// All of them (f.cg) where the weights fit.
+// block reads its kb vectors' weights for every input channel and tap; a
+// row runs its blocks chunk by chunk, the chunk's weights staying in L1
+// for every block of the row and the running sums in a buffer (racc):
+// - where a block reads a weight vector for fewer than 4 pixels and the row
+//   has several blocks, chunks of at most 12 KiB of weights. Read from L2
+//   instead, 32 bytes of weights for 2 FMAs outrun it (Zen 3, 1 thread,
+//   blocks of 2 pixels by 4 vectors, input rows still packed, ORT in the
+//   same run: 128 -> 256 3x3 stride 2 onto 28x28, 147 KiB of weights,
+//   7.05 -> 6.18 ms, ORT 5.75; 64 -> 64 onto 56x56 4.27 -> 3.85, ORT 3.29);
+// - where the weights outgrow half of L2 (HRNet's 512 -> 1024 3x3 onto 7x7:
+//   576 KiB, read again by each of a row's blocks, from L3), chunks of at
+//   most 24 KiB, at least 16 channels.
+// All of them (f.cg) elsewhere.
 int64_t ChannelVectorChunk(const ConvForm& f, const Knobs& k) {
-  const int64_t per_channel = f.geo.kh * f.geo.kw * k.kb * k.vw;  // floats of weights per input channel
-  if (f.cg * per_channel * 4 <= 256 * 1024) return f.cg;
-  int64_t cc = f.cg;
+  const int64_t per_channel = f.geo.kh * f.geo.kw * k.kb * k.vw * 4;  // bytes of weights per input channel
+  const bool streams = k.ur < 4 && f.geo.ow > k.ur;
+  if (!streams && ChannelVectorTaskWeightBytes(f, k) <= 256 * 1024) return f.cg;
+  int64_t cc = 1;
   for (int64_t d = 1; d <= f.cg; ++d) {
-    if (f.cg % d == 0 && (d * per_channel * 4 <= 24 * 1024 || d <= 16)) cc = d;
+    if (f.cg % d != 0) continue;
+    if (streams ? d * per_channel <= 12 * 1024 : d * per_channel <= 24 * 1024 || d <= 16) cc = d;
   }
   return cc;
 }
-int64_t ChannelVectorRowWidth(const ConvForm& f, const Knobs& k) {
-  const WindowGeometry& s = f.geo;
-  return CeilDiv((s.ow - 1) * s.sw + (s.kw - 1) * s.dw + 1, k.vw) * k.vw;
-}
-int64_t ChannelVectorInputFloats(const ConvForm& f, const Knobs& k) {
-  const WindowGeometry& s = f.geo;
-  return ops::ChannelVectorRowFloats(f.cg, s.kh, s.dh, s.ow, s.sw, s.kw, s.dw, k.vw);
+// Channel-vector variant: whether the reduction chunks run outermost, each
+// over every row of the task, the running sums of all its rows in racc
+// (at most 32 KiB): where the task's weights outgrow half of L2, so that
+// they pass from L3 once per task, not once per row (HRNet's 512 -> 1024
+// 3x3 stride 2 onto 7x7, Zen 3, 1 thread, input read in place: 7.66 ->
+// 6.16 ms, ORT 6.16).
+bool ChannelVectorChunksOuter(const ConvForm& f, const Knobs& k) {
+  return ChannelVectorChunk(f, k) < f.cg && ChannelVectorTaskWeightBytes(f, k) > 256 * 1024 &&
+         k.rows * f.geo.ow * k.kb * k.vw * 4 <= 32 * 1024;
 }
 
 absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& target) {
@@ -320,7 +335,7 @@ absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& targ
               (f.weight_block == 0 || (k.kb * k.vw) % f.weight_block == 0) && k.ur >= 1 && k.ur <= 12 &&
               k.kb * k.ur + k.kb + 1 <= target.NumVectorRegisters() && k.rows >= 1 &&
               k.rows <= std::max<int64_t>(f.geo.oh, 1) &&
-              ChannelVectorWeightFloats(f, k) + ChannelVectorInputFloats(f, k) <= kMaxPackFloats;
+              ChannelVectorWeightFloats(f, k) <= kMaxPackFloats;
     if (!ok) {
       return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": channel-vector knobs out of range"));
     }
@@ -1237,9 +1252,14 @@ absl::StatusOr<LoopFunc> LowerDepthwise(const Graph& g, const ConvForm& f, const
 // is (image, group, kb*vw output channels, `rows` output rows). It packs its
 // channels' weights once, tap-major with the channels innermost
 // (wp[cl][r][s][j*vw + v]), unless they come so from compile time
-// (kiln.BlockedConv: read in place); per output row it packs the input rows the row
-// reads, padding included. A register block of ur output pixels by kb
-// channel vectors accumulates, per input channel and tap, the broadcast
+// (kiln.BlockedConv: read in place). It reads the input in place too: a
+// row's blocks whose columns stay inside the input run in a loop without
+// guards, those reaching into the padding one by one, their columns (and so
+// their guards) constant; tap rows in the padding are skipped. Packing each
+// output row's input rows had cost every task (one per kb*vw output
+// channels) a copy of them: 9% of the samples of HRNet's 128 -> 256 3x3
+// stride-2 conv onto 28x28 on Zen 3 (`perf record`). A register block of
+// ur output pixels by kb channel vectors accumulates, per input channel and tap, the broadcast
 // input pixel times a weight vector; the pixels a row's full blocks leave
 // form one narrower block. Stores go out channel by channel (lane v to plane
 // k0 + v) through the epilogue.
@@ -1249,7 +1269,6 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
   const int64_t cw = kb * vw;  // output channels per task
   const int64_t nkb = f.kg / cw, ohb = CeilDiv(s.oh, rows);
   const int64_t tasks = s.n * f.group * nkb * ohb;
-  const int64_t rin = (s.kh - 1) * s.dh + 1, wq = ChannelVectorRowWidth(f, kn);
   const int64_t taps = s.kh * s.kw;
   const int64_t cc = ChannelVectorChunk(f, kn), nch = f.cg / cc;  // reduction chunks of cc input channels
 
@@ -1272,28 +1291,12 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
     wpack = For("wc_", I(f.cg),
                 For("wt_", I(taps), For("wj_", I(kb), For("wv_", I(vw), Store(wp, dst, Load(bufs.w, src)), ForKind::kVectorized))));
   }
-  // ---- one output row's input: xr[(cl*rin + r)*wq + q] = x[n, g*cg + cl, oh*sh + r - pt, q - pl] or 0
-  Buffer xr = MakeBuffer("xr", {ChannelVectorInputFloats(f, kn)}, BufferRole::kTemp);
-  Stmt xpack;
-  {
-    Expr cl = Var("xc_"), r = Var("xr_");
-    Expr ih = Sub(Add(Mul(oh, I(s.sh)), r), I(s.pad_top));
-    Expr plane = Add(Mul(n, I(s.c)), Add(Mul(grp, I(f.cg)), cl));
-    PhaseRowPack row{.x = bufs.x,
-                     .xp = xr,
-                     .x_row = Mul(Add(Mul(plane, I(s.h)), ih), I(s.w)),
-                     .row_inside = And(Ge(ih, I(0)), Lt(ih, I(s.h))),
-                     .prow = Add(Mul(cl, I(rin)), r),
-                     .w = s.w,
-                     .pad_left = s.pad_left,
-                     .wq = wq,
-                     .vw = vw};
-    xpack = For("xc_", I(f.cg), For("xr_", I(rin), PackPhaseRow(row)));
-  }
-  // ---- the row's running sums between reduction chunks: racc[ow*cw + j*vw + v]
-  Buffer racc = MakeBuffer("racc", {s.ow * cw}, BufferRole::kTemp);
+  // ---- the running sums between reduction chunks: racc[(rr*ow + col)*cw + j*vw + v]
+  // over the task's rows where the chunks run outermost, else over one row.
+  const bool chunks_outer = ChannelVectorChunksOuter(f, kn);
+  Buffer racc = MakeBuffer("racc", {(chunks_outer ? rows : 1) * s.ow * cw}, BufferRole::kTemp);
   // ---- a register block of `px` pixels from column ow0: acc[(u*kb + j)*vw + v]
-  auto block = [&](const Expr& ow0, int64_t px, const std::string& tag) -> absl::StatusOr<Stmt> {
+  auto block = [&](const Expr& ow0, int64_t px, bool guard, const std::string& tag) -> absl::StatusOr<Stmt> {
     Buffer acc = MakeBuffer("acc" + tag, {px * cw}, BufferRole::kTemp);
     Expr u = Var("u_"), j = Var("j_"), v = Var("v_");
     Expr ai = Add(Mul(Add(Mul(u, I(kb)), j), I(vw)), v);
@@ -1303,13 +1306,24 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
                  ForKind::kVectorized);
     };
     // With chunks, the row buffer holds the sums of the chunks before.
-    Expr ri = Add(Mul(Add(ow0, u), I(cw)), Add(Mul(j, I(vw)), v));
+    Expr col = Add(ow0, u);
+    if (chunks_outer) col = Add(Mul(rr, I(s.ow)), col);
+    Expr ri = Add(Mul(col, I(cw)), Add(Mul(j, I(vw)), v));
     Expr start = bufs.bias ? Load(bufs.bias, k) : FloatImm(0);
     if (nch > 1) start = Select(Eq(Var("ch_"), I(0)), start, Load(racc, ri));
     Stmt init = lanes(Store(acc, ai, start));
     Expr cl = nch > 1 ? Add(Mul(Var("ch_"), I(cc)), Var("cl_")) : Var("cl_"), r = Var("kh_"), c = Var("kw_");
-    Expr col = Add(Mul(Add(ow0, u), I(s.sw)), Mul(c, I(s.dw)));
-    Expr xi = Add(Mul(Add(Mul(cl, I(rin)), Mul(r, I(s.dh))), I(wq)), col);
+    // The input pixel in place: its row is inside (tap rows in the padding
+    // are skipped below); its column is checked only in guarded blocks.
+    Expr ih = Sub(Add(Mul(oh, I(s.sh)), Mul(r, I(s.dh))), I(s.pad_top));
+    Expr iw = Sub(Add(Mul(Add(ow0, u), I(s.sw)), Mul(c, I(s.dw))), I(s.pad_left));
+    Expr plane = Add(Mul(n, I(s.c)), Add(Mul(grp, I(f.cg)), cl));
+    Expr x_row = Mul(Add(Mul(plane, I(s.h)), ih), I(s.w));
+    Expr xv = Load(bufs.x, Add(x_row, iw));
+    if (guard) {
+      Expr clamped = Load(bufs.x, Add(x_row, Max(Min(iw, I(s.w - 1)), I(0))));
+      xv = Select(And(Ge(iw, I(0)), Lt(iw, I(s.w))), clamped, FloatImm(0));
+    }
     Expr wi = Add(Mul(Add(Mul(cl, I(taps)), Add(Mul(r, I(s.kw)), c)), I(cw)), Add(Mul(j, I(vw)), v));
     Expr wv = Load(wp, wi);
     if (f.weight_block > 0) {
@@ -1325,13 +1339,13 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
     // before the next one loads, so that the IR needs one broadcast at a time
     // (LLVM may still load a tap's broadcasts ahead: ChannelVectorRegisters).
     Stmt upd = For("v_", I(vw),
-                   For("u_", I(px), For("j_", I(kb), Store(acc, ai, MulAdd(Load(xr, xi), wv, Load(acc, ai))),
+                   For("u_", I(px), For("j_", I(kb), Store(acc, ai, MulAdd(xv, wv, Load(acc, ai))),
                                         ForKind::kUnrolled),
                        ForKind::kUnrolled),
                    ForKind::kVectorized);
     Stmt per_kh = For("kw_", I(s.kw), upd, s.kw <= 8 ? ForKind::kUnrolled : ForKind::kSerial);
     if (s.pad_top > 0 || s.pad_bottom > 0) {
-      // A tap row in the padding packed zeros: skip it.
+      // A tap row in the padding adds nothing: skip it.
       Expr ih = Sub(Add(Mul(oh, I(s.sh)), Mul(r, I(s.dh))), I(s.pad_top));
       per_kh = IfThen(And(Ge(ih, I(0)), Lt(ih, I(s.h))), per_kh);
     }
@@ -1342,18 +1356,38 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
     if (nch > 1) st = IfThen(Eq(Var("ch_"), I(nch - 1)), st, Store(racc, ri, Load(acc, ai)));
     return Allocate(acc, Block({init, mac, lanes(st)}));
   };
+  // A block from column ow0 of px pixels reads input columns ow0*sw - pl
+  // to (ow0 + px - 1)*sw + (kw - 1)*dw - pl: inside the row, or guarded.
+  auto inside = [&](int64_t ow0, int64_t px) {
+    return ow0 * s.sw - s.pad_left >= 0 && (ow0 + px - 1) * s.sw + (s.kw - 1) * s.dw - s.pad_left < s.w;
+  };
+  // The full blocks: the guarded ones at either end one by one (their
+  // columns constant, so are the guards), those between in a loop.
+  const int64_t nfull = s.ow / ur;
+  int64_t b0 = 0, b1 = nfull;
+  while (b0 < nfull && !inside(b0 * ur, ur)) ++b0;
+  while (b1 > b0 && !inside((b1 - 1) * ur, ur)) --b1;
   std::vector<Stmt> blocks;
-  if (s.ow / ur > 0) {
-    ASSIGN_OR_RETURN(Stmt full, block(Mul(Var("owo_"), I(ur)), ur, "_f"));
-    blocks.push_back(For("owo_", I(s.ow / ur), full));
+  auto one = [&](int64_t b, int64_t px, const std::string& tag) -> absl::Status {
+    ASSIGN_OR_RETURN(Stmt st, block(I(b * ur), px, !inside(b * ur, px), tag));
+    blocks.push_back(std::move(st));
+    return absl::OkStatus();
+  };
+  for (int64_t b = 0; b < b0; ++b) RETURN_IF_ERROR(one(b, ur, absl::StrCat("_l", b)));
+  if (b1 > b0) {
+    ASSIGN_OR_RETURN(Stmt full, block(Mul(Add(Var("owo_"), I(b0)), I(ur)), ur, false, "_f"));
+    blocks.push_back(For("owo_", I(b1 - b0), full));
   }
-  if (s.ow % ur != 0) {
-    ASSIGN_OR_RETURN(Stmt tail, block(I(s.ow / ur * ur), s.ow % ur, "_t"));
-    blocks.push_back(tail);
+  for (int64_t b = std::max(b0, b1); b < nfull; ++b) RETURN_IF_ERROR(one(b, ur, absl::StrCat("_r", b)));
+  if (s.ow % ur != 0) RETURN_IF_ERROR(one(nfull, s.ow % ur, "_t"));
+  Stmt per_row;
+  if (chunks_outer) {
+    Stmt rows_of_chunk = For("rr_", I(rows), IfThen(Lt(oh, I(s.oh)), Block(std::move(blocks))));
+    per_row = Allocate(racc, For("ch_", I(nch), rows_of_chunk));
+  } else {
+    Stmt row = nch > 1 ? Allocate(racc, For("ch_", I(nch), Block(std::move(blocks)))) : Block(std::move(blocks));
+    per_row = For("rr_", I(rows), IfThen(Lt(oh, I(s.oh)), row));
   }
-  Stmt row = Block({xpack, nch > 1 ? For("ch_", I(nch), Block(std::move(blocks))) : Block(std::move(blocks))});
-  if (nch > 1) row = Allocate(racc, row);
-  Stmt per_row = For("rr_", I(rows), IfThen(Lt(oh, I(s.oh)), Allocate(xr, row)));
   Stmt body = f.weight_block > 0 ? per_row : Allocate(wp, Block({wpack, per_row}));
   Expr t = Var("t_");
   body = LetStmt("hb_", Mod(t, I(ohb)),

@@ -92,12 +92,6 @@ Tensor UnblockConvWeights(const Tensor& wb, size_t x_rank) {
   return w;
 }
 
-int64_t ChannelVectorRowFloats(int64_t cg, int64_t kh, int64_t dh, int64_t ow, int64_t sw, int64_t kw, int64_t dw,
-                               int64_t lanes) {
-  const int64_t width = (ow - 1) * sw + (kw - 1) * dw + 1;
-  return cg * ((kh - 1) * dh + 1) * ((width + lanes - 1) / lanes * lanes);
-}
-
 bool PrefersChannelVectors(int64_t reduction, int64_t oh, int64_t ow, int64_t lanes, bool blocked) {
   const int64_t whole = (ow + lanes - 1) / lanes * lanes;
   const bool map = blocked || (oh >= 4 && oh * ow >= 36);

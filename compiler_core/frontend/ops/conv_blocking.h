@@ -74,13 +74,6 @@ std::vector<int64_t> UnblockedWeightDims(const std::vector<int64_t>& wb, size_t 
 // Floats the CPU's conv kernels may pack on their stack for one task.
 inline constexpr int64_t kMaxConvPackFloats = 128 * 1024;
 
-// Floats of the channel-vector kernel's pack of the input rows one output
-// row reads: `cg` channels of (kh - 1) * dh + 1 rows, each wide enough for
-// ow outputs at stride sw of a kw-tap window dilated by dw, rounded up to
-// whole vectors of `lanes`. It must stay within kMaxConvPackFloats.
-int64_t ChannelVectorRowFloats(int64_t cg, int64_t kh, int64_t dh, int64_t ow, int64_t sw, int64_t kw, int64_t dw,
-                               int64_t lanes);
-
 // Whether a 2-D conv of `reduction` multiply-adds per output (C/group x
 // taps) onto oh x ow outputs runs best with output channels in the vector
 // lanes (`lanes` of them) rather than output pixels: maps whose rows leave

@@ -639,6 +639,11 @@ TEST(ConvLoweringTest, DirectBlocksInsideTheRowStoreUnguarded) {
 // chunk by chunk of input channels, the running sums in a row buffer: every
 // channel-vector point, blocked weights and packed ones, against the
 // interpreter; a smaller conv keeps one pass.
+// Reduction chunks (ChannelVectorChunk): 512 channels of 3x3 taps by 16 or
+// 32 output channels (288 or 576 KiB of weights, past half of L2) run their chunks
+// outermost, the running sums of all the task's rows in racc; 64 channels
+// (72 KiB, blocked) run in chunks only where a block of fewer than 4 pixels
+// leaves the row other blocks, the sums of one row in racc.
 TEST(ConvLoweringTest, ChannelVectorBlocksOverManyChannelsRunInChunks) {
   const CpuTarget target = CpuTarget::Host();
   auto kv_points = [&](const Graph& g) {
@@ -653,24 +658,69 @@ TEST(ConvLoweringTest, ChannelVectorBlocksOverManyChannelsRunInChunks) {
     EXPECT_TRUE(f.ok()) << f.status();
     return f.ok() ? loop_ir::Print(*f) : std::string();
   };
+  auto racc = [](int64_t floats) { return absl::StrCat("allocate racc: f32[", floats, "]"); };
   for (const bool blocked : {true, false}) {
     SCOPED_TRACE(blocked ? "blocked" : "packed");
     std::unique_ptr<Graph> g = blocked ? BlockedConvGraph({1, 512, 5, 6}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1)
                                        : ConvGraph({1, 512, 5, 6}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
     std::vector<ScheduleConfig> kv = kv_points(*g);
     ASSERT_FALSE(kv.empty());
+    int outer = 0;
     for (const ScheduleConfig& c : kv) {
-      if (c.Get("kb", 1) * c.Get("vw", 1) == 32) {
-        EXPECT_NE(text(*g, c).find("allocate racc: f32[192]"), std::string::npos) << c.ToString();
-      }
+      const int64_t cw = c.Get("kb", 1) * c.Get("vw", 1);
+      if (512 * 9 * cw * 4 <= 256 * 1024) continue;
+      const std::string t = text(*g, c);
+      EXPECT_NE(t.find(racc(c.Get("rows", 1) * 6 * cw)), std::string::npos) << c.ToString();
+      EXPECT_LT(t.find("for (ch_"), t.find("for (rr_")) << c.ToString();
+      ++outer;
     }
+    EXPECT_GT(outer, 0);
     // Sums of 4608 products near 0.25 that cancel to about 0.1: the
     // interpreter's order and the kernel's differ by up to 3e-5.
     codegen_testing::CheckConfigsAgainstInterpreter(
         *g, codegen_testing::RandomFeeds(*g, 7, -0.5f, 0.5f, -1.0f, 1.0f), kv, target, {.atol = 1e-4, .rtol = 1e-4});
   }
-  std::unique_ptr<Graph> small = ConvGraph({1, 64, 5, 6}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
-  for (const ScheduleConfig& c : kv_points(*small)) EXPECT_EQ(text(*small, c).find("racc"), std::string::npos);
+  std::unique_ptr<Graph> small = BlockedConvGraph({1, 64, 5, 6}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  for (const ScheduleConfig& c : kv_points(*small)) {
+    const std::string t = text(*small, c);
+    const int64_t cw = c.Get("kb", 1) * c.Get("vw", 1);
+    if (c.Get("ur", 1) < 4) {
+      EXPECT_NE(t.find(racc(6 * cw)), std::string::npos) << c.ToString();
+      EXPECT_LT(t.find("for (rr_"), t.find("for (ch_")) << c.ToString();
+    } else {
+      EXPECT_EQ(t.find("racc"), std::string::npos) << c.ToString();
+    }
+  }
+  CheckConv(*small, kv_points(*small));
+}
+
+// The channel-vector kernel reads its input in place, no row packed: onto
+// 16 columns in blocks of 4 pixels, the first block (its window starting in
+// the left padding) and the last (ending in the right) run apart, guarded
+// at constant columns; the two between run in a loop without guards. Every
+// point matches the interpreter, blocked weights too, over two images.
+TEST(ConvLoweringTest, ChannelVectorReadsTheInputInPlace) {
+  const CpuTarget target = CpuTarget::Host();
+  const int64_t lanes = target.FloatLanes();
+  std::unique_ptr<Graph> g = ConvGraph({2, 8, 9, 16}, 2 * lanes, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  ScheduleConfig c;
+  c.Set("kb", 2), c.Set("kv", 1), c.Set("rows", 9), c.Set("ur", 4), c.Set("vw", lanes);
+  ASSERT_TRUE(ValidateSchedule(*g, c, target).ok()) << ValidateSchedule(*g, c, target);
+  auto f = LowerWorkload(*g, c, target);
+  ASSERT_TRUE(f.ok()) << f.status();
+  const std::string text = loop_ir::Print(*f);
+  EXPECT_EQ(text.find("allocate xr"), std::string::npos) << text;
+  EXPECT_NE(text.find("for (owo_, 0, 2)"), std::string::npos) << text;
+  EXPECT_NE(text.find("allocate acc_l0"), std::string::npos) << text;
+  EXPECT_NE(text.find("allocate acc_r3"), std::string::npos) << text;
+  std::vector<ScheduleConfig> points;
+  for (const ScheduleConfig& p : EnumerateSchedules(*g, target)) {
+    if (p.Get("kv", 0) == 1) points.push_back(p);
+  }
+  ASSERT_FALSE(points.empty());
+  CheckConv(*g, points);
+  std::unique_ptr<Graph> blocked = BlockedConvGraph({2, 16, 9, 16}, 32, {3, 3}, {1, 1}, {1, 2, 1, 0}, {1, 1}, 1);
+  CheckConv(*blocked, EnumerateSchedules(*blocked, target));
 }
 
 TEST(ConvLoweringTest, ChannelVectorDefaultBlocksFitSixteenRegisters) {
