@@ -293,19 +293,22 @@ int64_t ChannelVectorTaskWeightBytes(const ConvForm& f, const Knobs& k) {
 // block reads its kb vectors' weights for every input channel and tap; a
 // row runs its blocks chunk by chunk, the chunk's weights staying in L1
 // for every block of the row and the running sums in a buffer (racc):
-// - where a block reads a weight vector for fewer than 4 pixels and the row
+// - where a block reads a weight vector for 4 pixels or fewer and the row
 //   has several blocks, chunks of at most 12 KiB of weights. Read from L2
 //   instead, 32 bytes of weights for 2 FMAs outrun it (Zen 3, 1 thread,
 //   blocks of 2 pixels by 4 vectors, input rows still packed, ORT in the
 //   same run: 128 -> 256 3x3 stride 2 onto 28x28, 147 KiB of weights,
-//   7.05 -> 6.18 ms, ORT 5.75; 64 -> 64 onto 56x56 4.27 -> 3.85, ORT 3.29);
+//   7.05 -> 6.18 ms, ORT 5.75; 64 -> 64 onto 56x56 4.27 -> 3.85, ORT 3.29),
+//   and for 4 FMAs still lose to L1 (DeepSpeech2's 32 -> 32 21x11 conv onto
+//   100x33, blocks of 4 pixels by 2 vectors, chunks of one channel instead
+//   of 16: 24.7 -> 21.7 ms, ORT 19.8);
 // - where the weights outgrow half of L2 (HRNet's 512 -> 1024 3x3 onto 7x7:
 //   576 KiB, read again by each of a row's blocks, from L3), chunks of at
 //   most 24 KiB, at least 16 channels.
 // All of them (f.cg) elsewhere.
 int64_t ChannelVectorChunk(const ConvForm& f, const Knobs& k) {
   const int64_t per_channel = f.geo.kh * f.geo.kw * k.kb * k.vw * 4;  // bytes of weights per input channel
-  const bool streams = k.ur < 4 && f.geo.ow > k.ur;
+  const bool streams = k.ur <= 4 && f.geo.ow > k.ur;
   if (!streams && ChannelVectorTaskWeightBytes(f, k) <= 256 * 1024) return f.cg;
   int64_t cc = 1;
   for (int64_t d = 1; d <= f.cg; ++d) {
@@ -1343,7 +1346,11 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
                                         ForKind::kUnrolled),
                        ForKind::kUnrolled),
                    ForKind::kVectorized);
-    Stmt per_kh = For("kw_", I(s.kw), upd, s.kw <= 8 ? ForKind::kUnrolled : ForKind::kSerial);
+    // Taps unrolled up to 8, and up to 32 in guarded blocks, whose guards
+    // then fold (DeepSpeech2's 21-column window padded by 10: 4 of a row's
+    // 9 blocks are guarded).
+    const bool unroll_taps = s.kw <= 8 || (guard && s.kw <= 32);
+    Stmt per_kh = For("kw_", I(s.kw), upd, unroll_taps ? ForKind::kUnrolled : ForKind::kSerial);
     if (s.pad_top > 0 || s.pad_bottom > 0) {
       // A tap row in the padding adds nothing: skip it.
       Expr ih = Sub(Add(Mul(oh, I(s.sh)), Mul(r, I(s.dh))), I(s.pad_top));

@@ -642,7 +642,7 @@ TEST(ConvLoweringTest, DirectBlocksInsideTheRowStoreUnguarded) {
 // Reduction chunks (ChannelVectorChunk): 512 channels of 3x3 taps by 16 or
 // 32 output channels (288 or 576 KiB of weights, past half of L2) run their chunks
 // outermost, the running sums of all the task's rows in racc; 64 channels
-// (72 KiB, blocked) run in chunks only where a block of fewer than 4 pixels
+// (72 KiB, blocked) run in chunks only where a block of 4 pixels or fewer
 // leaves the row other blocks, the sums of one row in racc.
 TEST(ConvLoweringTest, ChannelVectorBlocksOverManyChannelsRunInChunks) {
   const CpuTarget target = CpuTarget::Host();
@@ -684,7 +684,7 @@ TEST(ConvLoweringTest, ChannelVectorBlocksOverManyChannelsRunInChunks) {
   for (const ScheduleConfig& c : kv_points(*small)) {
     const std::string t = text(*small, c);
     const int64_t cw = c.Get("kb", 1) * c.Get("vw", 1);
-    if (c.Get("ur", 1) < 4) {
+    if (c.Get("ur", 1) <= 4) {
       EXPECT_NE(t.find(racc(6 * cw)), std::string::npos) << c.ToString();
       EXPECT_LT(t.find("for (rr_"), t.find("for (ch_")) << c.ToString();
     } else {
@@ -721,6 +721,24 @@ TEST(ConvLoweringTest, ChannelVectorReadsTheInputInPlace) {
   CheckConv(*g, points);
   std::unique_ptr<Graph> blocked = BlockedConvGraph({2, 16, 9, 16}, 32, {3, 3}, {1, 1}, {1, 2, 1, 0}, {1, 1}, 1);
   CheckConv(*blocked, EnumerateSchedules(*blocked, target));
+  // A window of 11 columns, padded by 5 each side, onto 30 columns in
+  // blocks of 4: the guarded blocks unroll their taps, so that each tap's
+  // guard is constant; the blocks between loop over them.
+  std::unique_ptr<Graph> wide = BlockedConvGraph({1, 8, 25, 30}, 32, {21, 11}, {2, 1}, {10, 5, 10, 5}, {1, 1}, 1);
+  c.Set("rows", 13);
+  ASSERT_TRUE(ValidateSchedule(*wide, c, target).ok()) << ValidateSchedule(*wide, c, target);
+  auto wf = LowerWorkload(*wide, c, target);
+  ASSERT_TRUE(wf.ok()) << wf.status();
+  const std::string wide_text = loop_ir::Print(*wf);
+  auto count = [&](const std::string& what) {
+    int n = 0;
+    for (size_t at = wide_text.find(what); at != std::string::npos; at = wide_text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const int unrolled = count("unrolled for (kw_, 0, 11)");
+  EXPECT_EQ(unrolled, 4) << wide_text;  // blocks 0, 1 and 6, and the 2-pixel tail
+  EXPECT_EQ(count("for (kw_, 0, 11)") - unrolled, 1) << wide_text;
+  CheckConv(*wide, {c});
 }
 
 TEST(ConvLoweringTest, ChannelVectorDefaultBlocksFitSixteenRegisters) {
