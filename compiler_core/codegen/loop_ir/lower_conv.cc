@@ -1308,7 +1308,7 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
       return For("v_", I(vw), For("j_", I(kb), For("u_", I(px), std::move(body), ForKind::kUnrolled), ForKind::kUnrolled),
                  ForKind::kVectorized);
     };
-    // With chunks, the row buffer holds the sums of the chunks before.
+    // With chunks, racc holds the sums of the chunks before.
     Expr col = Add(ow0, u);
     if (chunks_outer) col = Add(Mul(rr, I(s.ow)), col);
     Expr ri = Add(Mul(col, I(cw)), Add(Mul(j, I(vw)), v));
@@ -1353,7 +1353,6 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
     Stmt per_kh = For("kw_", I(s.kw), upd, unroll_taps ? ForKind::kUnrolled : ForKind::kSerial);
     if (s.pad_top > 0 || s.pad_bottom > 0) {
       // A tap row in the padding adds nothing: skip it.
-      Expr ih = Sub(Add(Mul(oh, I(s.sh)), Mul(r, I(s.dh))), I(s.pad_top));
       per_kh = IfThen(And(Ge(ih, I(0)), Lt(ih, I(s.h))), per_kh);
     }
     Stmt mac = For("cl_", I(cc), For("kh_", I(s.kh), per_kh));
