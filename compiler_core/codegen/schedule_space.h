@@ -81,7 +81,11 @@ namespace kiln {
 // run the chunks outermost where a task's weights outgrow half of L2
 // (ChannelVectorChunk, ChannelVectorChunksOuter). The same schedules are
 // other kernels.
-inline constexpr int kScheduleSpaceVersion = 2027;
+// 2028: depthwise convs gain the row variant (dw=2: the input read in place,
+// sums stored through the epilogue at once), their default on rows of 3
+// vectors or more (DepthwiseRowsPay); strided vector loads read whole
+// vectors and shuffle.
+inline constexpr int kScheduleSpaceVersion = 2028;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

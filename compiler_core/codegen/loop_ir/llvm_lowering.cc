@@ -3,7 +3,8 @@
 // lanes of the enclosing vectorized loop and to vectors otherwise; loads and
 // stores pick contiguous (masked) vector accesses for unit strides (a guarded
 // read of a whole vector inside a stack temporary needs no mask), loads a
-// de-interleaved contiguous span for small strides, and gathers/scatters for
+// de-interleaved contiguous span for small strides (on the CPU, unguarded,
+// as whole vectors), and gathers/scatters for
 // the rest. On NVPTX the same expression and memory code runs per thread;
 // only the kernel's frame differs (see RunGpu).
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"

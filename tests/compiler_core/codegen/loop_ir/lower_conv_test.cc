@@ -312,7 +312,8 @@ TEST(ConvLoweringTest, SpaceAndValidation) {
 // pixel counts leave a masked tail block; rows=2 leaves a task with one block.
 // The plane variant at every point of its space: strides (incl. unequal),
 // asymmetric pads, dilation, 5x5 windows, two images, rows (channels per
-// task) dividing the channels; the default of a depthwise conv is a dw=1 point.
+// task) dividing the channels; the default of a depthwise conv over rows
+// this narrow is a dw=1 point.
 TEST(ConvLoweringTest, DepthwisePlaneVariantEveryPoint) {
   CpuTarget target = CpuTarget::Host();
   struct Case {
@@ -338,6 +339,68 @@ TEST(ConvLoweringTest, DepthwisePlaneVariantEveryPoint) {
   EXPECT_EQ(ValidateSchedule(*ConvGraph({1, 8, 10, 18}, 8, {3, 3},
                                         {1, 1}, {1, 1, 1, 1}, {1, 1}, 8), bad, target).code(),
                absl::StatusCode::kInvalidArgument);
+}
+
+// The row variant (dw=2) reads the input in place: no planes; a row's
+// blocks that reach into the padding are peeled at constant columns, those
+// between loop; the row's last columns run as whole vectors and one
+// narrower vector. Every row point against the interpreter: strides 1 and 2
+// (unequal too), asymmetric pads, dilation, 5x5 windows, two images, bias
+// and an epilogue; a channel multiplier has no row points. The default takes
+// it on rows of 4 vectors or more (stride 1: blocks of 4 vectors; stride 2:
+// of 1), the plane variant on narrower ones.
+TEST(ConvLoweringTest, DepthwiseRowVariantReadsTheInputInPlace) {
+  const CpuTarget target = CpuTarget::Host();
+  const int64_t lanes = target.FloatLanes();
+  auto rows_points = [&](const Graph& g) {
+    std::vector<ScheduleConfig> out;
+    for (const ScheduleConfig& c : EnumerateSchedules(g, target)) {
+      if (c.Get("dw", 0) == 2) out.push_back(c);
+    }
+    return out;
+  };
+  // 5 vectors and 3 columns a row, blocks of 2 vectors: block 0 peeled (left
+  // pad), block 1 looped, a block of 1 vector then one of 3 lanes at the end.
+  const int64_t ow = 5 * lanes + 3;
+  auto g = ConvGraph({2, 6, 5, ow}, 6, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6, true, "Relu");
+  ScheduleConfig c;
+  c.Set("dw", 2), c.Set("kb", 1), c.Set("rows", 3), c.Set("ur", 2), c.Set("vw", lanes);
+  ASSERT_TRUE(ValidateSchedule(*g, c, target).ok()) << ValidateSchedule(*g, c, target);
+  auto f = LowerWorkload(*g, c, target);
+  ASSERT_TRUE(f.ok()) << f.status();
+  const std::string text = loop_ir::Print(*f);
+  EXPECT_EQ(text.find("allocate xp"), std::string::npos) << text;
+  EXPECT_NE(text.find("allocate acc_l0"), std::string::npos) << text;
+  EXPECT_NE(text.find("for (owo_, 0, 1)"), std::string::npos) << text;
+  EXPECT_NE(text.find("allocate acc_t: f32[" + std::to_string(lanes) + "]"), std::string::npos) << text;
+  EXPECT_NE(text.find("allocate acc_e: f32[3]"), std::string::npos) << text;
+  CheckConv(*g, {c});
+  struct Case {
+    Ints x, kernel, strides, pads, dil;
+  };
+  for (const Case& k : std::vector<Case>{{{1, 4, 6, 3 * lanes + 5}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+                                         {{1, 3, 7, 2 * lanes + 1}, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}},
+                                         {{2, 2, 9, 2 * lanes}, {3, 3}, {2, 1}, {0, 1, 2, 1}, {1, 1}},
+                                         {{1, 2, 8, 2 * lanes + 3}, {3, 3}, {1, 2}, {1, 0, 1, 2}, {2, 2}}}) {
+    auto gk = ConvGraph(k.x, k.x[1], k.kernel, k.strides, k.pads, k.dil, k.x[1]);
+    std::vector<ScheduleConfig> points = rows_points(*gk);
+    ASSERT_FALSE(points.empty()) << gk->ToText();
+    CheckConv(*gk, points);
+  }
+  auto plain = ConvGraph({1, 2, 4, 3 * lanes}, 2, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, false);
+  CheckConv(*plain, rows_points(*plain));
+  auto mult = ConvGraph({1, 4, 11, 3 * lanes}, 8, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 4);
+  EXPECT_TRUE(rows_points(*mult).empty());
+  auto wide1 = ConvGraph({1, 16, 12, 4 * lanes}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16);
+  ScheduleConfig d1 = DefaultSchedule(*wide1, target);
+  EXPECT_EQ(d1.Get("dw", 0), 2) << d1.ToString();
+  EXPECT_EQ(d1.Get("ur", 0), 4) << d1.ToString();
+  auto wide2 = ConvGraph({1, 16, 12, 8 * lanes}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16);
+  ScheduleConfig d2 = DefaultSchedule(*wide2, target);
+  EXPECT_EQ(d2.Get("dw", 0), 2) << d2.ToString();
+  EXPECT_EQ(d2.Get("ur", 0), 1) << d2.ToString();
+  auto narrow = ConvGraph({1, 16, 14, 3 * lanes + 4}, 16, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 16);
+  EXPECT_EQ(DefaultSchedule(*narrow, target).Get("dw", 0), 1);
 }
 
 // Every point of the channel-vector variant (kv=1) in the space.
