@@ -697,15 +697,19 @@ ScheduleConfig DefaultBlocked(const std::vector<ScheduleConfig>& space, const Co
 
 // Whether a depthwise conv's default is the row variant (dw=2) rather than
 // the plane variant (dw=1): output rows of 4 of the target's vectors or
-// more. Zen 3, 1 thread, 3x3 + ReLU, in place against planes: 16 and 32
-// channels on 112x112 0.072 against 0.127 ms and 0.144 against 0.246; 96 on
-// 56x56 0.094 against 0.175; stride 2 onto 56x56 0.281 against 0.342. Onto
-// 28x28 (3.5 vectors) a 3x3 window measured 0.103 against 0.115, but a 5x5
-// one guards half of each row's blocks (EfficientNet-B0's 144 channels at
-// stride 2: 0.55 against 0.30); onto 14x14 and 7x7 the planes win (0.035
-// against 0.048, 0.038 against 0.049).
+// more, at stride 1 or at stride 2 with windows of up to 3 columns. Zen 3,
+// 1 thread, in place against planes: 3x3 over 16 and 32 channels on
+// 112x112 0.072 against 0.127 ms and 0.144 against 0.246, over 96 on 56x56
+// 0.094 against 0.175; 7x7 over 40 on 56x56 (ConvNeXt) 0.264 against 0.488;
+// 3x3 stride 2 onto 56x56 0.281 against 0.342. At stride 2 the row variant
+// de-interleaves every tap's columns anew (two shuffles a tap and vector),
+// the planes once: 5x5 stride 2 onto 28x28 0.355 against 0.223. Onto
+// 28x28 (3.5 vectors) 3x3 stride 2 measured 0.103 against 0.115 and 7x7
+// 0.234 against 0.296, but 5x5 0.294 against 0.271; onto 14x14 and 7x7
+// the planes win (0.035 against 0.048, 0.038 against 0.049).
 bool DepthwiseRowsPay(const ConvForm& f, const CpuTarget& target) {
-  return !f.geo.three_d && f.geo.sw <= 2 && f.geo.ow >= 4 * target.FloatLanes();
+  return !f.geo.three_d && (f.geo.sw == 1 || (f.geo.sw == 2 && f.geo.kw <= 3)) &&
+         f.geo.ow >= 4 * target.FloatLanes();
 }
 
 // Pointwise convs: the pointwise variant, widest vectors, a pixel tail

@@ -347,8 +347,9 @@ TEST(ConvLoweringTest, DepthwisePlaneVariantEveryPoint) {
 // narrower vector. Every row point against the interpreter: strides 1 and 2
 // (unequal too), asymmetric pads, dilation, 5x5 windows, two images, bias
 // and an epilogue; a channel multiplier has no row points. The default takes
-// it on rows of 4 vectors or more (stride 1: blocks of 4 vectors; stride 2:
-// of 1), the plane variant on narrower ones.
+// it on rows of 4 vectors or more (stride 1: blocks of 4 vectors; stride 2,
+// windows of 3 columns: of 1), the plane variant on narrower rows and wider
+// stride-2 windows.
 TEST(ConvLoweringTest, DepthwiseRowVariantReadsTheInputInPlace) {
   const CpuTarget target = CpuTarget::Host();
   const int64_t lanes = target.FloatLanes();
@@ -401,6 +402,8 @@ TEST(ConvLoweringTest, DepthwiseRowVariantReadsTheInputInPlace) {
   EXPECT_EQ(d2.Get("ur", 0), 1) << d2.ToString();
   auto narrow = ConvGraph({1, 16, 14, 3 * lanes + 4}, 16, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 16);
   EXPECT_EQ(DefaultSchedule(*narrow, target).Get("dw", 0), 1);
+  auto wide5 = ConvGraph({1, 16, 12, 8 * lanes}, 16, {5, 5}, {2, 2}, {2, 2, 2, 2}, {1, 1}, 16);
+  EXPECT_EQ(DefaultSchedule(*wide5, target).Get("dw", 0), 1);
 }
 
 // Every point of the channel-vector variant (kv=1) in the space.
