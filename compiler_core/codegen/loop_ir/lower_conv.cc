@@ -4,6 +4,7 @@
 #include "compiler_core/codegen/loop_ir/lower_conv.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -1293,6 +1294,42 @@ absl::StatusOr<LoopFunc> LowerDepthwise(const Graph& g, const ConvForm& f, const
   return LoopFunc{"conv", args, For("t_", I(tasks), body, ForKind::kParallel)};
 }
 
+// Whether output columns [ow0, ow0 + px) read only input columns inside the
+// row: from ow0*sw - pl to (ow0 + px - 1)*sw + (kw - 1)*dw - pl.
+bool ColumnsInside(const WindowGeometry& s, int64_t ow0, int64_t px) {
+  return ow0 * s.sw - s.pad_left >= 0 && (ow0 + px - 1) * s.sw + (s.kw - 1) * s.dw - s.pad_left < s.w;
+}
+
+// A register block of an output row from column ow0, guarded where its
+// columns reach into the padding, its buffers named with `tag`.
+using RowBlock = std::function<absl::StatusOr<Stmt>(const Expr& ow0, bool guard, const std::string& tag)>;
+
+// The ow / bw full blocks of bw columns of an output row: those reaching
+// into the padding (usually the first and the last) one by one at constant
+// columns, so that their guards are constants (tags _l<b> and _r<b>), those
+// between in a loop over owo_ without guards (tag _f). The columns past the
+// last full block are the caller's.
+absl::StatusOr<std::vector<Stmt>> FullRowBlocks(const WindowGeometry& s, int64_t bw, const RowBlock& block) {
+  const int64_t nfull = s.ow / bw;
+  int64_t b0 = 0, b1 = nfull;
+  while (b0 < nfull && !ColumnsInside(s, b0 * bw, bw)) ++b0;
+  while (b1 > b0 && !ColumnsInside(s, (b1 - 1) * bw, bw)) --b1;
+  std::vector<Stmt> out;
+  for (int64_t b = 0; b < b0; ++b) {
+    ASSIGN_OR_RETURN(Stmt st, block(IntImm(b * bw), true, absl::StrCat("_l", b)));
+    out.push_back(std::move(st));
+  }
+  if (b1 > b0) {
+    ASSIGN_OR_RETURN(Stmt full, block(Mul(Add(Var("owo_"), IntImm(b0)), IntImm(bw)), false, "_f"));
+    out.push_back(For("owo_", IntImm(b1 - b0), full));
+  }
+  for (int64_t b = std::max(b0, b1); b < nfull; ++b) {
+    ASSIGN_OR_RETURN(Stmt st, block(IntImm(b * bw), true, absl::StrCat("_r", b)));
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
 // Depthwise row variant (dw=2): a task is `rows` channels of one image; each
 // output row of a channel runs in register blocks of ur vectors of vw
 // columns that read the input in place, a tap's vw columns one vector (a
@@ -1338,27 +1375,16 @@ absl::StatusOr<LoopFunc> LowerDepthwiseRows(const Graph& g, const ConvForm& f, c
                                                    FlatIndex(DimsOf(conv_out), out_idx)));
     return Allocate(acc, Block({init, mac, lanes(st)}));
   };
-  // Whether columns [ow0, ow0 + px) read only input columns inside the row.
-  auto inside = [&](int64_t ow0, int64_t px) {
-    return ow0 * s.sw - s.pad_left >= 0 && (ow0 + px - 1) * s.sw + (s.kw - 1) * s.dw - s.pad_left < s.w;
-  };
-  const int64_t nfull = s.ow / bw;
-  int64_t b0 = 0, b1 = nfull;
-  while (b0 < nfull && !inside(b0 * bw, bw)) ++b0;
-  while (b1 > b0 && !inside((b1 - 1) * bw, bw)) --b1;
-  std::vector<Stmt> blocks;
+  ASSIGN_OR_RETURN(std::vector<Stmt> blocks,
+                   FullRowBlocks(s, bw, [&](const Expr& ow0, bool guard, const std::string& tag) {
+                     return block(ow0, ur, vw, guard, tag);
+                   }));
   auto one = [&](int64_t ow0, int64_t uu, int64_t lw, const std::string& tag) -> absl::Status {
-    ASSIGN_OR_RETURN(Stmt st, block(I(ow0), uu, lw, !inside(ow0, uu * lw), tag));
+    ASSIGN_OR_RETURN(Stmt st, block(I(ow0), uu, lw, !ColumnsInside(s, ow0, uu * lw), tag));
     blocks.push_back(std::move(st));
     return absl::OkStatus();
   };
-  for (int64_t b = 0; b < b0; ++b) RETURN_IF_ERROR(one(b * bw, ur, vw, absl::StrCat("_l", b)));
-  if (b1 > b0) {
-    ASSIGN_OR_RETURN(Stmt full, block(Mul(Add(Var("owo_"), I(b0)), I(bw)), ur, vw, false, "_f"));
-    blocks.push_back(For("owo_", I(b1 - b0), full));
-  }
-  for (int64_t b = std::max(b0, b1); b < nfull; ++b) RETURN_IF_ERROR(one(b * bw, ur, vw, absl::StrCat("_r", b)));
-  const int64_t rest = s.ow % bw;
+  const int64_t nfull = s.ow / bw, rest = s.ow % bw;
   if (rest >= vw) RETURN_IF_ERROR(one(nfull * bw, rest / vw, vw, "_t"));
   if (rest % vw != 0) RETURN_IF_ERROR(one(s.ow - rest % vw, 1, rest % vw, "_e"));
   Stmt body = For("c_", I(cb), For("oh_", I(s.oh), Block(std::move(blocks))));
@@ -1479,30 +1505,16 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
     if (nch > 1) st = IfThen(Eq(Var("ch_"), I(nch - 1)), st, Store(racc, ri, Load(acc, ai)));
     return Allocate(acc, Block({init, mac, lanes(st)}));
   };
-  // A block from column ow0 of px pixels reads input columns ow0*sw - pl
-  // to (ow0 + px - 1)*sw + (kw - 1)*dw - pl: inside the row, or guarded.
-  auto inside = [&](int64_t ow0, int64_t px) {
-    return ow0 * s.sw - s.pad_left >= 0 && (ow0 + px - 1) * s.sw + (s.kw - 1) * s.dw - s.pad_left < s.w;
-  };
-  // The full blocks: the guarded ones at either end one by one (their
-  // columns constant, so are the guards), those between in a loop.
-  const int64_t nfull = s.ow / ur;
-  int64_t b0 = 0, b1 = nfull;
-  while (b0 < nfull && !inside(b0 * ur, ur)) ++b0;
-  while (b1 > b0 && !inside((b1 - 1) * ur, ur)) --b1;
-  std::vector<Stmt> blocks;
-  auto one = [&](int64_t b, int64_t px, const std::string& tag) -> absl::Status {
-    ASSIGN_OR_RETURN(Stmt st, block(I(b * ur), px, !inside(b * ur, px), tag));
+  // The full blocks (FullRowBlocks), then the pixels they leave.
+  ASSIGN_OR_RETURN(std::vector<Stmt> blocks,
+                   FullRowBlocks(s, ur, [&](const Expr& ow0, bool guard, const std::string& tag) {
+                     return block(ow0, ur, guard, tag);
+                   }));
+  if (s.ow % ur != 0) {
+    const int64_t ow0 = s.ow / ur * ur, px = s.ow % ur;
+    ASSIGN_OR_RETURN(Stmt st, block(I(ow0), px, !ColumnsInside(s, ow0, px), "_t"));
     blocks.push_back(std::move(st));
-    return absl::OkStatus();
-  };
-  for (int64_t b = 0; b < b0; ++b) RETURN_IF_ERROR(one(b, ur, absl::StrCat("_l", b)));
-  if (b1 > b0) {
-    ASSIGN_OR_RETURN(Stmt full, block(Mul(Add(Var("owo_"), I(b0)), I(ur)), ur, false, "_f"));
-    blocks.push_back(For("owo_", I(b1 - b0), full));
   }
-  for (int64_t b = std::max(b0, b1); b < nfull; ++b) RETURN_IF_ERROR(one(b, ur, absl::StrCat("_r", b)));
-  if (s.ow % ur != 0) RETURN_IF_ERROR(one(nfull, s.ow % ur, "_t"));
   Stmt per_row;
   if (chunks_outer) {
     Stmt rows_of_chunk = For("rr_", I(rows), IfThen(Lt(oh, I(s.oh)), Block(std::move(blocks))));
