@@ -719,11 +719,11 @@ bool DepthwiseRowsPay(const ConvForm& f, const CpuTarget& target) {
 // PointwiseStreamRows pixel blocks per task. Depthwise convs: the row
 // variant where DepthwiseRowsPay (widest vectors, blocks of 4 of them at
 // stride 1, of 1 at stride 2), else the plane variant (widest vectors, 4
-// accumulators); the most channels per task that still leaves 8 tasks. Others: of the register blocks within 10%
-// (5% when no such block covers a whole output row) of the cheapest by
-// DirectBlockCost, the fewest per row (then about 12 accumulators), one row
-// per task, unless the channel-vector variant is preferred. Blocked weights:
-// DefaultBlocked.
+// accumulators); the most channels per task that still leaves 8 tasks.
+// Others: of the register blocks within 10% (5% when no such block covers a
+// whole output row) of the cheapest by DirectBlockCost, the fewest per row
+// (then about 12 accumulators), one row per task, unless the channel-vector
+// variant is preferred. Blocked weights: DefaultBlocked.
 ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   std::vector<ScheduleConfig> space = Enumerate(g, target);
   absl::StatusOr<ConvForm> f = AnalyzeConv(g);
@@ -1352,7 +1352,8 @@ absl::StatusOr<LoopFunc> LowerDepthwiseRows(const Graph& g, const ConvForm& f, c
   Expr n = Var("n_"), ch = Add(Mul(Var("bufs"), I(cb)), Var("c_")), oh = Var("oh_");
   Expr plane = Add(Mul(n, I(s.c)), ch);
   // A block of uu vectors of lw lanes from column ow0: acc[u*lw + v].
-  auto block = [&](const Expr& ow0, int64_t uu, int64_t lw, bool guard, const std::string& tag) -> absl::StatusOr<Stmt> {
+  auto block = [&](const Expr& ow0, int64_t uu, int64_t lw, bool guard,
+                   const std::string& tag) -> absl::StatusOr<Stmt> {
     Buffer acc = MakeBuffer("acc" + tag, {uu * lw}, BufferRole::kTemp);
     Expr u = Var("u_"), v = Var("v_"), r = Var("kh_"), c = Var("kw_");
     Expr ai = Add(Mul(u, I(lw)), v);
@@ -1367,7 +1368,8 @@ absl::StatusOr<LoopFunc> LowerDepthwiseRows(const Graph& g, const ConvForm& f, c
     Expr wv = Load(bufs.w, Add(Mul(Add(Mul(ch, I(s.kh)), r), I(s.kw)), c));
     Stmt upd = Store(acc, ai, Call("fma", {xv, wv, Load(acc, ai)}));
     if (guard) upd = IfThen(And(Ge(iw, I(0)), Lt(iw, I(s.w))), upd);
-    Stmt per_kh = For("kw_", I(s.kw), lanes(upd), s.kw <= 8 || (guard && s.kw <= 32) ? ForKind::kUnrolled : ForKind::kSerial);
+    const bool unroll_taps = s.kw <= 8 || (guard && s.kw <= 32);  // guarded: the lane masks fold
+    Stmt per_kh = For("kw_", I(s.kw), lanes(upd), unroll_taps ? ForKind::kUnrolled : ForKind::kSerial);
     if (s.pad_top > 0 || s.pad_bottom > 0) per_kh = IfThen(And(Ge(ih, I(0)), Lt(ih, I(s.h))), per_kh);
     Stmt mac = For("kh_", I(s.kh), per_kh, s.kh <= 8 ? ForKind::kUnrolled : ForKind::kSerial);
     std::vector<Expr> out_idx = {n, ch, oh, col};
