@@ -286,9 +286,11 @@ bool DirectPackFits(const ConvForm& f, const Knobs& k, const CpuTarget& target) 
 int64_t ChannelVectorWeightFloats(const ConvForm& f, const Knobs& k) {
   return f.weight_block > 0 ? 0 : f.cg * f.geo.kh * f.geo.kw * k.kb * k.vw;
 }
-// Channel-vector variant: bytes of a task's weights (every input channel).
-int64_t ChannelVectorTaskWeightBytes(const ConvForm& f, const Knobs& k) {
-  return f.cg * f.geo.kh * f.geo.kw * k.kb * k.vw * 4;
+// Channel-vector variant: whether a task's weights (every input channel)
+// outgrow half of a 512 KiB L2, from where each row's blocks would read
+// them again from L3.
+bool ChannelVectorWeightsPastL2(const ConvForm& f, const Knobs& k) {
+  return f.cg * f.geo.kh * f.geo.kw * k.kb * k.vw * 4 > 256 * 1024;
 }
 // Channel-vector variant: input channels per reduction chunk. A register
 // block reads its kb vectors' weights for every input channel and tap; a
@@ -310,7 +312,7 @@ int64_t ChannelVectorTaskWeightBytes(const ConvForm& f, const Knobs& k) {
 int64_t ChannelVectorChunk(const ConvForm& f, const Knobs& k) {
   const int64_t per_channel = f.geo.kh * f.geo.kw * k.kb * k.vw * 4;  // bytes of weights per input channel
   const bool streams = k.ur <= 4 && f.geo.ow > k.ur;
-  if (!streams && ChannelVectorTaskWeightBytes(f, k) <= 256 * 1024) return f.cg;
+  if (!streams && !ChannelVectorWeightsPastL2(f, k)) return f.cg;
   int64_t cc = 1;
   for (int64_t d = 1; d <= f.cg; ++d) {
     if (f.cg % d != 0) continue;
@@ -318,6 +320,7 @@ int64_t ChannelVectorChunk(const ConvForm& f, const Knobs& k) {
   }
   return cc;
 }
+
 // Channel-vector variant: whether the reduction chunks run outermost, each
 // over every row of the task, the running sums of all its rows in racc
 // (at most 32 KiB): where the task's weights outgrow half of L2, so that
@@ -325,7 +328,7 @@ int64_t ChannelVectorChunk(const ConvForm& f, const Knobs& k) {
 // 3x3 stride 2 onto 7x7, Zen 3, 1 thread, input read in place: 7.66 ->
 // 6.16 ms, ORT 6.16).
 bool ChannelVectorChunksOuter(const ConvForm& f, const Knobs& k) {
-  return ChannelVectorChunk(f, k) < f.cg && ChannelVectorTaskWeightBytes(f, k) > 256 * 1024 &&
+  return ChannelVectorChunk(f, k) < f.cg && ChannelVectorWeightsPastL2(f, k) &&
          k.rows * f.geo.ow * k.kb * k.vw * 4 <= 32 * 1024;
 }
 
@@ -1407,9 +1410,9 @@ absl::StatusOr<LoopFunc> LowerDepthwiseRows(const Graph& g, const ConvForm& f, c
 // output row's input rows had cost every task (one per kb*vw output
 // channels) a copy of them: 9% of the samples of HRNet's 128 -> 256 3x3
 // stride-2 conv onto 28x28 on Zen 3 (`perf record`). A register block of
-// ur output pixels by kb channel vectors accumulates, per input channel and tap, the broadcast
-// input pixel times a weight vector; the pixels a row's full blocks leave
-// form one narrower block. Stores go out channel by channel (lane v to plane
+// ur output pixels by kb channel vectors accumulates, per input channel and
+// tap, the broadcast input pixel times a weight vector; the pixels a row's
+// full blocks leave form one narrower block. Stores go out channel by channel (lane v to plane
 // k0 + v) through the epilogue.
 absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, const Knobs& kn) {
   const WindowGeometry& s = f.geo;
