@@ -11,10 +11,10 @@ class Value;
 
 namespace kiln::vector_math {
 
-// exp(x) for x <= 88.72 (Cephes-style, degree-6 polynomial as fused
-// multiply-adds, round-to-nearest by the magic-number trick, two-step 2^n
-// scaling so results down to the denormal range are right; ~22 vector
-// instructions). NaN in gives NaN out; -inf gives exactly 0.
+// exp(x) for x <= 88.72 (Cephes-style range reduction, a degree-5
+// polynomial as fused multiply-adds, round-to-nearest by the magic-number
+// trick, two-step 2^n scaling so results down to the denormal range are
+// right; ~20 vector instructions). NaN in gives NaN out; -inf gives exactly 0.
 llvm::Value* ExpNonPositive(llvm::IRBuilderBase& b, llvm::Value* x);
 // exp on the whole line: +inf above 88.72, 0 far below (exp(-inf) = 0), NaN
 // kept.
@@ -23,14 +23,15 @@ llvm::Value* Exp(llvm::IRBuilderBase& b, llvm::Value* x);
 // polynomial); log(0) = -inf, negative or NaN -> NaN, +inf -> +inf. Denormal
 // inputs are scaled first.
 llvm::Value* Log(llvm::IRBuilderBase& b, llvm::Value* x);
-// Cephes tanhf, ~2e-7 relative; NaN kept.
+// tanh from one expm1 of -2|x| and one division (no second polynomial for
+// small |x|), ~2e-7 relative; tanh(-0) = -0, NaN kept.
 llvm::Value* Tanh(llvm::IRBuilderBase& b, llvm::Value* x);
 // erf as x * P(x^2) / Q(x^2) on [-4, 4], +-1 beyond; ~4e-7 absolute.
 llvm::Value* Erf(llvm::IRBuilderBase& b, llvm::Value* x);
-// 1 / (1 + exp(-x)) without overflow, ~1e-7 relative down to 1.2e-38 (x
-// above -87.3); below, 2^-126 rather than the denormal (ONNX Runtime clamps
-// at -18: 1.5e-8). One exponent-field scaling and one division, ~20 vector
-// instructions. NaN kept.
+// 1 / (1 + exp(-x)) with x clamped to +-87.3, ~2e-7 relative down to
+// 1.2e-38 (x above -87.3); below, 1.2e-38 rather than the denormal (ONNX
+// Runtime clamps at -18: 1.5e-8). One exponent-field scaling and one
+// division, 16 vector instructions. NaN kept.
 llvm::Value* Sigmoid(llvm::IRBuilderBase& b, llvm::Value* x);
 
 }  // namespace kiln::vector_math
