@@ -823,8 +823,10 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   // lanes took 0.10), or, for windows of 25 taps or more, as wide as one
   // native FMA operation (Zen 5: a 5x5 window on 7x7 over 576 channels, 80
   // positions in 16 lanes by 5 0.026 ms, in 8 by 5 twice 0.031; 3x3 ones
-  // onto 7x7 lose 7% at stride 1, 20% at stride 2), then 4 accumulators,
-  // then the widest vectors.
+  // onto 7x7 lose 7% at stride 1, 20% at stride 2), then the widest of
+  // those vectors (the multiply-adds a position costs are 1 / vw of a
+  // vector's: Zen 3, the same 576 channels in 8 lanes by 5 0.045 ms, in 4 by
+  // 4 five times 0.076), then 4 accumulators.
   int64_t fewest = INT64_MAX;
   auto positions = [&f](const ScheduleConfig& c) { return f.ok() ? PlaneDimsOf(*f, KnobsOf(c)).np : 0; };
   for (const ScheduleConfig& c : space) {
@@ -839,15 +841,16 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   const int64_t want_dw = f.ok() && IsDepthwise(*f) && DepthwiseRowsPay(*f, target) ? 2 : 1;
   auto dw_score = [&](const ScheduleConfig& c) {
     const int64_t dw = c.Get("dw", 0);
-    if (dw == 0) return std::make_tuple(int64_t{0}, false, false, int64_t{0});
+    if (dw == 0) return std::make_tuple(int64_t{0}, false, false, int64_t{0}, int64_t{0});
     if (dw == 2) {
       const int64_t want_ur = f->geo.sw == 1 ? 4 : 1;
-      return std::make_tuple(int64_t{dw == want_dw ? 2 : 1}, true, c.Get("vw", 1) == target.FloatLanes(),
+      return std::make_tuple(int64_t{dw == want_dw ? 2 : 1}, true, c.Get("vw", 1) == target.FloatLanes(), int64_t{0},
                              -std::abs(c.Get("ur", 1) - want_ur));
     }
+    const bool within_row = c.Get("vw", 1) <= row_lanes;
     return std::make_tuple(int64_t{dw == want_dw ? 2 : 1},
-                           static_cast<double>(positions(c)) <= 1.15 * static_cast<double>(fewest),
-                           c.Get("vw", 1) <= row_lanes, -std::abs(c.Get("ur", 1) - 4));
+                           static_cast<double>(positions(c)) <= 1.15 * static_cast<double>(fewest), within_row,
+                           within_row ? c.Get("vw", 1) : int64_t{0}, -std::abs(c.Get("ur", 1) - 4));
   };
   const bool all_pixels = f.ok() && IsPointwise(*f) && PointwiseAllPixels(*f, target);
   auto score = [planes, pixels, ow, short_reduction, pw_kb, all_pixels, cheapest, tolerance, &f, &target, &direct_cost,
