@@ -63,35 +63,39 @@ Value* ExpPolynomial(llvm::IRBuilderBase& b, Value* r) {
   return MulAdd(b, ExpTail(b, r), r, F32(b, r->getType(), 1.0));
 }
 
-// y = n ln2 + r with |r| <= ln2/2 for y = k x, |y| <= 87.34 (the caller
-// clamps; NaN passes). n = round(y / ln2) by the magic-number trick with the
-// exponent bias 127 added in: the sum's low bits are n + 127, and shifted
-// left by 23 they are `scale` = 2^n as a float, one exponent field (the
-// magic number's own low 9 bits are zero). k is folded into the multiply-add
-// that rounds; `y` (already computed by the caller) gives r.
+// y = n ln2 + r with |r| <= ln2/2 for y = k x (the caller clamps; NaN
+// passes): Cody and Waite's two-step reduction, n = round(y / ln2) by the
+// magic-number trick (no float <-> int conversion) with the exponent bias
+// 127 added in, so that the sum's bits are 0x4b400000 + n + 127 (`bits`;
+// its exponent is 2^23's, one unit a step, for n + 127 down to -2^22). k is
+// folded into the multiply-add that rounds; `y` (already computed by the
+// caller) gives r.
 struct Reduced {
-  Value* scale;
   Value* r;
+  Value* bits;
 };
-Reduced ReduceOneScale(llvm::IRBuilderBase& b, Value* x, double k, Value* y) {
+Reduced Reduce(llvm::IRBuilderBase& b, Value* x, double k, Value* y) {
   Type* t = x->getType();
-  const double kMagic = 12582912.0 + 127.0;
+  const double kMagic = 12582912.0 + 127.0;  // 1.5 * 2^23 + the bias
   Value* v = MulAdd(b, x, F32(b, t, k * 1.44269504088896341), F32(b, t, kMagic));
   Value* fx = b.CreateFSub(v, F32(b, t, kMagic));
   Value* r = MulAdd(b, fx, F32(b, t, -0.693359375), y);
   r = MulAdd(b, fx, F32(b, t, 2.12194440e-4), r);
-  Type* it = IntLike(b, t);
-  Value* scale = b.CreateBitCast(b.CreateShl(b.CreateBitCast(v, it), llvm::ConstantInt::get(it, 23)), t);
-  return {scale, r};
+  return {r, b.CreateBitCast(v, IntLike(b, t))};
+}
+
+// 2^n as a float from Reduce's bits, for n in [-126, 127]: shifted left by
+// 23 they are n + 127 in the exponent field (the magic number's own low 9
+// bits are zero).
+Value* PowerOfTwo(llvm::IRBuilderBase& b, const Reduced& e, Type* t) {
+  return b.CreateBitCast(b.CreateShl(e.bits, llvm::ConstantInt::get(e.bits->getType(), 23)), t);
 }
 
 // exp(x) for x in [lo, hi] after clamping (NaN passes through the clamps and
-// the arithmetic, so NaN in gives NaN out). Cephes-style: x = n ln2 + r,
-// |r| <= ln2/2, n = round(x / ln2) by the 1.5 * 2^23 magic-number trick (no
-// float <-> int conversion: n is read from the sum's low mantissa bits),
-// ExpPolynomial, then scaling by 2^n in two steps (2^(n/2) twice) so results
-// down to the denormal range are right and n up to 128 overflows to +inf. x <= -103.98 gives 0
-// (2^-150 rounds to 0), exp(-inf) = 0 exactly.
+// the arithmetic, so NaN in gives NaN out): Reduce, ExpPolynomial, then
+// scaling by 2^n in two steps (2^(n/2) twice) so results down to the
+// denormal range are right and n up to 128 overflows to +inf. x <= -103.98
+// gives 0 (2^-150 rounds to 0), exp(-inf) = 0 exactly.
 Value* ExpClamped(llvm::IRBuilderBase& b, Value* x, double hi) {
   Type* t = x->getType();
   Type* it = IntLike(b, t);
@@ -102,13 +106,9 @@ Value* ExpClamped(llvm::IRBuilderBase& b, Value* x, double hi) {
     Value* h = F32(b, t, hi);
     x = b.CreateSelect(b.CreateFCmpOGT(x, h), h, x);
   }
-  const double kMagic = 12582912.0;  // 1.5 * 2^23: adding it rounds to an integer
-  Value* v = MulAdd(b, x, F32(b, t, 1.44269504088896341), F32(b, t, kMagic));
-  Value* fx = b.CreateFSub(v, F32(b, t, kMagic));
-  Value* n = b.CreateSub(b.CreateBitCast(v, it), ic(0x4b400000));  // in [-150, 129]
-  Value* r = MulAdd(b, fx, F32(b, t, -0.693359375), x);
-  r = MulAdd(b, fx, F32(b, t, 2.12194440e-4), r);
-  Value* p = ExpPolynomial(b, r);
+  Reduced e = Reduce(b, x, 1.0, x);
+  Value* n = b.CreateSub(e.bits, ic(0x4b400000 + 127));  // in [-150, 129]
+  Value* p = ExpPolynomial(b, e.r);
   Value* n1 = b.CreateAShr(n, ic(1));
   Value* n2 = b.CreateSub(n, n1);
   auto pow2 = [&](Value* k) { return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, ic(127)), ic(23)), t); };
@@ -130,8 +130,8 @@ Value* Sigmoid(llvm::IRBuilderBase& b, Value* x) {
   x = b.CreateSelect(b.CreateFCmpOGT(x, hi), hi, x);
   Value* lo = F32(b, t, -87.33654475);
   x = b.CreateSelect(b.CreateFCmpOLT(x, lo), lo, x);
-  Reduced e = ReduceOneScale(b, x, -1.0, b.CreateFNeg(x));
-  Value* d = MulAdd(b, ExpPolynomial(b, e.r), e.scale, F32(b, t, 1.0));
+  Reduced e = Reduce(b, x, -1.0, b.CreateFNeg(x));
+  Value* d = MulAdd(b, ExpPolynomial(b, e.r), PowerOfTwo(b, e, t), F32(b, t, 1.0));
   return b.CreateFDiv(F32(b, t, 1.0), d);
 }
 
@@ -151,9 +151,10 @@ Value* Tanh(llvm::IRBuilderBase& b, Value* x) {
   Value* ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   Value* ten = F32(b, t, 10.0);
   ax = b.CreateSelect(b.CreateFCmpOGT(ax, ten), ten, ax);
-  Reduced e = ReduceOneScale(b, ax, -2.0, b.CreateFMul(ax, F32(b, t, -2.0)));
+  Reduced e = Reduce(b, ax, -2.0, b.CreateFMul(ax, F32(b, t, -2.0)));
+  Value* scale = PowerOfTwo(b, e, t);
   Value* rq = b.CreateFMul(e.r, ExpM1Tail(b, e.r));
-  Value* u = MulAdd(b, b.CreateFNeg(e.scale), rq, b.CreateFSub(F32(b, t, 1.0), e.scale));
+  Value* u = MulAdd(b, b.CreateFNeg(scale), rq, b.CreateFSub(F32(b, t, 1.0), scale));
   Value* th = b.CreateFDiv(u, b.CreateFSub(F32(b, t, 2.0), u));
   Type* it = IntLike(b, t);
   Value* sign = b.CreateAnd(b.CreateBitCast(x, it), llvm::ConstantInt::get(it, 0x80000000u));
