@@ -82,7 +82,7 @@ namespace kiln {
 // (ChannelVectorChunk, ChannelVectorChunksOuter). The same schedules are
 // other kernels.
 // 2028: depthwise convs gain the row variant (dw=2: the input read in place,
-// sums stored through the epilogue at once), their default on rows of 3
+// sums stored through the epilogue at once), their default on rows of 4
 // vectors or more (DepthwiseRowsPay); strided vector loads read whole
 // vectors and shuffle.
 inline constexpr int kScheduleSpaceVersion = 2028;

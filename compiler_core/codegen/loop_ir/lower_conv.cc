@@ -1415,8 +1415,8 @@ absl::StatusOr<LoopFunc> LowerDepthwiseRows(const Graph& g, const ConvForm& f, c
 // stride-2 conv onto 28x28 on Zen 3 (`perf record`). A register block of
 // ur output pixels by kb channel vectors accumulates, per input channel and
 // tap, the broadcast input pixel times a weight vector; the pixels a row's
-// full blocks leave form one narrower block. Stores go out channel by channel (lane v to plane
-// k0 + v) through the epilogue.
+// full blocks leave form one narrower block. Stores go out channel by
+// channel (lane v to plane k0 + v) through the epilogue.
 absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, const Knobs& kn) {
   const WindowGeometry& s = f.geo;
   const int64_t vw = kn.vw, ur = kn.ur, kb = kn.kb, rows = kn.rows;
