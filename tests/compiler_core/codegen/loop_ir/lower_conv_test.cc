@@ -607,6 +607,64 @@ TEST(ConvLoweringTest, PointwiseVariantLastPixelsAsDotProducts) {
   EXPECT_FALSE(has_dot(*ConvGraph({1, 16, 7, 7}, 8, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1)));
 }
 
+// Pixels the full blocks leave, one vector's at most, join the last full
+// block as one more vector ending at the last pixel (acc_m, in passes over
+// the channel block), where alone they would be one vector of kb chains of
+// multiply-adds or 3 or more dot products over blocked weights: with and
+// without reduction chunks (their running sums in part_merged), under a
+// residual epilogue, against the interpreter at every point that merges.
+// Two vectors left, or one pixel as a dot product, stay apart.
+TEST(ConvLoweringTest, PointwiseLastVectorJoinsTheLastBlock) {
+  CpuTarget target = CpuTarget::Host();
+  const int64_t lanes = target.FloatLanes();
+  auto text_at = [&](const Graph& g, const ScheduleConfig& c) {
+    auto f = loop_ir::FindLowering(g)->lower(g, c, target);
+    EXPECT_TRUE(f.ok()) << f.status();
+    return f.ok() ? loop_ir::Print(*f) : std::string();
+  };
+  auto point = [&](int64_t kc) {
+    ScheduleConfig c;
+    for (const auto& [k, v] : std::map<std::string, int64_t>{{"pw", 1}, {"vw", lanes}, {"ur", 3}, {"kb", 4}}) {
+      c.Set(k, v);
+    }
+    if (kc != 0) c.Set("kc", kc);
+    return c;
+  };
+  auto merged_points = [&](const Graph& g) {
+    std::vector<ScheduleConfig> out;
+    for (const ScheduleConfig& c : PointwisePoints(g, target)) {
+      if (text_at(g, c).find("acc_m") != std::string::npos) out.push_back(c);
+    }
+    return out;
+  };
+  // Blocked weights over 64 channels in chunks of 16, 10x10: 4 pixels past
+  // the full blocks of 3 vectors (8 or 16 lanes).
+  auto blocked = BlockedPointwiseGraph({1, 64, 10, 10}, 12, 16);
+  for (int64_t kc : {0, 16}) {
+    SCOPED_TRACE(point(kc).ToString());
+    ASSERT_TRUE(ValidateSchedule(*blocked, point(kc), target).ok());
+    const std::string text = text_at(*blocked, point(kc));
+    EXPECT_NE(text.find("acc_m"), std::string::npos) << text;
+    EXPECT_EQ(text.find("acc_dot"), std::string::npos) << text;
+    EXPECT_EQ(text.find("part_merged") != std::string::npos, kc != 0) << text;
+  }
+  std::vector<ScheduleConfig> points = merged_points(*blocked);
+  EXPECT_TRUE(std::any_of(points.begin(), points.end(), [](const ScheduleConfig& c) { return c.Get("kc", 0) != 0; }));
+  CheckConv(*blocked, points);
+  // A whole vector left (7 rows of one vector: 2 blocks and a vector), a
+  // residual added in the epilogue.
+  Builder b;
+  Value* y = b.Op("Conv", {b.Input({1, 32, 7, lanes}), b.Input({16, 32, 1, 1}), b.Input({16})}, {});
+  auto residual = b.Finish({b.Op("Relu", {b.Op("Add", {y, b.Input({1, 16, 7, lanes})})})});
+  EXPECT_NE(text_at(*residual, point(0)).find("acc_m"), std::string::npos);
+  CheckConv(*residual, merged_points(*residual));
+  // Two vectors left; one pixel left as a dot product.
+  EXPECT_EQ(text_at(*BlockedPointwiseGraph({1, 64, 11, lanes}, 12, 16), point(0)).find("acc_m"), std::string::npos);
+  const std::string one = text_at(*BlockedPointwiseGraph({1, 64, 1, 9 * lanes + 1}, 12, 16), point(0));
+  EXPECT_EQ(one.find("acc_m"), std::string::npos);
+  EXPECT_NE(one.find("acc_dot"), std::string::npos);
+}
+
 // The direct variant's default register block spends few FMA operations
 // past a row's end, counted at the width the target's FMA units run
 // (NativeVectorBits): where 512-bit operations run as two 256-bit halves,
