@@ -85,7 +85,11 @@ namespace kiln {
 // sums stored through the epilogue at once), their default on rows of 4
 // vectors or more (DepthwiseRowsPay); strided vector loads read whole
 // vectors and shuffle.
-inline constexpr int kScheduleSpaceVersion = 2028;
+// 2029: the pixels a pointwise conv's full blocks leave, one vector at most,
+// join its last full block (PointwiseMergedChannels); exp, sigmoid and tanh
+// inline in fewer multiply-adds (vector_math.cc). The same schedules are
+// other kernels.
+inline constexpr int kScheduleSpaceVersion = 2029;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",
