@@ -32,6 +32,21 @@ Value* MulAdd(llvm::IRBuilderBase& b, Value* x, Value* y, Value* z) {
   return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {x, y, z});
 }
 
+// x clamped to [lo, hi] (an infinite bound: no clamp there); NaN passes (the
+// ordered compares are false).
+Value* Clamp(llvm::IRBuilderBase& b, Value* x, double lo, double hi) {
+  Type* t = x->getType();
+  if (lo > -HUGE_VAL) x = b.CreateSelect(b.CreateFCmpOLT(x, F32(b, t, lo)), F32(b, t, lo), x);
+  if (hi < HUGE_VAL) x = b.CreateSelect(b.CreateFCmpOGT(x, F32(b, t, hi)), F32(b, t, hi), x);
+  return x;
+}
+
+// The float of type t whose exponent field is the low 9 bits of `biased`
+// (2^(biased - 127) for biased in [1, 254]), mantissa zero.
+Value* FromExponentField(llvm::IRBuilderBase& b, Value* biased, Type* t) {
+  return b.CreateBitCast(b.CreateShl(biased, llvm::ConstantInt::get(biased->getType(), 23)), t);
+}
+
 // q(r) with exp(r) = 1 + r q(r) for |r| <= ln2/2: q of degree 4, fitted for
 // the least largest relative error of the whole (Lawson's reweighted least
 // squares over 4000 Chebyshev nodes; 9.3e-8 with the coefficients rounded to
@@ -87,9 +102,7 @@ Reduced Reduce(llvm::IRBuilderBase& b, Value* x, double k, Value* y) {
 // 2^n as a float from Reduce's bits, for n in [-126, 127]: shifted left by
 // 23 they are n + 127 in the exponent field (the magic number's own low 9
 // bits are zero).
-Value* PowerOfTwo(llvm::IRBuilderBase& b, const Reduced& e, Type* t) {
-  return b.CreateBitCast(b.CreateShl(e.bits, llvm::ConstantInt::get(e.bits->getType(), 23)), t);
-}
+Value* PowerOfTwo(llvm::IRBuilderBase& b, const Reduced& e, Type* t) { return FromExponentField(b, e.bits, t); }
 
 // exp(x) for x in [lo, hi] after clamping (NaN passes through the clamps and
 // the arithmetic, so NaN in gives NaN out): Reduce, ExpPolynomial, then
@@ -100,18 +113,13 @@ Value* ExpClamped(llvm::IRBuilderBase& b, Value* x, double hi) {
   Type* t = x->getType();
   Type* it = IntLike(b, t);
   auto ic = [&](int64_t v) { return llvm::ConstantInt::get(it, v); };
-  Value* lo = F32(b, t, -103.972084045410);
-  x = b.CreateSelect(b.CreateFCmpOLT(x, lo), lo, x);
-  if (hi < HUGE_VAL) {
-    Value* h = F32(b, t, hi);
-    x = b.CreateSelect(b.CreateFCmpOGT(x, h), h, x);
-  }
+  x = Clamp(b, x, -103.972084045410, hi);
   Reduced e = Reduce(b, x, 1.0, x);
   Value* n = b.CreateSub(e.bits, ic(0x4b400000 + 127));  // in [-150, 129]
   Value* p = ExpPolynomial(b, e.r);
   Value* n1 = b.CreateAShr(n, ic(1));
   Value* n2 = b.CreateSub(n, n1);
-  auto pow2 = [&](Value* k) { return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, ic(127)), ic(23)), t); };
+  auto pow2 = [&](Value* k) { return FromExponentField(b, b.CreateAdd(k, ic(127)), t); };
   return b.CreateFMul(b.CreateFMul(p, pow2(n1)), pow2(n2));
 }
 
@@ -126,10 +134,7 @@ Value* Sigmoid(llvm::IRBuilderBase& b, Value* x) {
   // -87.3 the result stays 1 / (1 + 2^126) = 1.2e-38, above +87.3 it is 1.
   // 1 / (1 + e) carries e's relative error at most, on both sides of 0: no
   // |x|, no select between two quotients.
-  Value* hi = F32(b, t, 87.33654475);
-  x = b.CreateSelect(b.CreateFCmpOGT(x, hi), hi, x);
-  Value* lo = F32(b, t, -87.33654475);
-  x = b.CreateSelect(b.CreateFCmpOLT(x, lo), lo, x);
+  x = Clamp(b, x, -87.33654475, 87.33654475);
   Reduced e = Reduce(b, x, -1.0, b.CreateFNeg(x));
   Value* d = MulAdd(b, ExpPolynomial(b, e.r), PowerOfTwo(b, e, t), F32(b, t, 1.0));
   return b.CreateFDiv(F32(b, t, 1.0), d);
@@ -149,8 +154,7 @@ Value* Exp(llvm::IRBuilderBase& b, Value* x) { return ExpClamped(b, x, 89.0); }
 Value* Tanh(llvm::IRBuilderBase& b, Value* x) {
   Type* t = x->getType();
   Value* ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-  Value* ten = F32(b, t, 10.0);
-  ax = b.CreateSelect(b.CreateFCmpOGT(ax, ten), ten, ax);
+  ax = Clamp(b, ax, -HUGE_VAL, 10.0);
   Reduced e = Reduce(b, ax, -2.0, b.CreateFMul(ax, F32(b, t, -2.0)));
   Value* scale = PowerOfTwo(b, e, t);
   Value* rq = b.CreateFMul(e.r, ExpM1Tail(b, e.r));

@@ -22,6 +22,10 @@ namespace {
 // Floats of the per-task input pack (a stack buffer).
 constexpr int64_t kMaxPackFloats = ops::kMaxConvPackFloats;
 
+// Vector registers a register block of ur pixel vectors by kb channels takes
+// while it accumulates: kb * ur sums, the ur input vectors, one broadcast.
+int64_t PixelBlockRegisters(int64_t kb, int64_t ur) { return kb * ur + ur + 1; }
+
 
 int InputIndex(const Graph& g, const Value* v) {
   for (size_t i = 0; i < g.inputs().size(); ++i) {
@@ -181,6 +185,22 @@ int64_t PointwiseDotPixels(int64_t pixels, int64_t vw, int64_t ur, int64_t cg, b
   return blocked || (cg % vw == 0 && cg >= 2 * vw) ? left : 0;
 }
 
+// Pointwise variant, reduction chunks: a task's full blocks run the input
+// channels in chunks of kc, every channel block of the task per chunk, so
+// that the chunk's input (kc channels of the task's rows * vw * ur pixels)
+// is read from L1 by every channel block, not from L2 (or L3) by each. The
+// running sums between chunks live in a per-task buffer of this many floats.
+int64_t PointwisePartialFloats(const ConvForm& f, const Knobs& k) {
+  const int64_t nkb = f.kg / k.kb, per_split = CeilDiv(nkb, k.ks);
+  return per_split * k.kb * k.rows * k.vw * k.ur;
+}
+
+// Pointwise variant: floats of the merged last block's running sums between
+// reduction chunks (ur + 1 vectors per channel; PointwiseMergedChannels).
+int64_t PointwiseMergedFloats(const ConvForm& f, const Knobs& k) {
+  return CeilDiv(f.kg / k.kb, k.ks) * k.kb * (k.ur + 1) * k.vw;
+}
+
 // Pointwise variant: the channels per pass of the merged last block, 0 for
 // none. Where the full vw*ur blocks leave at most one vector's pixels, the
 // last full block takes them as one more vector, ending at the last pixel
@@ -200,24 +220,12 @@ int64_t PointwiseMergedChannels(const ConvForm& f, const Knobs& k, int registers
   if (np < bw || rem == 0 || rem > k.vw || PointwiseTailMasked(np, k.vw, k.ur)) return 0;
   const int64_t dots = PointwiseDotPixels(np, k.vw, k.ur, f.cg, f.weight_block > 0);
   if (dots > 0 && (dots < 3 || f.weight_block == 0)) return 0;
-  const int64_t nu = k.ur + 1;
   // Its running sums between reduction chunks, beside the full blocks'.
-  const int64_t per_split = CeilDiv(f.kg / k.kb, k.ks);
-  if (k.kc != 0 && per_split * k.kb * (k.rows * bw + nu * k.vw) > kMaxPackFloats / 2) return 0;
+  if (k.kc != 0 && PointwisePartialFloats(f, k) + PointwiseMergedFloats(f, k) > kMaxPackFloats / 2) return 0;
   for (int64_t kb = k.kb; kb >= 1; --kb) {
-    if (k.kb % kb == 0 && kb * nu + nu + 1 <= registers) return kb;
+    if (k.kb % kb == 0 && PixelBlockRegisters(kb, k.ur + 1) <= registers) return kb;
   }
   return 0;
-}
-
-// Pointwise variant, reduction chunks: a task's full blocks run the input
-// channels in chunks of kc, every channel block of the task per chunk, so
-// that the chunk's input (kc channels of the task's rows * vw * ur pixels)
-// is read from L1 by every channel block, not from L2 (or L3) by each. The
-// running sums between chunks live in a per-task buffer of this many floats.
-int64_t PointwisePartialFloats(const ConvForm& f, const Knobs& k) {
-  const int64_t nkb = f.kg / k.kb, per_split = CeilDiv(nkb, k.ks);
-  return per_split * k.kb * k.rows * k.vw * k.ur;
 }
 
 // Floats of input a reduction chunk keeps in L1 (half of a 32 KiB L1D).
@@ -458,7 +466,7 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
     for (int64_t ur : {1, 2, 3, 4}) {
       if (ur > 1 && (ur - 1) * vw >= f->geo.ow) break;
       for (int64_t kb : {1, 2, 4, 8}) {
-        if (f->kg % kb != 0 || kb * ur + ur + 1 > target.NumVectorRegisters()) continue;
+        if (f->kg % kb != 0 || PixelBlockRegisters(kb, ur) > target.NumVectorRegisters()) continue;
         for (int64_t rows : {1, 2, 4}) {
           if (rows > 1 && rows / 2 >= f->geo.oh) break;
           // Fewer row tasks than kMinTasks (1-D convs, maps of a few rows),
@@ -500,7 +508,7 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
       for (int64_t ur = 1; ur <= 8; ++ur) {
         if (ur > 1 && (ur - 1) * vw >= p) break;
         for (int64_t kb : kbs) {
-          if (f->kg % kb != 0 || kb * ur + ur + 1 > target.NumVectorRegisters()) continue;
+          if (f->kg % kb != 0 || PixelBlockRegisters(kb, ur) > target.NumVectorRegisters()) continue;
           // 1 or 2 register blocks of pixels per task, or all of them (each
           // channel block's weights then read once per task, tasks
           // splitting the channels: weights past L2, PointwiseAllPixels).
@@ -1068,8 +1076,8 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   const int64_t merged_kb = PointwiseMergedChannels(f, kn, registers);
   const int64_t nu_merged = ur + 1;
   Buffer part_merged = merged_kb > 0 && reduction_chunks > 1
-                         ? MakeBuffer("part_merged", {per_split * kb * nu_merged * vw}, BufferRole::kTemp)
-                         : nullptr;
+                           ? MakeBuffer("part_merged", {PointwiseMergedFloats(f, kn)}, BufferRole::kTemp)
+                           : nullptr;
   Expr kl = splits == 1 ? kbo : Var("kbi_");
   // Which input channels a block sums: all of them, or one reduction chunk
   // from c0 (the first starts from the bias, the last stores through the
@@ -1905,7 +1913,7 @@ std::vector<ScheduleConfig> EnumerateTranspose(const Graph& g, const CpuTarget& 
     for (int64_t ur : {1, 2, 3, 4}) {
       if (ur > 1 && (ur - 1) * vw >= nq) break;
       for (int64_t kb : {1, 2, 4, 8}) {
-        if (f->mg % kb != 0 || kb * ur + ur + 1 > target.NumVectorRegisters()) continue;
+        if (f->mg % kb != 0 || PixelBlockRegisters(kb, ur) > target.NumVectorRegisters()) continue;
         for (int64_t rows : {sh, 2 * sh, 4 * sh}) {
           if (rows > sh && rows / 2 >= f->out[1]) break;
           Knobs k{vw, ur, kb, rows};
