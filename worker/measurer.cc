@@ -134,11 +134,11 @@ std::map<const Value*, uint64_t> IndexBounds(const Graph& graph) {
 //     differences of any two correct summation orders then grow past every
 //     tolerance within a few dozen steps (crnn's T=33, H=256 LSTM).
 //   - a Conv's or kiln.BlockedConv's weights: 1/sqrt(input channels per
-//     group x taps); a MatMul's or Gemm's B: 1/sqrt(K). Unscaled, a long
-//     reduction's sums reach sqrt(K)/3 (28 for DeepSpeech2's 32-channel 21x11
-//     conv) while an epilogue (a Clip to random bounds) shrinks the output
-//     whose rms sets the tolerance: every correct candidate failed by 1.5e-4
-//     against a tolerance of 9e-5.
+//     group x taps); a MatMul's, Gemm's or kiln.PackedMatMul's B:
+//     1/sqrt(K). Unscaled, a long reduction's sums reach sqrt(K)/3 (28 for
+//     DeepSpeech2's 32-channel 21x11 conv) while an epilogue (a Clip to
+//     random bounds) shrinks the output whose rms sets the tolerance: every
+//     correct candidate failed by 1.5e-4 against a tolerance of 9e-5.
 std::map<const Value*, double> WeightScales(const Graph& graph) {
   std::map<const Value*, double> scales;
   auto scale = [&](const Value* w, int64_t fan_in) {
@@ -162,8 +162,8 @@ std::map<const Value*, double> WeightScales(const Graph& graph) {
       if (unblocked.size() >= 3) {
         scale(w, std::accumulate(unblocked.begin() + 1, unblocked.end(), int64_t{1}, std::multiplies<>()));
       }
-    } else if (!kiln && (op == "MatMul" || op == "Gemm") && !ad.empty()) {
-      const bool trans_a = op == "Gemm" && node->GetInt("transA", 0) != 0;
+    } else if (((!kiln && (op == "MatMul" || op == "Gemm")) || (kiln && op == "PackedMatMul")) && !ad.empty()) {
+      const bool trans_a = op != "MatMul" && node->GetInt("transA", 0) != 0;
       scale(w, trans_a && ad.size() == 2 ? ad[0] : ad.back());
     }
   }

@@ -89,7 +89,10 @@ namespace kiln {
 // join its last full block (PointwiseMergedChannels); exp, sigmoid and tanh
 // inline in fewer multiply-adds (vector_math.cc). The same schedules are
 // other kernels.
-inline constexpr int kScheduleSpaceVersion = 2029;
+// 2030: a product's constant B in column panels made at compile time
+// (kiln.PackedMatMul, the packed_matmul_weights pass): the same models are
+// other workloads and other packages.
+inline constexpr int kScheduleSpaceVersion = 2030;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -36,7 +36,7 @@ absl::StatusOr<PreparedModel> PrepareModel(std::unique_ptr<Graph> graph, const P
   const AlgorithmChoice algorithms = options.gpu                 ? AlgorithmChoice::kNone
                                      : options.blocked_pointwise ? AlgorithmChoice::kCpuBlockedPointwise
                                                                  : AlgorithmChoice::kCpu;
-  ASSIGN_OR_RETURN(m.passes, OptimizeGraph(*graph, options.passes, algorithms));
+  ASSIGN_OR_RETURN(m.passes, OptimizeGraph(*graph, options.passes, algorithms, options.matmul_panel));
   FusionOptions fusion;
   fusion.cost = options.fusion_cost;
   fusion.classify = LoweringKind;
@@ -90,7 +90,10 @@ PrepareOptions PrepareOptionsFor(const Target& target) {
   PrepareOptions options;
   if (target.is_gpu()) {
     options.gpu = target.gpu();
-  } else if (target.cpu().NumVectorRegisters() < 32) {
+    return options;
+  }
+  options.matmul_panel = target.cpu().FloatLanes();
+  if (target.cpu().NumVectorRegisters() < 32) {
     // With 16 vector registers the conv pair's expansion block (kb channels
     // by pu vectors of pixels) spills, and the pair lost to its two convs
     // run apart, even with the expanded tensor written out as well, on

@@ -56,6 +56,10 @@ struct PrepareOptions {
   // (AlgorithmChoice::kCpuBlockedPointwise); such a conv no longer joins a
   // conv pair.
   bool blocked_pointwise = false;
+  // CPU only: a matrix product's constant B stored in column panels of this
+  // many columns, the target's f32 lanes (passes/packed_matmul_weights.h);
+  // 0: B as the model has it.
+  int64_t matmul_panel = 0;
 };
 
 // A model optimised and cut into fusion groups, each with its workload.

@@ -17,8 +17,9 @@ int64_t ElementsOf(const Value* v) {
 }
 
 // Floating-point operations of one node: 2 per multiply-add of the
-// contractions (MatMul, Gemm, Conv, ConvTranspose, kiln.BlockedConv,
-// kiln.Recurrence's state times weights), one per output element otherwise.
+// contractions (MatMul, Gemm, kiln.PackedMatMul, Conv, ConvTranspose,
+// kiln.BlockedConv, kiln.Recurrence's state times weights), one per output
+// element otherwise.
 double FlopsOf(const Node& n) {
   auto static_dims = [](const Value* v) {
     return v != nullptr && v->type().IsStatic() ? v->type().StaticDims() : std::vector<int64_t>{};
@@ -45,13 +46,14 @@ double FlopsOf(const Node& n) {
     if (xp.size() != 3 || rt.size() != 3) return 0;
     return 2.0 * static_cast<double>(xp[0] * xp[1] * rt[0]) * static_cast<double>(rt[1] * rt[2]);
   }
-  if (n.op_type() == "MatMul" || n.op_type() == "Gemm") {
+  const bool packed = n.op_type() == "PackedMatMul" && n.domain() == "kiln";
+  if (n.op_type() == "MatMul" || n.op_type() == "Gemm" || packed) {
     const Value* a = n.input(0);
     const Value* y = n.output(0);
     if (!a || !a->type().IsStatic() || !y->type().IsStatic()) return 0;
     std::vector<int64_t> ad = a->type().StaticDims();
     int64_t k = ad.empty() ? 1 : ad.back();
-    if (n.op_type() == "Gemm" && n.GetInt("transA", 0) && !ad.empty()) k = ad.front();
+    if ((n.op_type() == "Gemm" || packed) && n.GetInt("transA", 0) && !ad.empty()) k = ad.front();
     return 2.0 * static_cast<double>(ElementsOf(y)) * static_cast<double>(k);
   }
   return static_cast<double>(ElementsOf(n.output(0)));

@@ -17,6 +17,7 @@
 #include "compiler_core/passes/layer_norm_recognition.h"
 #include "compiler_core/passes/legacy_forms.h"
 #include "compiler_core/passes/live_tap_regions.h"
+#include "compiler_core/passes/packed_matmul_weights.h"
 #include "compiler_core/passes/pad_folding.h"
 #include "compiler_core/passes/pointwise_conv_as_matmul.h"
 #include "compiler_core/passes/rnn_recurrence.h"
@@ -48,18 +49,19 @@ PassPipeline DefaultOptimizationPipeline() {
   return p;
 }
 
-PassPipeline AlgorithmSelectionPipeline(AlgorithmChoice choice) {
+PassPipeline AlgorithmSelectionPipeline(AlgorithmChoice choice, int64_t matmul_panel) {
   PassPipeline p("algorithm_selection");
   p.Add(std::make_unique<LiveTapRegions>())
       .Add(std::make_unique<WinogradConvolution>())
       .Add(std::make_unique<PointwiseConvAsMatMul>())
-      .Add(std::make_unique<BlockedConvWeights>(choice == AlgorithmChoice::kCpuBlockedPointwise))
-      .Add(std::make_unique<DeadCodeElimination>());
+      .Add(std::make_unique<BlockedConvWeights>(choice == AlgorithmChoice::kCpuBlockedPointwise));
+  if (matmul_panel > 0) p.Add(std::make_unique<PackedMatMulWeights>(matmul_panel));
+  p.Add(std::make_unique<DeadCodeElimination>());
   return p;
 }
 
 absl::StatusOr<std::vector<PassRecord>> OptimizeGraph(Graph& graph, const PassPipelineOptions& options,
-                                                      AlgorithmChoice algorithms) {
+                                                      AlgorithmChoice algorithms, int64_t matmul_panel) {
   const PassPipeline pipeline = DefaultOptimizationPipeline();
   std::vector<PassRecord> all;
   for (int round = 0; round < kMaxOptimizationRounds; ++round) {
@@ -73,7 +75,7 @@ absl::StatusOr<std::vector<PassRecord>> OptimizeGraph(Graph& graph, const PassPi
     if (!changed) break;
   }
   if (algorithms == AlgorithmChoice::kNone) return all;
-  ASSIGN_OR_RETURN(std::vector<PassRecord> late, AlgorithmSelectionPipeline(algorithms).Run(graph, options));
+  ASSIGN_OR_RETURN(std::vector<PassRecord> late, AlgorithmSelectionPipeline(algorithms, matmul_panel).Run(graph, options));
   for (PassRecord& r : late) all.push_back(std::move(r));
   return all;
 }

@@ -3,6 +3,7 @@
 // until nothing changes.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -22,21 +23,24 @@ enum class AlgorithmChoice { kCpu, kCpuBlockedPointwise, kNone };
 
 // Run once after the default pipeline's fixed point: rewrites that pick an
 // algorithm for the CPU code generator (live_tap_regions,
-// winograd_convolution, pointwise_conv_as_matmul, blocked_conv_weights),
-// then dce. A GPU compile runs none: its convs are implicit GEMMs, whatever
-// their shape.
-PassPipeline AlgorithmSelectionPipeline(AlgorithmChoice choice = AlgorithmChoice::kCpu);
+// winograd_convolution, pointwise_conv_as_matmul, blocked_conv_weights, and
+// packed_matmul_weights where `matmul_panel` (the target's f32 lanes) is
+// set), then dce. A GPU compile runs none: its convs are implicit GEMMs,
+// whatever their shape.
+PassPipeline AlgorithmSelectionPipeline(AlgorithmChoice choice = AlgorithmChoice::kCpu, int64_t matmul_panel = 0);
 
 // Most rounds OptimizeGraph runs the pipeline.
 inline constexpr int kMaxOptimizationRounds = 4;
 
 // Runs DefaultOptimizationPipeline() on `graph` until a round changes nothing
 // (at most kMaxOptimizationRounds rounds), then
-// AlgorithmSelectionPipeline(algorithms) unless `algorithms` is kNone.
+// AlgorithmSelectionPipeline(algorithms, matmul_panel) unless `algorithms`
+// is kNone.
 // `graph` must be shape-inferred.
 // Returns the record of every pass run, in order. A pass error (the pass name
 // prefixed) or a verifier failure after a pass (INTERNAL) is returned as is.
 absl::StatusOr<std::vector<PassRecord>> OptimizeGraph(Graph& graph, const PassPipelineOptions& options,
-                                                      AlgorithmChoice algorithms = AlgorithmChoice::kCpu);
+                                                      AlgorithmChoice algorithms = AlgorithmChoice::kCpu,
+                                                      int64_t matmul_panel = 0);
 
 }  // namespace kiln

@@ -17,11 +17,15 @@
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
+#include "compiler_core/frontend/op_registry.h"
+#include "compiler_core/frontend/ops/matmul_panels.h"
 
 namespace kiln::loop_ir {
 namespace {
 
 constexpr int kMaxRank = 6;
+
+bool IsPackedMatMul(const Node& n) { return n.op_type() == "PackedMatMul" && n.domain() == kKilnDomain; }
 constexpr int64_t kMaxElements = int64_t{1} << 40;
 
 std::string DimsToString(const std::vector<int64_t>& d) {
@@ -75,8 +79,17 @@ absl::Status AnalyzeAnchor(const Node& node, const std::vector<std::vector<int64
         absl::StrCat("node ", node.name(), " (", node.op_type(), "): ", why));
   };
   const std::vector<int64_t>& a = in_dims[0];
-  const std::vector<int64_t>& b = in_dims[1];
-  if (node.op_type() == "Gemm") {
+  std::vector<int64_t> b = in_dims[1];
+  const bool packed = IsPackedMatMul(node);
+  if (packed) {  // Bp [P, K, L] holds B [K, n]: a Gemm with a 2-D A, else a MatMul
+    const int64_t n = node.GetInt("n", 0);
+    if (!ops::HoldsColumns(b, n)) {
+      return error(absl::StrCat("packed B ", DimsToString(b), " does not hold n=", n, " columns in [P, K, L] panels"));
+    }
+    spec->b_panel = b[2];
+    b = {b[1], n};
+  }
+  if (node.op_type() == "Gemm" || (packed && (a.size() == 2 || in_dims.size() > 2 || node.GetInt("transA", 0) != 0))) {
     if (a.size() != 2 || b.size() != 2) {
       return error(absl::StrCat("Gemm needs 2-D A and B, got ", DimsToString(a), " and ", DimsToString(b)));
     }
@@ -176,6 +189,15 @@ absl::StatusOr<MatMulSpec> AnalyzeMatMul(const Graph& workload) {
   const Node* anchor = nullptr;
   for (const auto& n : workload.nodes()) {
     const std::string& op = n->op_type();
+    if (IsPackedMatMul(*n)) {
+      if (anchor != nullptr) {
+        return absl::UnimplementedError(absl::StrCat("node ", n->name(), " (", op,
+                                                     "): a workload fuses at most one MatMul/Gemm (",
+                                                     anchor->name(), " is the first)"));
+      }
+      anchor = n.get();
+      continue;
+    }
     if (!n->domain().empty()) {
       return absl::UnimplementedError(absl::StrCat("node ", n->name(), ": operator ", n->domain(), ".", op,
                                                    " has no CPU codegen"));
@@ -236,7 +258,7 @@ absl::StatusOr<MatMulSpec> AnalyzeMatMul(const Graph& workload) {
     std::vector<Value*> inputs = node.inputs();
     while (!inputs.empty() && inputs.back() == nullptr) inputs.pop_back();
     if (is_anchor) {
-      size_t max_inputs = op == "Gemm" ? 3 : 2;
+      size_t max_inputs = op == "MatMul" ? 2 : 3;
       if (inputs.size() < 2 || inputs.size() > max_inputs) {
         return error(absl::StrCat("has ", inputs.size(), " inputs, want 2", max_inputs == 3 ? "..3" : ""));
       }
@@ -360,7 +382,7 @@ constexpr int64_t kPackManyRows = 256;
 
 // One row of A and B's columns contiguous: the row-streaming GEMV variant
 // applies.
-bool GemvApplies(const MatMulSpec& s) { return s.m == 1 && s.b_stride_n == 1; }
+bool GemvApplies(const MatMulSpec& s) { return s.m == 1 && s.b_panel == 0 && s.b_stride_n == 1; }
 
 // Columns a GEMV task may accumulate on its stack (32 KiB).
 constexpr int64_t kMaxGemvColumns = 8192;
@@ -368,7 +390,7 @@ constexpr int64_t kMaxGemvColumns = 8192;
 // One row of A and B's K contiguous (Gemm transB=1, weights [N, K] as a
 // Linear layer stores them): the dot-form GEMV (gv=2) applies: every output
 // column is a dot product of A's row with one contiguous row of B.
-bool GemvDotApplies(const MatMulSpec& s) { return s.m == 1 && s.b_stride_k == 1 && s.n > 1; }
+bool GemvDotApplies(const MatMulSpec& s) { return s.m == 1 && s.b_panel == 0 && s.b_stride_k == 1 && s.n > 1; }
 
 // Half of a GEMV's columns, in whole 16-column runs: two tasks.
 int64_t HalfColumns(int64_t n) { return CeilDiv(CeilDiv(n, 2), 16) * 16; }
@@ -724,7 +746,7 @@ MatMulTiling TileMatMul(const MatMulSpec& s, const ScheduleConfig& config, const
   t.row_blocks = CeilDiv(s.m, t.rows_per_task);
   t.col_blocks = std::max<int64_t>(1, CeilDiv(s.n, t.cols_per_task));
   t.num_tasks = s.num_batches() * t.row_blocks * t.col_blocks;
-  t.pack_floats = t.kc * t.cols_per_task;
+  t.pack_floats = s.b_panel > 0 ? 0 : t.kc * t.cols_per_task;
   t.cols_outer = t.kc == 0 && !t.gemv && !t.gemv_dot && t.cols_per_task > t.nb &&
                  std::min(t.rows_per_task, s.m) > t.mr && s.k * std::min(t.cols_per_task, s.n) * 4 > kColsOuterBytes;
   return t;
@@ -803,7 +825,7 @@ class MatMulBuilder {
     for (size_t j = 0; j < g_.outputs().size(); ++j) outs_.push_back(ge_.output_buffer(static_cast<int>(j)));
     if (t_.num_tasks <= 0) return absl::UnimplementedError(absl::StrCat("node ", anchor->name(), ": empty matmul"));
     nf_ = s_.n / t_.nb * t_.nb;
-    if (t_.kc > 0) packed_ = MakeBuffer("packed_b", {t_.pack_floats}, BufferRole::kTemp);
+    if (t_.pack_floats > 0) packed_ = MakeBuffer("packed_b", {t_.pack_floats}, BufferRole::kTemp);
 
     Expr a_off = I(0), b_off = I(0);
     batch_idx_ = MatMulBatchIndex(s_, V("batch"));
@@ -978,9 +1000,7 @@ class MatMulBuilder {
     // K loop: acc += A[m+i, k0+k] * B[k0+k, n+j].
     auto kstep = [&](const Expr& k) {
       Expr a = Load(a_, Add(Add(V("a_off"), Mul(mi, I(s_.a_stride_m))), Mul(Add(kp.k0, k), I(s_.a_stride_k))));
-      Expr b = packed_ != nullptr
-                   ? Load(packed_, Add(Add(panel, Mul(k, I(t_.nb))), V("j")))
-                   : Load(b_, Add(Add(V("b_off"), Mul(Add(kp.k0, k), I(s_.b_stride_k))), Mul(nj, I(s_.b_stride_n))));
+      Expr b = packed_ != nullptr ? Load(packed_, Add(Add(panel, Mul(k, I(t_.nb))), V("j"))) : BAt(kp.k0, k, nj);
       return each(Store(acc, acc_idx, Call("fma", {a, b, Load(acc, acc_idx)})));
     };
     int64_t ku = std::max<int64_t>(1, t_.ku);
@@ -1000,6 +1020,23 @@ class MatMulBuilder {
     ASSIGN_OR_RETURN(Stmt stores, FinalStores(v, mi, nj, out_idx));
     body.push_back(each(stores));
     return Allocate(acc, Block(std::move(body)));
+  }
+
+  // B[k, n] as the model stores it: at B's strides, or in its panels of
+  // b_panel columns (kiln.PackedMatMul). There a vector of a panel row is one
+  // contiguous load once the index simplification splits n by the panel
+  // width, which it does from the loop extents where n's other terms are
+  // multiples of it: the task's first column is spelt out for that (n0 is
+  // cb * cols_per_task, a multiple of nb).
+  // The row is k0 + k, k0 a K block's first: its offset is kept a term of
+  // its own, invariant in the block's loop (scaled as one sum, k0 + k, LLVM
+  // built each unrolled step's address anew and spilled accumulators).
+  Expr BAt(const Expr& k0, const Expr& k, const Expr& n) {
+    const int64_t p = s_.b_panel;
+    if (p == 0) return Load(b_, Add(Add(V("b_off"), Mul(Add(k0, k), I(s_.b_stride_k))), Mul(n, I(s_.b_stride_n))));
+    const Expr col = Substitute(n, "n0", Mul(V("cb"), I(t_.cols_per_task)));
+    const Expr panel = Add(Mul(Div(col, I(p)), I(s_.k * p)), Mul(k0, I(p)));
+    return Load(b_, Add(Add(panel, Mul(k, I(p))), Mod(col, I(p))));
   }
 
   // Every output at (mi, nj) (flat index out_idx) from the product v.

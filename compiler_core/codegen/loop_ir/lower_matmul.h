@@ -1,6 +1,7 @@
 // "matmul" workloads on loop IR: one MatMul/Gemm (batched, broadcast batch
-// dims, transA/transB, alpha/beta, C broadcast) followed by a fused
-// elementwise epilogue, f32. The lowering owns its schedule space:
+// dims, transA/transB, alpha/beta, C broadcast), or a kiln.PackedMatMul (B
+// in column panels: ops/matmul_panels.h), followed by a fused elementwise
+// epilogue, f32. The lowering owns its schedule space:
 //
 //   knob  meaning                                                  default
 //   mr    rows of the register block (1..12)                      ~8 (32 registers; else 6),
@@ -20,7 +21,9 @@
 //                                                                  1024 columns (dot form: any N)
 //   kc    K block; 0 or missing: no K blocking, B read in place;   0
 //         else B is packed per task and K block into a buffer of
-//         kc x columns-per-task floats (at most kMaxPackedBytes)
+//         kc x columns-per-task floats (at most kMaxPackedBytes);
+//         kiln.PackedMatMul's B, in panels since compile time, is
+//         read from them in place, K block by K block
 //   gv    1: the row-streaming GEMV variant (one row of A, B's     1 for one row and
 //         columns contiguous; mr = nr = 1, no kc): B is read row   B beyond kGemvStreamBytes
 //         after row, ku rows at a time, into a task's column
@@ -81,6 +84,11 @@ struct MatMulSpec {
   std::vector<int64_t> b_batch_strides;
   int64_t a_stride_m = 0, a_stride_k = 1;  // element strides inside one batch
   int64_t b_stride_k = 0, b_stride_n = 1;
+  // kiln.PackedMatMul: B [K, N] stored in column panels of this many
+  // columns, element (k, n) at (n / b_panel) * K * b_panel + k * b_panel +
+  // n % b_panel (ops/matmul_panels.h); the B strides then do not apply.
+  // 0: B at its strides.
+  int64_t b_panel = 0;
   bool has_c = false;
   int64_t c_stride_m = 0, c_stride_n = 0;  // C broadcast to [M, N]
   float alpha = 1.0f, beta = 1.0f;

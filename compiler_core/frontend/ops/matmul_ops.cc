@@ -1,6 +1,7 @@
 // Matrix products (codegen/loop_ir/lower_matmul.cc): MatMul (numpy batching
-// and broadcasting), Gemm (transA/transB, alpha, beta, C), and Einsum (the
-// reference interpreter only, so far).
+// and broadcasting), Gemm (transA/transB, alpha, beta, C), kiln.PackedMatMul
+// (either, with a constant B in column panels: made by a pass), and Einsum
+// (the reference interpreter only, so far).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "compiler_core/frontend/ops/einsum.h"
+#include "compiler_core/frontend/ops/matmul_panels.h"
 #include "compiler_core/frontend/ops/op_families.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
 #include "compiler_core/frontend/shape_inference.h"
@@ -328,6 +330,58 @@ OpDef GemmOp() {
 }
 
 // ---------------------------------------------------------------------------
+// kiln.PackedMatMul(A, Bp, C?): a MatMul or Gemm whose B [K, n] is stored in
+// column panels, Bp [P, K, L] (ops/matmul_panels.h), attribute n its columns.
+// With a 2-D A it is a Gemm of that B (transA, alpha, beta, C as Gemm's; no
+// transB); with a higher rank A, a MatMul (A's batches share B; no C, no
+// transA). Evaluated as the product it came from.
+
+// The MatMul or Gemm that `node` computes, given B's type or tensor.
+bool PackedIsGemm(const Node& node, size_t a_rank, size_t inputs) {
+  return a_rank == 2 || inputs > 2 || node.GetInt("transA", 0) != 0;
+}
+
+OpDef PackedMatMulOp() {
+  OpDef def;
+  def.op_type = "PackedMatMul";
+  def.domain = std::string(kKilnDomain);
+  def.min_inputs = 2;
+  def.max_inputs = 3;
+  def.attrs = {{"n", AttrKind::kInt}, {"alpha", AttrKind::kFloat}, {"beta", AttrKind::kFloat},
+               {"transA", AttrKind::kInt}};
+  def.validate = [](const Node& node) -> absl::Status {
+    if (!node.has_attr("n") || node.GetInt("n", 0) < 1) {
+      return absl::InvalidArgumentError("attribute 'n' (B's columns) is required and must be >= 1");
+    }
+    const int64_t ta = node.GetInt("transA", 0);
+    if (ta != 0 && ta != 1) return absl::InvalidArgumentError(absl::StrCat("attribute 'transA' must be 0 or 1, got ", ta));
+    return absl::OkStatus();
+  };
+  def.infer = [](const Node& node, const InputTypes& in) -> absl::StatusOr<std::vector<TensorType>> {
+    RETURN_IF_ERROR(RequireF32(node, in));
+    const TensorType& bp = *in[1];
+    const int64_t n = node.GetInt("n", 0);
+    if (!bp.IsStatic() || !HoldsColumns(bp.StaticDims(), n)) {
+      return absl::InvalidArgumentError(absl::StrCat("packed B ", bp.ToString(), " must be static [P, K, L] with ",
+                                                     "(P - 1) * L < n <= P * L for n=", n));
+    }
+    const TensorType b = MakeType(DType::kFloat32, {Dim::Static(bp.StaticDims()[1]), Dim::Static(n)});
+    InputTypes product_in = in;
+    product_in[1] = &b;
+    if (PackedIsGemm(node, in[0]->rank(), in.size())) return GemmOp().infer(node, product_in);
+    return MatMulOp().infer(node, product_in);
+  };
+  def.eval = [](const Node& node, const InputTensors& in, std::vector<Tensor>& out) -> absl::Status {
+    const Tensor b = UnpackMatMulColumns(*in[1], node.GetInt("n", 0));
+    InputTensors product_in = in;
+    product_in[1] = &b;
+    if (PackedIsGemm(node, in[0]->dims().size(), in.size())) return GemmOp().eval(node, product_in, out);
+    return MatMulOp().eval(node, product_in, out);
+  };
+  return def;
+}
+
+// ---------------------------------------------------------------------------
 // Einsum over explicit labels (a-z, A-Z) with at most one "..." per term
 // (broadcast across operands, right-aligned). Without "->" the output is the
 // ellipsis dims then the labels that occur once, in alphabetical order. Labels
@@ -433,6 +487,7 @@ OpDef EinsumOp() {
 void RegisterMatMulOps(std::vector<OpDef>* defs) {
   defs->push_back(WithClass(OpClass::kAnchor, MatMulOp()));
   defs->push_back(WithClass(OpClass::kAnchor, GemmOp()));
+  defs->push_back(WithClass(OpClass::kAnchor, PackedMatMulOp()));
   defs->push_back(WithClass(OpClass::kOpaque, EinsumOp()));
 }
 

@@ -119,13 +119,24 @@ std::vector<ScheduleConfig> ColumnGemvPoints(const MatMulSpec& s) {
   return out;
 }
 
+// The CPU's analysis, less kiln.PackedMatMul: its B panels are a CPU
+// layout (the pass that makes them runs for CPU targets only).
+absl::StatusOr<MatMulSpec> AnalyzeGpuMatMul(const Graph& g) {
+  ASSIGN_OR_RETURN(MatMulSpec s, AnalyzeMatMul(g));
+  if (s.b_panel > 0) {
+    return absl::UnimplementedError(absl::StrCat("node ", s.anchor->name(),
+                                                 ": kiln.PackedMatMul's column panels are a CPU layout"));
+  }
+  return s;
+}
+
 int64_t MaxTiledVw(const MatMulSpec& s) {
   const Layout l = LayoutOf(s);
   return std::max(l.a_vw, l.b_vw);
 }
 
 std::vector<ScheduleConfig> Enumerate(const Graph& g, const GpuTarget&) {
-  absl::StatusOr<MatMulSpec> s = AnalyzeMatMul(g);
+  absl::StatusOr<MatMulSpec> s = AnalyzeGpuMatMul(g);
   if (!s.ok()) return {};
   std::vector<ScheduleConfig> out;
   for (const GemmTile& t : EnumerateGemmTiles(ShapeOf(*s), MaxTiledVw(*s))) {
@@ -146,7 +157,7 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const GpuTarget&) {
 // thread that still make kDefaultGpuSms blocks. Otherwise the tiled GEMM's
 // default (gemm_tiling.h).
 ScheduleConfig Default(const Graph& g, const GpuTarget& target) {
-  absl::StatusOr<MatMulSpec> s = AnalyzeMatMul(g);
+  absl::StatusOr<MatMulSpec> s = AnalyzeGpuMatMul(g);
   if (!s.ok()) return {};
   const int64_t batches = s->num_batches();
   ScheduleConfig c;
@@ -175,7 +186,7 @@ ScheduleConfig Default(const Graph& g, const GpuTarget& target) {
 }
 
 absl::Status Validate(const Graph& g, const ScheduleConfig& c, const GpuTarget&) {
-  ASSIGN_OR_RETURN(MatMulSpec s, AnalyzeMatMul(g));
+  ASSIGN_OR_RETURN(MatMulSpec s, AnalyzeGpuMatMul(g));
   const int64_t gv = c.Get("gv", 0);
   auto bad = [&](const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat("schedule ", c.ToString(), ": ", why, " (", What(s), ")"));
@@ -377,7 +388,7 @@ class MatMulKernels {
 };
 
 absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& c, const GpuTarget& target) {
-  ASSIGN_OR_RETURN(MatMulSpec s, AnalyzeMatMul(g));
+  ASSIGN_OR_RETURN(MatMulSpec s, AnalyzeGpuMatMul(g));
   RETURN_IF_ERROR(Validate(g, c, target));
   if (s.num_batches() == 0 || s.m == 0 || s.n == 0) {
     return absl::UnimplementedError(absl::StrCat(What(s), ": empty output"));

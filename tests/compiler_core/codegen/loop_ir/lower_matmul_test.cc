@@ -13,6 +13,7 @@
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
 #include "compiler_core/codegen/loop_ir/lower_matmul.h"
 #include "compiler_core/frontend/interpreter.h"
+#include "compiler_core/frontend/op_registry.h"
 #include "tests/compiler_core/codegen/loop_ir/lowering_testing.h"
 
 namespace kiln::loop_ir {
@@ -281,6 +282,81 @@ TEST(MatMulLoweringTest, PackedKBlocksWithTails) {
   packed.resize(std::min<size_t>(packed.size(), 5));
   packed.push_back(DefaultSchedule(*g, Host()));
   CheckAgainstInterpreter(*g, packed);
+}
+
+// kiln.PackedMatMul(a, bp[P, K, lanes], c?) with attributes `attrs` (n = N
+// set here), then `epilogue` (a Relu or nothing). Bp's lanes past N hold
+// random floats, as a workload input does: no kernel may read them.
+std::unique_ptr<Graph> PackedGraph(const Ints& a, int64_t k, int64_t n, int64_t lanes, const Ints& c, Attrs attrs,
+                                   bool relu) {
+  Builder gb;
+  std::vector<Value*> ins = {gb.Input(a), gb.Input({(n + lanes - 1) / lanes, k, lanes})};
+  if (!c.empty()) ins.push_back(gb.Input(c));
+  attrs["n"] = n;
+  Value* y = gb.Op("PackedMatMul", ins, attrs, std::string(kKilnDomain));
+  return gb.Finish({relu ? gb.Op("Relu", {y}) : y});
+}
+
+// B in column panels of the host's lanes (the packed_matmul_weights pass):
+// MatMul and Gemm forms, panel tails, A's batches folded into rows, Gemm's
+// transA, alpha, beta and C, K blocks; no GEMV variant applies.
+TEST(MatMulLoweringTest, PackedPanelsOfB) {
+  const int64_t lanes = Host().FloatLanes();
+  struct PackedCase {
+    Ints a;
+    int64_t k, n;
+    Ints c;
+    Attrs attrs;
+  };
+  for (const PackedCase& pc : std::vector<PackedCase>{
+           {{23, 19}, 19, 41, {}, {}},
+           {{2, 11, 19}, 19, 3 * lanes, {}, {}},
+           {{3, 1, 7}, 7, lanes + 1, {}, {}},
+           {{13, 5}, 13, 19, {5, 1}, {{"transA", int64_t{1}}, {"alpha", 0.5f}, {"beta", 2.0f}}},
+           {{9, 17}, 17, 2 * lanes - 3, {2 * lanes - 3}, {}}}) {
+    auto g = PackedGraph(pc.a, pc.k, pc.n, lanes, pc.c, pc.attrs, pc.c.empty());
+    absl::StatusOr<MatMulSpec> spec = AnalyzeMatMul(*g);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    EXPECT_EQ(spec->b_panel, lanes);
+    EXPECT_EQ(spec->n, pc.n);
+    CheckAgainstInterpreter(*g, RandomPoints(*g, Host(), 6, 11));
+  }
+  // B larger than 1 MiB and more than 64 rows: K blocks, read from the panels in place.
+  auto big = PackedGraph({67, 300}, 300, 901, lanes, {}, {}, true);
+  std::vector<ScheduleConfig> blocked;
+  for (const ScheduleConfig& c : EnumerateSchedules(*big, Host())) {
+    EXPECT_EQ(c.Get("gv", 0), 0) << c.ToString();
+    if (c.Get("kc", 0) > 0) blocked.push_back(c);
+  }
+  ASSERT_FALSE(blocked.empty());
+  std::mt19937 rng(12);
+  std::shuffle(blocked.begin(), blocked.end(), rng);
+  blocked.resize(std::min<size_t>(blocked.size(), 4));
+  CheckAgainstInterpreter(*big, blocked);
+  // One row of A: no GEMV points either, the tiles read the panels.
+  auto row = PackedGraph({1, 300}, 300, 901, lanes, {}, {}, false);
+  for (const ScheduleConfig& c : EnumerateSchedules(*row, Host())) EXPECT_EQ(c.Get("gv", 0), 0) << c.ToString();
+  CheckAgainstInterpreter(*row, RandomPoints(*row, Host(), 3, 13));
+}
+
+// A panel row's vector is one contiguous load, in K blocks too: no gather and
+// no index vector in the optimised IR for AVX2 and AVX-512 (panels of each
+// one's lanes), K unrolled or not.
+TEST(MatMulLoweringTest, PackedPanelsAreReadAsWholeVectors) {
+  for (const std::string cpu : {"x86-64-v3", "znver4"}) {
+    absl::StatusOr<CpuTarget> target = CpuTarget::Named(cpu);
+    ASSERT_TRUE(target.ok()) << target.status();
+    auto g = PackedGraph({64, 192}, 192, 768, target->FloatLanes(), {}, {}, true);
+    for (const std::string config : {"ku=4,mr=6,nr=2", "ku=1,mr=6,nr=2,nc=256", "ku=4,mr=4,nr=3,kc=64"}) {
+      absl::StatusOr<ScheduleConfig> c = ScheduleConfig::Parse(config);
+      ASSERT_TRUE(c.ok()) << c.status();
+      auto kernel = JitCompile(*g, *c, *target);
+      ASSERT_TRUE(kernel.ok()) << kernel.status();
+      const std::string& ir = (*kernel)->llvm_ir();
+      EXPECT_EQ(ir.find("gather"), std::string::npos) << cpu << " " << config << "\n" << ir;
+      EXPECT_EQ(ir.find(" x i64>"), std::string::npos) << cpu << " " << config << "\n" << ir;
+    }
+  }
 }
 
 }  // namespace
