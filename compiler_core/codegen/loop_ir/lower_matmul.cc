@@ -189,20 +189,12 @@ absl::StatusOr<MatMulSpec> AnalyzeMatMul(const Graph& workload) {
   const Node* anchor = nullptr;
   for (const auto& n : workload.nodes()) {
     const std::string& op = n->op_type();
-    if (IsPackedMatMul(*n)) {
-      if (anchor != nullptr) {
-        return absl::UnimplementedError(absl::StrCat("node ", n->name(), " (", op,
-                                                     "): a workload fuses at most one MatMul/Gemm (",
-                                                     anchor->name(), " is the first)"));
-      }
-      anchor = n.get();
-      continue;
-    }
-    if (!n->domain().empty()) {
+    const bool product = IsPackedMatMul(*n) || (n->domain().empty() && (op == "MatMul" || op == "Gemm"));
+    if (!product && !n->domain().empty()) {
       return absl::UnimplementedError(absl::StrCat("node ", n->name(), ": operator ", n->domain(), ".", op,
                                                    " has no CPU codegen"));
     }
-    if (op == "MatMul" || op == "Gemm") {
+    if (product) {
       if (anchor != nullptr) {
         return absl::UnimplementedError(absl::StrCat("node ", n->name(), " (", op,
                                                      "): a workload fuses at most one MatMul/Gemm (",
