@@ -10,8 +10,9 @@
 // with the Gemm's transA, alpha and beta. The CPU's matmul kernel then reads
 // each register tile's B vectors front to back from its panels where it
 // read them from B's rows, N floats apart, or packed them into panels in
-// every run (Zen 3, 1 thread: LeViT's 49 x 256 by 256 x 1280 read in place
-// 0.58 ms, packed in each run 0.60, from panels made at compile time 0.34).
+// every run (Zen 3, 1 thread, in the model: LeViT's 49 x 256 by 256 x 1280
+// read in place 0.48 ms, from panels made at compile time 0.38; packed in
+// every run it had measured 0.60 against 0.58 in place).
 // A product of one row (a GEMV, which streams B however it is stored) or of
 // fewer columns than one panel stays as it is. Runs once after the
 // optimisation fixed point, after the pointwise-conv rewrite (whose Gemms

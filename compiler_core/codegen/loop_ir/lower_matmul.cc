@@ -24,9 +24,9 @@ namespace kiln::loop_ir {
 namespace {
 
 constexpr int kMaxRank = 6;
+constexpr int64_t kMaxElements = int64_t{1} << 40;
 
 bool IsPackedMatMul(const Node& n) { return n.op_type() == "PackedMatMul" && n.domain() == kKilnDomain; }
-constexpr int64_t kMaxElements = int64_t{1} << 40;
 
 std::string DimsToString(const std::vector<int64_t>& d) {
   return absl::StrCat("[", absl::StrJoin(d, ","), "]");
@@ -89,7 +89,8 @@ absl::Status AnalyzeAnchor(const Node& node, const std::vector<std::vector<int64
     spec->b_panel = b[2];
     b = {b[1], n};
   }
-  if (node.op_type() == "Gemm" || (packed && (a.size() == 2 || in_dims.size() > 2 || node.GetInt("transA", 0) != 0))) {
+  if (node.op_type() == "Gemm" ||
+      (packed && ops::PackedProductIsGemm(a.size(), in_dims.size() > 2, node.GetInt("transA", 0) != 0))) {
     if (a.size() != 2 || b.size() != 2) {
       return error(absl::StrCat("Gemm needs 2-D A and B, got ", DimsToString(a), " and ", DimsToString(b)));
     }
@@ -1014,15 +1015,15 @@ class MatMulBuilder {
     return Allocate(acc, Block(std::move(body)));
   }
 
-  // B[k, n] as the model stores it: at B's strides, or in its panels of
-  // b_panel columns (kiln.PackedMatMul). There a vector of a panel row is one
-  // contiguous load once the index simplification splits n by the panel
-  // width, which it does from the loop extents where n's other terms are
-  // multiples of it: the task's first column is spelt out for that (n0 is
-  // cb * cols_per_task, a multiple of nb).
-  // The row is k0 + k, k0 a K block's first: its offset is kept a term of
-  // its own, invariant in the block's loop (scaled as one sum, k0 + k, LLVM
-  // built each unrolled step's address anew and spilled accumulators).
+  // B[k0 + k, n] as the model stores it, k0 a K block's first row: at B's
+  // strides, or in its panels of b_panel columns (kiln.PackedMatMul). There
+  // a vector of a panel row is one contiguous load once the index
+  // simplification splits n by the panel width, which it does from the loop
+  // extents where n's other terms are multiples of it: the task's first
+  // column is spelt out for that (n0 is cb * cols_per_task, a multiple of
+  // nb). k0's offset is a term of its own, invariant in the block's loop
+  // (scaled as one sum, k0 + k, LLVM built each unrolled step's address anew
+  // and spilled accumulators).
   Expr BAt(const Expr& k0, const Expr& k, const Expr& n) {
     const int64_t p = s_.b_panel;
     if (p == 0) return Load(b_, Add(Add(V("b_off"), Mul(Add(k0, k), I(s_.b_stride_k))), Mul(n, I(s_.b_stride_n))));

@@ -336,9 +336,8 @@ OpDef GemmOp() {
 // transB); with a higher rank A, a MatMul (A's batches share B; no C, no
 // transA). Evaluated as the product it came from.
 
-// The MatMul or Gemm that `node` computes, given B's type or tensor.
 bool PackedIsGemm(const Node& node, size_t a_rank, size_t inputs) {
-  return a_rank == 2 || inputs > 2 || node.GetInt("transA", 0) != 0;
+  return PackedProductIsGemm(a_rank, inputs > 2, node.GetInt("transA", 0) != 0);
 }
 
 OpDef PackedMatMulOp() {
@@ -354,7 +353,9 @@ OpDef PackedMatMulOp() {
       return absl::InvalidArgumentError("attribute 'n' (B's columns) is required and must be >= 1");
     }
     const int64_t ta = node.GetInt("transA", 0);
-    if (ta != 0 && ta != 1) return absl::InvalidArgumentError(absl::StrCat("attribute 'transA' must be 0 or 1, got ", ta));
+    if (ta != 0 && ta != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("attribute 'transA' must be 0 or 1, got ", ta));
+    }
     return absl::OkStatus();
   };
   def.infer = [](const Node& node, const InputTypes& in) -> absl::StatusOr<std::vector<TensorType>> {

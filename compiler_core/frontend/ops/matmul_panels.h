@@ -13,6 +13,7 @@
 // time; the interpreter evaluates the product through the B it came from.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -25,6 +26,11 @@ Tensor PackMatMulColumns(const Tensor& b, int64_t lanes, bool transposed);
 
 // B [K, n] from Bp [P, K, L] (the inverse of PackMatMulColumns).
 Tensor UnpackMatMulColumns(const Tensor& bp, int64_t n);
+
+// Whether a kiln.PackedMatMul is a Gemm (A 2-D, or a C, or transA) rather
+// than a MatMul whose batches of A share B: the interpreter and the CPU
+// lowering read it by this one rule.
+inline bool PackedProductIsGemm(size_t a_rank, bool has_c, bool trans_a) { return a_rank == 2 || has_c || trans_a; }
 
 // Whether Bp's dims [P, K, L] hold a B of n columns: rank 3, L >= 1, and n
 // within the last panel ((P - 1) * L < n <= P * L).
