@@ -75,7 +75,8 @@ absl::StatusOr<std::vector<PassRecord>> OptimizeGraph(Graph& graph, const PassPi
     if (!changed) break;
   }
   if (algorithms == AlgorithmChoice::kNone) return all;
-  ASSIGN_OR_RETURN(std::vector<PassRecord> late, AlgorithmSelectionPipeline(algorithms, matmul_panel).Run(graph, options));
+  ASSIGN_OR_RETURN(std::vector<PassRecord> late,
+                   AlgorithmSelectionPipeline(algorithms, matmul_panel).Run(graph, options));
   for (PassRecord& r : late) all.push_back(std::move(r));
   return all;
 }

@@ -43,7 +43,8 @@ absl::StatusOr<bool> Rewrite(Graph& graph, Node* n, int64_t lanes) {
   NodeBuilder nb(graph, name);
   inputs[1] = nb.Constant(ops::PackMatMulColumns(bt, lanes, transposed));
   graph.RemoveNode(n);
-  RETURN_IF_ERROR(graph.AddNode("PackedMatMul", name, std::move(inputs), {y}, attrs, std::string(kKilnDomain)).status());
+  const std::string domain(kKilnDomain);
+  RETURN_IF_ERROR(graph.AddNode("PackedMatMul", name, std::move(inputs), {y}, attrs, domain).status());
   return true;
 }
 

@@ -11,7 +11,7 @@ Tensor PackMatMulColumns(const Tensor& b, int64_t lanes, bool transposed) {
   float* dst = bp.data<float>();
   for (int64_t r = 0; r < k; ++r) {
     for (int64_t c = 0; c < n; ++c) {
-      dst[(c / lanes * k + r) * lanes + c % lanes] = src[transposed ? c * k + r : r * n + c];
+      dst[PanelOffset(k, lanes, r, c)] = src[transposed ? c * k + r : r * n + c];
     }
   }
   return bp;
@@ -23,7 +23,7 @@ Tensor UnpackMatMulColumns(const Tensor& bp, int64_t n) {
   const float* src = bp.data<float>();
   float* dst = b.data<float>();
   for (int64_t r = 0; r < k; ++r) {
-    for (int64_t c = 0; c < n; ++c) dst[r * n + c] = src[(c / lanes * k + r) * lanes + c % lanes];
+    for (int64_t c = 0; c < n; ++c) dst[r * n + c] = src[PanelOffset(k, lanes, r, c)];
   }
   return b;
 }

@@ -21,6 +21,12 @@
 
 namespace kiln::ops {
 
+// Bp's flat offset of B's element (r, c), its panels `lanes` wide over K
+// rows.
+inline int64_t PanelOffset(int64_t k, int64_t lanes, int64_t r, int64_t c) {
+  return (c / lanes * k + r) * lanes + c % lanes;
+}
+
 // Bp [ceil(N / lanes), K, lanes] from f32 B [K, N] (transposed: B [N, K]).
 Tensor PackMatMulColumns(const Tensor& b, int64_t lanes, bool transposed);
 

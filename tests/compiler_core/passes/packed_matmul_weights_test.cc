@@ -126,7 +126,8 @@ TEST(PackedMatMulWeightsTest, CompilesToOneMatMulGroupForCpusOnly) {
     EXPECT_EQ(prepared->partition.groups[0].kind, "matmul");
     EXPECT_EQ(testing::OpSequence(*prepared->workloads[0].graph), "PackedMatMul,Relu");
     const int64_t lanes = target->cpu().FloatLanes();
-    EXPECT_EQ(prepared->graph->nodes().front()->input(1)->type().StaticDims(), (Ints{(200 + lanes - 1) / lanes, 256, lanes}));
+    EXPECT_EQ(prepared->graph->nodes().front()->input(1)->type().StaticDims(),
+              (Ints{(200 + lanes - 1) / lanes, 256, lanes}));
     EXPECT_TRUE(CheckCompilable(*prepared, *target).ok()) << CheckCompilable(*prepared, *target);
   }
   absl::StatusOr<Target> gpu = Target::Named("cuda:sm_90");
