@@ -79,7 +79,7 @@ def ort_profile(model, feed, threads, repeat):
 
 
 def onnx_node_of(ort_name):
-    base = re.sub(r"(_output_0)?(_nchwc)?$", "", ort_name)
+    base = re.sub(r"(_output_0)?(:\d+)?(_nchwc)?$", "", ort_name)
     base = re.sub(r"/[A-Za-z]+Fusion/?$", "", base)
     return re.sub(r"_token_\d+$", "", base)
 

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -736,6 +738,15 @@ ScheduleConfig DefaultBlocked(const std::vector<ScheduleConfig>& space, const Co
   return BestBy(space, score);
 }
 
+// Whether every node of the epilogue is a few vector instructions a value:
+// no division, no exponential or other polynomial.
+bool CheapEpilogue(const Graph& g, const ConvForm& f) {
+  static const std::set<std::string> kCheap = {"Relu", "Clip", "LeakyRelu", "PRelu", "Add", "Sub", "Mul", "Max",
+                                               "Min", "Neg", "Abs", "HardSigmoid", "HardSwish", "Identity"};
+  return std::all_of(g.nodes().begin(), g.nodes().end(),
+                     [&](const auto& n) { return n.get() == f.conv || kCheap.count(n->op_type()) != 0; });
+}
+
 // Whether a depthwise conv's default is the row variant (dw=2) rather than
 // the plane variant (dw=1): output rows of 4 of the target's vectors or
 // more, at stride 1 or at stride 2 with windows of up to 3 columns. Zen 3,
@@ -747,10 +758,17 @@ ScheduleConfig DefaultBlocked(const std::vector<ScheduleConfig>& space, const Co
 // the planes once: 5x5 stride 2 onto 28x28 0.355 against 0.223. Onto
 // 28x28 (3.5 vectors) 3x3 stride 2 measured 0.103 against 0.115 and 7x7
 // 0.234 against 0.296, but 5x5 0.294 against 0.271; onto 14x14 and 7x7
-// the planes win (0.035 against 0.048, 0.038 against 0.049).
-bool DepthwiseRowsPay(const ConvForm& f, const CpuTarget& target) {
-  return !f.geo.three_d && (f.geo.sw == 1 || (f.geo.sw == 2 && f.geo.kw <= 3)) &&
-         f.geo.ow >= 4 * target.FloatLanes();
+// the planes win (0.035 against 0.048, 0.038 against 0.049). At stride 2
+// only under an epilogue of a few instructions (CheapEpilogue): the
+// de-interleaving shuffles and a sigmoid's divide share ports, where the
+// planes shuffle in a loop of their own and apply the epilogue in another
+// (Zen 3, 3x3 stride 2 over 96 channels onto 56x56 under x * sigmoid(x),
+// EfficientNet-B0's: 0.50 ms in rows, 0.39 in planes; under Clip,
+// MobileNetV2's: 0.27 against 0.38; at stride 1 under x * sigmoid(x) the
+// two are within 15%, rows ahead).
+bool DepthwiseRowsPay(const Graph& g, const ConvForm& f, const CpuTarget& target) {
+  const bool stride2_pays = f.geo.sw == 2 && f.geo.kw <= 3 && CheapEpilogue(g, f);
+  return !f.geo.three_d && (f.geo.sw == 1 || stride2_pays) && f.geo.ow >= 4 * target.FloatLanes();
 }
 
 // Pointwise convs: the pointwise variant, widest vectors, a pixel tail
@@ -875,7 +893,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   // Depthwise: the row variant where DepthwiseRowsPay, at the target's
   // widest vector, 4 vectors a block at stride 1 and 1 at stride 2; else the
   // plane variant.
-  const int64_t want_dw = f.ok() && IsDepthwise(*f) && DepthwiseRowsPay(*f, target) ? 2 : 1;
+  const int64_t want_dw = f.ok() && IsDepthwise(*f) && DepthwiseRowsPay(g, *f, target) ? 2 : 1;
   auto dw_score = [&](const ScheduleConfig& c) {
     const int64_t dw = c.Get("dw", 0);
     if (dw == 0) return std::make_tuple(int64_t{0}, false, false, int64_t{0}, int64_t{0});

@@ -348,8 +348,8 @@ TEST(ConvLoweringTest, DepthwisePlaneVariantEveryPoint) {
 // (unequal too), asymmetric pads, dilation, 5x5 windows, two images, bias
 // and an epilogue; a channel multiplier has no row points. The default takes
 // it on rows of 4 vectors or more (stride 1: blocks of 4 vectors; stride 2,
-// windows of 3 columns: of 1), the plane variant on narrower rows and wider
-// stride-2 windows.
+// windows of 3 columns under a cheap epilogue: of 1), the plane variant on
+// narrower rows, wider stride-2 windows and stride 2 under a sigmoid.
 TEST(ConvLoweringTest, DepthwiseRowVariantReadsTheInputInPlace) {
   const CpuTarget target = CpuTarget::Host();
   const int64_t lanes = target.FloatLanes();
@@ -400,6 +400,12 @@ TEST(ConvLoweringTest, DepthwiseRowVariantReadsTheInputInPlace) {
   ScheduleConfig d2 = DefaultSchedule(*wide2, target);
   EXPECT_EQ(d2.Get("dw", 0), 2) << d2.ToString();
   EXPECT_EQ(d2.Get("ur", 0), 1) << d2.ToString();
+  auto relu2 = ConvGraph({1, 16, 12, 8 * lanes}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Relu");
+  EXPECT_EQ(DefaultSchedule(*relu2, target).Get("dw", 0), 2);
+  auto sigmoid2 = ConvGraph({1, 16, 12, 8 * lanes}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Sigmoid");
+  EXPECT_EQ(DefaultSchedule(*sigmoid2, target).Get("dw", 0), 1);
+  auto sigmoid1 = ConvGraph({1, 16, 12, 4 * lanes}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16, true, "Sigmoid");
+  EXPECT_EQ(DefaultSchedule(*sigmoid1, target).Get("dw", 0), 2);
   auto narrow = ConvGraph({1, 16, 14, 3 * lanes + 4}, 16, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 16);
   EXPECT_EQ(DefaultSchedule(*narrow, target).Get("dw", 0), 1);
   auto wide5 = ConvGraph({1, 16, 12, 8 * lanes}, 16, {5, 5}, {2, 2}, {2, 2, 2, 2}, {1, 1}, 16);
