@@ -27,8 +27,7 @@ int64_t BlockFor(const Node& n, const Value& x, const std::vector<int64_t>& wd, 
   absl::StatusOr<ops::Window> win = ops::ForwardWindow(n, x.type(), 0, {wd[2], wd[3]}, true);
   if (!win.ok()) return 0;
   if (wd[2] == 1 && wd[3] == 1) {
-    const bool blocks = pointwise && group == 1 && IsPointwiseWindow(*win) && wd[0] % ops::kPointwiseWeightBlock == 0;
-    return blocks ? ops::kPointwiseWeightBlock : 0;
+    return pointwise && group == 1 && IsPointwiseWindow(*win) ? ops::PointwiseWeightBlock(wd[0]) : 0;
   }
   if ((wd[0] / group) % kConvWeightBlock != 0) return 0;
   const int64_t oh = win->out[0], ow = win->out[1];

@@ -33,6 +33,13 @@ Tensor BlockConvWeights(const Tensor& w, int64_t block) {
   return wb;
 }
 
+int64_t PointwiseWeightBlock(int64_t k) {
+  for (int64_t b : {kPointwiseWeightBlock, int64_t{6}, int64_t{5}, int64_t{3}}) {
+    if (k % b == 0) return b;
+  }
+  return 0;
+}
+
 int64_t PointwiseWeightChunk(int64_t c, int64_t k) {
   if (c <= 256 || k * 32 > kMaxConvPackFloats / 2) return c;
   for (int64_t l = 128; l >= 16; --l) {

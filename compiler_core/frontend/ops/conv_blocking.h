@@ -43,6 +43,12 @@ inline constexpr int64_t kConvWeightBlock = 16;
 // per weight chunk (above).
 inline constexpr int64_t kPointwiseWeightBlock = 4;
 
+// B for a pointwise conv of k output channels: kPointwiseWeightBlock where
+// it divides k, else the first of 6, 5 and 3 that does (detection heads:
+// 546 = 91 classes x 6 anchors, 255 = 3 x 85), the pointwise kernel's
+// channel blocks for such k; 0 where none does (the conv keeps W).
+int64_t PointwiseWeightBlock(int64_t k);
+
 // Wb from f32 W [K, C/group, k...] with K % block == 0.
 Tensor BlockConvWeights(const Tensor& w, int64_t block);
 

@@ -76,7 +76,7 @@ TEST(BlockedConvWeightsTest, LeavesTheOthers) {
 }
 
 // With `pointwise`: 1x1 unit-stride unpadded convs of one group whose
-// output channels are whole blocks of 4, chunked by input channel
+// output channels are whole blocks of 4 (else of 6, 5 or 3), chunked by input channel
 // (PointwiseWeightChunk: every channel up to 256, else a divisor up to 128),
 // with the interpreter's numbers unchanged; the others stay.
 TEST(BlockedConvWeightsTest, BlocksPointwiseConvsInChunksOfInputChannels) {
@@ -87,7 +87,10 @@ TEST(BlockedConvWeightsTest, BlocksPointwiseConvsInChunksOfInputChannels) {
   for (const Blocked& b : std::vector<Blocked>{
            {{.c = 24, .k = 32, .attrs = {}, .kernel = 1}, {1, 8, 24, 1, 1, 4}},
            {{.c = 728, .k = 8, .h = 5, .w = 5, .attrs = {}, .kernel = 1}, {7, 2, 104, 1, 1, 4}},
-           {{.c = 300, .k = 12, .h = 3, .w = 3, .attrs = {}, .kernel = 1, .bias = false}, {3, 3, 100, 1, 1, 4}}}) {
+           {{.c = 300, .k = 12, .h = 3, .w = 3, .attrs = {}, .kernel = 1, .bias = false}, {3, 3, 100, 1, 1, 4}},
+           {{.c = 24, .k = 30, .attrs = {}, .kernel = 1}, {1, 5, 24, 1, 1, 6}},
+           {{.c = 16, .k = 25, .attrs = {}, .kernel = 1}, {1, 5, 16, 1, 1, 5}},
+           {{.c = 16, .k = 21, .attrs = {}, .kernel = 1}, {1, 7, 16, 1, 1, 3}}}) {
     SCOPED_TRACE(absl::StrCat("c=", b.c.c, " k=", b.c.k));
     auto g = Build(b.c);
     auto original = g->Clone();
@@ -98,7 +101,7 @@ TEST(BlockedConvWeightsTest, BlocksPointwiseConvsInChunksOfInputChannels) {
   }
   EXPECT_FALSE(Rewrite(*Build({.attrs = {}, .kernel = 1})));  // not asked
   const std::vector<Case> stay = {
-      {.k = 30, .attrs = {}, .kernel = 1},                                       // not whole blocks of 4
+      {.k = 14, .attrs = {}, .kernel = 1},                                       // not whole blocks of 4, 6, 5 or 3
       {.c = 16, .k = 32, .attrs = {{"group", int64_t{2}}}, .kernel = 1},         // two groups
       {.attrs = {{"strides", std::vector<int64_t>{2, 2}}}, .kernel = 1},        // strided
       {.attrs = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, .kernel = 1},     // padded

@@ -48,14 +48,15 @@ inline std::unique_ptr<Graph> BlockedConvGraph(Ints x, int64_t k, Ints kernel, I
   return b.Finish({b.Op("Relu", {y})});
 }
 
-// A pointwise kiln.BlockedConv(x, wb[c/chunk, k/4, chunk, 1, 1, 4], bias[k])
-// (2-D, one group), then `epilogue` (a unary op) when given: the weights as
-// the blocked_conv_weights pass lays out a pointwise conv's.
+// A pointwise kiln.BlockedConv(x, wb[c/chunk, k/B, chunk, 1, 1, B], bias[k])
+// with B = `block` (2-D, one group), then `epilogue` (a unary op) when
+// given: the weights as the blocked_conv_weights pass lays out a pointwise
+// conv's.
 inline std::unique_ptr<Graph> BlockedPointwiseGraph(Ints x, int64_t k, int64_t chunk,
-                                                    const std::string& epilogue = "Relu") {
+                                                    const std::string& epilogue = "Relu", int64_t block = 4) {
   Builder b;
   Value* in = b.Input(x);
-  std::vector<Value*> ins = {in, b.Input({x[1] / chunk, k / 4, chunk, 1, 1, 4}), b.Input({k})};
+  std::vector<Value*> ins = {in, b.Input({x[1] / chunk, k / block, chunk, 1, 1, block}), b.Input({k})};
   Value* y = b.Op("BlockedConv", ins, ConvAttrs({1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1), std::string(kKilnDomain));
   if (!epilogue.empty()) y = b.Op(epilogue, {y});
   return b.Finish({y});

@@ -958,9 +958,10 @@ TEST(ConvLoweringTest, BlockedWeightsEveryPoint) {
   }
 }
 
-// Pointwise weights blocked by 4 output channels in chunks of input channels
-// (Wb [C/L, K/4, L, 1, 1, 4]): only pointwise points, reduction chunks of L
-// or none, channel blocks of 1, 2, 4 or 8; each such block with and without
+// Pointwise weights blocked by B output channels in chunks of input channels
+// (Wb [C/L, K/B, L, 1, 1, B]; B 4, or 6, 5 or 3 for channels that 4 does not
+// divide): only pointwise points, reduction chunks of L or none, channel
+// blocks that tile B (1, 2, 4 or 8 for B = 4); each such block with and without
 // chunks, and points spread over the space: one chunk of every channel,
 // chunks with a 1-, 4- and 6-pixel tail (dot products over the chunks,
 // output channels in the lanes), a 7x7 map, a map of 1024 pixels (input
@@ -969,15 +970,18 @@ TEST(ConvLoweringTest, BlockedPointwiseWeightsAcrossTheSpace) {
   CpuTarget target = CpuTarget::Host();
   struct Case {
     Ints x;
-    int64_t k, chunk;
+    int64_t k, chunk, block = 4;
   };
   for (const Case& c : std::vector<Case>{{{1, 48, 5, 5}, 12, 48},
                                          {{1, 96, 5, 5}, 8, 32},
                                          {{1, 64, 10, 10}, 12, 16},
                                          {{1, 40, 7, 7}, 16, 20},
                                          {{2, 32, 3, 10}, 8, 16},
-                                         {{1, 16, 32, 32}, 32, 16}}) {
-    auto g = BlockedPointwiseGraph(c.x, c.k, c.chunk);
+                                         {{1, 16, 32, 32}, 32, 16},
+                                         {{1, 32, 6, 7}, 18, 16, 6},
+                                         {{1, 24, 5, 9}, 15, 24, 5},
+                                         {{1, 16, 4, 11}, 21, 8, 3}}) {
+    auto g = BlockedPointwiseGraph(c.x, c.k, c.chunk, "Relu", c.block);
     std::vector<ScheduleConfig> space = EnumerateSchedules(*g, target);
     ASSERT_FALSE(space.empty()) << g->ToText();
     std::set<int64_t> kbs;
@@ -986,8 +990,9 @@ TEST(ConvLoweringTest, BlockedPointwiseWeightsAcrossTheSpace) {
       EXPECT_TRUE(p.Get("kc", 0) == 0 || p.Get("kc", 0) == c.chunk) << p.ToString();
       kbs.insert(p.Get("kb", 1));
     }
-    EXPECT_EQ(kbs.count(3), 0u);
-    EXPECT_EQ(kbs.count(4), 1u);
+    // Channel blocks that tile the weight blocks: B's divisors and multiples.
+    for (int64_t kb : kbs) EXPECT_TRUE(kb % c.block == 0 || c.block % kb == 0) << kb;
+    EXPECT_EQ(kbs.count(c.block), 1u);
     std::vector<ScheduleConfig> points = SpreadPoints(*g, target, 8);
     for (int64_t kb : kbs) {
       for (int64_t kc : {int64_t{0}, c.chunk}) {
