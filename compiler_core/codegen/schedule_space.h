@@ -92,7 +92,10 @@ namespace kiln {
 // 2030: a product's constant B in column panels made at compile time
 // (kiln.PackedMatMul, the packed_matmul_weights pass): the same models are
 // other workloads and other packages.
-inline constexpr int kScheduleSpaceVersion = 2030;
+// 2031: softmax's exp(x - max) in fewer instructions (exp_nonpositive);
+// pointwise convs whose output channels 4 does not divide blocked by 6, 5
+// or 3 (other workloads): the same schedules are other kernels.
+inline constexpr int kScheduleSpaceVersion = 2031;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -125,8 +125,19 @@ Value* ExpClamped(llvm::IRBuilderBase& b, Value* x, double hi) {
 
 }  // namespace
 
-// exp for x <= 88.72 (see ExpClamped); NaN in gives NaN out.
-Value* ExpNonPositive(llvm::IRBuilderBase& b, Value* x) { return ExpClamped(b, x, HUGE_VAL); }
+// x clamped at ln(2^-126) keeps n + 127 in the exponent field's normal
+// range, so 2^n is one shift of Reduce's bits (Exp's two-step scaling, for
+// the denormal results, is five instructions more); below, the result is 0.
+// NaN passes the clamp and the arithmetic, and the compare is false for it.
+Value* ExpNonPositive(llvm::IRBuilderBase& b, Value* x) {
+  Type* t = x->getType();
+  const double kLowest = -87.33654475;  // ln(2^-126)
+  Value* under = b.CreateFCmpOLT(x, F32(b, t, kLowest));
+  Value* c = Clamp(b, x, kLowest, HUGE_VAL);
+  Reduced e = Reduce(b, c, 1.0, c);
+  Value* y = b.CreateFMul(ExpPolynomial(b, e.r), PowerOfTwo(b, e, t));
+  return b.CreateSelect(under, F32(b, t, 0.0), y);
+}
 
 Value* Sigmoid(llvm::IRBuilderBase& b, Value* x) {
   Type* t = x->getType();

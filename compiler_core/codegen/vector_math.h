@@ -11,13 +11,15 @@ class Value;
 
 namespace kiln::vector_math {
 
-// exp(x) for x <= 88.72 (Cephes-style range reduction, a degree-5
-// polynomial as fused multiply-adds, round-to-nearest by the magic-number
-// trick, two-step 2^n scaling so results down to the denormal range are
-// right; ~20 vector instructions). NaN in gives NaN out; -inf gives exactly 0.
+// exp(x) for x <= 0 (right up to 88; softmax's exp(x - max)): Exp's
+// reduction and polynomial with one 2^n scaling, results that would be
+// denormal (x below ln(2^-126) = -87.34) flushed to 0; 15 vector
+// instructions where Exp takes 21. NaN in gives NaN out; -inf gives 0.
 llvm::Value* ExpNonPositive(llvm::IRBuilderBase& b, llvm::Value* x);
-// exp on the whole line: +inf above 88.72, 0 far below (exp(-inf) = 0), NaN
-// kept.
+// exp on the whole line (Cody and Waite's reduction, a degree-5 polynomial
+// as fused multiply-adds, round-to-nearest by the magic-number trick,
+// two-step 2^n scaling so results down to the denormal range are right):
+// +inf above 88.72, 0 far below (exp(-inf) = 0), NaN kept.
 llvm::Value* Exp(llvm::IRBuilderBase& b, llvm::Value* x);
 // Natural log (Cephes logf: frexp, sqrt(1/2) range reduction, degree-8
 // polynomial); log(0) = -inf, negative or NaN -> NaN, +inf -> +inf. Denormal

@@ -485,6 +485,7 @@ class Lowerer {
           return ViaF32(x, [&](Value* v) { return f(b_, v); });
         };
         if (n == "exp") return un(vector_math::Exp);
+        if (n == "exp_nonpositive") return un(vector_math::ExpNonPositive);
         if (n == "log") return un(vector_math::Log);
         if (n == "tanh") return un(vector_math::Tanh);
         if (n == "erf") return un(vector_math::Erf);

@@ -159,7 +159,7 @@ Buffer MakeBuffer(std::string name, std::vector<int64_t> shape, BufferRole role,
 bool IsKnownCall(const std::string& name, int n) {
   static const char* const kUnary[] = {"exp", "log", "sqrt", "tanh", "erf", "sigmoid", "abs", "neg", "floor",
                                        "sin", "cos", "atan", "asin", "acos", "ceil", "round", "trunc", "expm1",
-                                       "log1p"};
+                                       "log1p", "exp_nonpositive"};
   for (const char* u : kUnary) {
     if (name == u) return n == 1;
   }

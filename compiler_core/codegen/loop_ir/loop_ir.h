@@ -101,7 +101,9 @@ struct ExprNode {
 using Expr = std::shared_ptr<const ExprNode>;
 
 // Math functions for kCall (all f32 -> f32 unless noted): exp, log, sqrt, tanh,
-// erf, sigmoid, abs, neg, floor; fmax/fmin (numpy maximum/minimum: NaN wins);
+// erf, sigmoid, abs, neg, floor; exp_nonpositive (exp for x <= 0, results
+// below 2^-126 flushed to 0: vector_math::ExpNonPositive); fmax/fmin (numpy
+// maximum/minimum: NaN wins);
 // fma(a, b, c) = a*b+c (llvm.fmuladd: fused where the target has FMA);
 // sin, cos, ceil, round (half to even), trunc, expm1, log1p, pow(x, y) and
 // fmod(x, y) (C's, sign of x) from compiler_core/codegen/loop_ir/math_functions.h.

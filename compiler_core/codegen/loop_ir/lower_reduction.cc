@@ -254,7 +254,8 @@ absl::StatusOr<Stmt> LowerStage(const Node& n, GraphExpr& ge, const Buffer& dst,
         auto second = [&](const std::vector<Expr>& r) -> absl::StatusOr<Expr> {
           ASSIGN_OR_RETURN(Expr v, xat(kidx, r));
           Expr dv = Sub(v, m);
-          return ln ? Mul(dv, dv) : Call("exp", {dv});
+          // x - max <= 0 (NaN aside): exp's cheaper form (llvm_lowering.cc).
+          return ln ? Mul(dv, dv) : Call("exp_nonpositive", {dv});
         };
         bool sm = op == "Softmax";
         Tee tee = nullptr;
