@@ -11,7 +11,8 @@ model compiled by `kiln compile`. The script:
   2. runs `kiln run PACKAGE --profile --json` (per-group time, median over --repeat runs);
   3. runs ORT (all graph optimisations, --threads intra-op threads) with its profiler over --repeat
      runs and maps every ORT kernel back to the ONNX node it came from (ORT names a fused or
-     re-laid-out node after the original: `<node>_output_0_nchwc`, `<node>/QuickGeluFusion/`);
+     re-laid-out node after the original: `<node>_output_0_nchwc`, `<node>:0_nchwc`,
+     `<node>/QuickGeluFusion/`);
   4. prints, per group, Kiln's time, the summed time of ORT's kernels for the same nodes and the
      difference, largest loss first; then ORT's kernels that belong to no group (its layout
      reorders, nodes it renamed beyond recognition) and both sides summed by Kiln group kind.
