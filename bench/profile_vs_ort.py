@@ -11,14 +11,13 @@ model compiled by `kiln compile`. The script:
   2. runs `kiln run PACKAGE --profile --json` (per-group time, median over --repeat runs);
   3. runs ORT (all graph optimisations, --threads intra-op threads) with its profiler over --repeat
      runs and maps every ORT kernel back to the ONNX node it came from (ORT names a fused or
-     re-laid-out node after the original: `<node>_output_0_nchwc`, `<node>:0_nchwc`,
+     re-laid-out node after its output value, `<value>_nchwc`, and a fused one after the node,
      `<node>/QuickGeluFusion/`);
   4. prints, per group, Kiln's time, the summed time of ORT's kernels for the same nodes and the
      difference, largest loss first; then ORT's kernels that belong to no group (its layout
      reorders, nodes it renamed beyond recognition) and both sides summed by Kiln group kind.
-ORT's profiler adds its own overhead per kernel: compare groups, not the totals. Node names of
-exports that ORT renames (dynamo's `node_Conv_677`) may not map; their ORT time is then listed
-as unmatched.
+ORT's profiler adds its own overhead per kernel: compare groups, not the totals. A kernel whose
+name maps to no node is listed as unmatched.
 """
 import argparse
 import atexit
@@ -79,10 +78,20 @@ def ort_profile(model, feed, threads, repeat):
     return {n: (total[n] / runs / 1000.0, op[n]) for n in total}
 
 
-def onnx_node_of(ort_name):
-    base = re.sub(r"(_output_0)?(:\d+)?(_nchwc)?$", "", ort_name)
+def producers(model):
+    """The name of the node that makes each value of the model's graph."""
+    import onnx
+    graph = onnx.load(model, load_external_data=False).graph
+    return {out: n.name for n in graph.node for out in n.output}
+
+
+def onnx_node_of(ort_name, producer):
+    """ORT names a node it re-lays out after the node's output value (`<value>_nchwc`),
+    one it fuses after the node (`<node>/QuickGeluFusion/`), a copy with `_token_N`."""
+    base = re.sub(r"_nchwc$", "", ort_name)
     base = re.sub(r"/[A-Za-z]+Fusion/?$", "", base)
-    return re.sub(r"_token_\d+$", "", base)
+    base = re.sub(r"_token_\d+$", "", base)
+    return producer.get(base, base)
 
 
 def main():
@@ -105,8 +114,9 @@ def main():
 
     ort_ms, ort_ops = collections.defaultdict(float), collections.defaultdict(list)
     unmatched = collections.defaultdict(float)
+    producer = producers(a.model)
     for name, (ms, op) in ort_nodes.items():
-        g = node_group.get(onnx_node_of(name))
+        g = node_group.get(onnx_node_of(name, producer))
         if g is None:
             unmatched[op] += ms
         else:
