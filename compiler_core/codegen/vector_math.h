@@ -13,8 +13,8 @@ namespace kiln::vector_math {
 
 // exp(x) for x <= 0 (right up to 88; softmax's exp(x - max)): Exp's
 // reduction and polynomial with one 2^n scaling, results that would be
-// denormal (x below ln(2^-126) = -87.34) flushed to 0; 15 vector
-// instructions where Exp takes 21. NaN in gives NaN out; -inf gives 0.
+// denormal (x below ln(2^-126) = -87.34) flushed to 0; 15 operations a
+// value where Exp takes 23. NaN in gives NaN out; -inf gives 0.
 llvm::Value* ExpNonPositive(llvm::IRBuilderBase& b, llvm::Value* x);
 // exp on the whole line (Cody and Waite's reduction, a degree-5 polynomial
 // as fused multiply-adds, round-to-nearest by the magic-number trick,
