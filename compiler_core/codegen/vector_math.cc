@@ -127,7 +127,7 @@ Value* ExpClamped(llvm::IRBuilderBase& b, Value* x, double hi) {
 
 // x clamped at ln(2^-126) keeps n + 127 in the exponent field's normal
 // range, so 2^n is one shift of Reduce's bits (Exp's two-step scaling, for
-// the denormal results, is five instructions more); below, the result is 0.
+// the denormal results, takes seven operations more); below, the result is 0.
 // NaN passes the clamp and the arithmetic, and the compare is false for it.
 Value* ExpNonPositive(llvm::IRBuilderBase& b, Value* x) {
   Type* t = x->getType();
