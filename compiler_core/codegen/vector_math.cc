@@ -133,7 +133,7 @@ Value* ExpNonPositive(llvm::IRBuilderBase& b, Value* x) {
   Type* t = x->getType();
   const double kLowest = -87.33654475;  // ln(2^-126)
   Value* under = b.CreateFCmpOLT(x, F32(b, t, kLowest));
-  Value* c = Clamp(b, x, kLowest, HUGE_VAL);
+  Value* c = b.CreateSelect(under, F32(b, t, kLowest), x);
   Reduced e = Reduce(b, c, 1.0, c);
   Value* y = b.CreateFMul(ExpPolynomial(b, e.r), PowerOfTwo(b, e, t));
   return b.CreateSelect(under, F32(b, t, 0.0), y);
