@@ -454,6 +454,24 @@ void AddChannelVectorPoints(const ConvForm& f, const CpuTarget& target, std::vec
   }
 }
 
+// The accumulators (ur) of a depthwise conv's register block, in either
+// variant: 4, or 8 where the window's weights, 4 accumulators and two
+// temporaries do not fit the vector registers (5x5 and 7x7 windows on AVX2).
+// There LLVM keeps the broadcast weights in stack slots, and every
+// multiply-add reads one besides its input: two loads an FMA. Eight
+// accumulators share each weight loaded, and where 8 vectors of the plane
+// variant span two plane rows (28x28 maps: 32 positions a row) the lower
+// row's taps reuse the upper's input loads. Zen 3, 1 thread: planes, 5x5
+// stride 1, 120 channels on 28x28 (MobileNetV3) 0.138 -> 0.073 ms, 672 on
+// 14x14 0.155 -> 0.141; stride 2 onto 28x28, 72 channels 0.113 -> 0.101,
+// 144 under x * sigmoid(x) 0.255 -> 0.228 (6 accumulators land in
+// between); rows, stride 1, 7x7 over 40 channels on 56x56 (ConvNeXt) 0.258
+// -> 0.201 (7 vectors: the whole row), 5x5 over 32 on 112x112 0.382 ->
+// 0.331.
+int64_t DepthwiseAccumulators(const ConvForm& f, const CpuTarget& target) {
+  return f.geo.kh * f.geo.kw + 4 + 2 > target.NumVectorRegisters() ? 8 : 4;
+}
+
 std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
   absl::StatusOr<ConvForm> f = AnalyzeConv(g);
   if (!f.ok()) return {};
@@ -538,11 +556,12 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
   }
   if (IsDepthwise(*f)) {
     // Plane variant: vectors over the flattened padded plane, rows = channels
-    // per task.
+    // per task; 8 accumulators for windows whose weights do not stay in the
+    // registers (DepthwiseAccumulators).
     std::vector<int64_t> dvws = VectorWidths(target, f->geo.oh * (f->geo.ow + f->geo.kw));
     if (dvws.size() > 2) dvws.erase(dvws.begin(), dvws.end() - 2);
     for (int64_t vw : dvws) {
-      for (int64_t ur = 1; ur <= 6; ++ur) {
+      for (int64_t ur : {1, 2, 3, 4, 5, 6, 8}) {
         for (int64_t rows : {1, 2, 4, 8, 16}) {
           Knobs k{vw, ur, 1, rows, 0, 1};
           if (!CheckKnobs(*f, k, target).ok()) continue;
@@ -550,12 +569,20 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
         }
       }
     }
-    // Row variant: vectors over each output row, rows = channels per task.
+    // Row variant: vectors over each output row, rows = channels per task;
+    // blocks of up to 4 vectors, or of up to 8 where DepthwiseAccumulators
+    // says so (as many as the row has).
     std::vector<int64_t> rvws = VectorWidths(target, f->geo.ow);
     if (rvws.size() > 2) rvws.erase(rvws.begin(), rvws.end() - 2);
     for (int64_t vw : rvws) {
+      std::vector<int64_t> urs;
       for (int64_t ur = 1; ur <= 4; ++ur) {
         if (ur > 1 && (ur - 1) * vw >= f->geo.ow) break;
+        urs.push_back(ur);
+      }
+      const int64_t wide = std::min(DepthwiseAccumulators(*f, target), CeilDiv(f->geo.ow, vw));
+      if (wide > urs.back()) urs.push_back(wide);
+      for (int64_t ur : urs) {
         for (int64_t rows : {1, 2, 4, 8, 16}) {
           Knobs k{vw, ur, 1, rows, 0, 2};
           if (!CheckKnobs(*f, k, target).ok()) continue;
@@ -775,9 +802,10 @@ bool DepthwiseRowsPay(const Graph& g, const ConvForm& f, const CpuTarget& target
 // without masked multiply-adds, 14 to 18 accumulators (kb 8 over 128 input
 // channels or more, else kb 4, or the nearest divisor of the channels),
 // PointwiseStreamRows pixel blocks per task. Depthwise convs: the row
-// variant where DepthwiseRowsPay (widest vectors, blocks of 4 of them at
-// stride 1, of 1 at stride 2), else the plane variant (widest vectors, 4
-// accumulators); the most channels per task that still leaves 8 tasks.
+// variant where DepthwiseRowsPay (widest vectors, blocks of
+// DepthwiseAccumulators of them at stride 1, of 1 at stride 2), else the
+// plane variant (widest vectors, DepthwiseAccumulators); the most channels
+// per task that still leaves 8 tasks.
 // Others: of the register blocks within 10% (5% when no such block covers a
 // whole output row) of the cheapest by DirectBlockCost, the fewest per row
 // (then about 12 accumulators), one row per task, unless the channel-vector
@@ -881,7 +909,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   // onto 7x7 lose 7% at stride 1, 20% at stride 2), then the widest of
   // those vectors (the multiply-adds a position costs are 1 / vw of a
   // vector's: Zen 3, the same 576 channels in 8 lanes by 5 0.045 ms, in 4 by
-  // 4 five times 0.076), then 4 accumulators.
+  // 4 five times 0.076), then DepthwiseAccumulators.
   int64_t fewest = INT64_MAX;
   auto positions = [&f](const ScheduleConfig& c) { return f.ok() ? PlaneDimsOf(*f, KnobsOf(c)).np : 0; };
   for (const ScheduleConfig& c : space) {
@@ -891,21 +919,22 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   while (f.ok() && row_lanes < f->geo.ow) row_lanes *= 2;
   if (f.ok() && f->geo.kh * f->geo.kw >= 25) row_lanes = std::max<int64_t>(row_lanes, native_bits / 32);
   // Depthwise: the row variant where DepthwiseRowsPay, at the target's
-  // widest vector, 4 vectors a block at stride 1 and 1 at stride 2; else the
-  // plane variant.
+  // widest vector, DepthwiseAccumulators vectors a block at stride 1 (as
+  // many as the row has) and 1 at stride 2; else the plane variant.
   const int64_t want_dw = f.ok() && IsDepthwise(*f) && DepthwiseRowsPay(g, *f, target) ? 2 : 1;
+  const int64_t depthwise_ur = f.ok() ? DepthwiseAccumulators(*f, target) : 4;
   auto dw_score = [&](const ScheduleConfig& c) {
     const int64_t dw = c.Get("dw", 0);
     if (dw == 0) return std::make_tuple(int64_t{0}, false, false, int64_t{0}, int64_t{0});
     if (dw == 2) {
-      const int64_t want_ur = f->geo.sw == 1 ? 4 : 1;
+      const int64_t want_ur = f->geo.sw == 1 ? std::min(depthwise_ur, CeilDiv(f->geo.ow, c.Get("vw", 1))) : 1;
       return std::make_tuple(int64_t{dw == want_dw ? 2 : 1}, true, c.Get("vw", 1) == target.FloatLanes(), int64_t{0},
                              -std::abs(c.Get("ur", 1) - want_ur));
     }
     const bool within_row = c.Get("vw", 1) <= row_lanes;
     return std::make_tuple(int64_t{dw == want_dw ? 2 : 1},
                            static_cast<double>(positions(c)) <= 1.15 * static_cast<double>(fewest), within_row,
-                           within_row ? c.Get("vw", 1) : int64_t{0}, -std::abs(c.Get("ur", 1) - 4));
+                           within_row ? c.Get("vw", 1) : int64_t{0}, -std::abs(c.Get("ur", 1) - depthwise_ur));
   };
   const bool all_pixels = f.ok() && IsPointwise(*f) && PointwiseAllPixels(*f, target);
   auto score = [planes, pixels, ow, short_reduction, pw_kb, all_pixels, cheapest, tolerance, &f, &target, &direct_cost,

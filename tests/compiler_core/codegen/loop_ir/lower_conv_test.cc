@@ -412,6 +412,57 @@ TEST(ConvLoweringTest, DepthwiseRowVariantReadsTheInputInPlace) {
   EXPECT_EQ(DefaultSchedule(*wide5, target).Get("dw", 0), 1);
 }
 
+// The default register block of either depthwise variant: 8 accumulators
+// where the window's weights do not stay in the registers (5x5 and 7x7 on
+// 16 of them), else 4; in rows, no more vectors than a row has. The plane
+// variant's 8 span two rows of a 28x28 map's plane, whose lower row's taps
+// read the upper row's vectors again.
+TEST(ConvLoweringTest, DepthwiseAccumulatorsFollowTheRegisters) {
+  absl::StatusOr<CpuTarget> zen3 = CpuTarget::Named("znver3"), zen4 = CpuTarget::Named("znver4");
+  ASSERT_TRUE(zen3.ok() && zen4.ok());
+  auto k5 = ConvGraph({1, 16, 28, 28}, 16, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 16, true, "HardSwish");
+  const ScheduleConfig avx2 = DefaultSchedule(*k5, *zen3), avx512 = DefaultSchedule(*k5, *zen4);
+  EXPECT_EQ(avx2.Get("dw", 0), 1) << avx2.ToString();
+  EXPECT_EQ(avx2.Get("ur", 0), 8) << avx2.ToString();
+  EXPECT_EQ(avx512.Get("dw", 0), 1) << avx512.ToString();
+  EXPECT_EQ(avx512.Get("ur", 0), 4) << avx512.ToString();
+  auto k7 = ConvGraph({1, 16, 28, 28}, 16, {7, 7}, {1, 1}, {3, 3, 3, 3}, {1, 1}, 16);
+  EXPECT_EQ(DefaultSchedule(*k7, *zen4).Get("ur", 0), 8) << DefaultSchedule(*k7, *zen4).ToString();
+  auto k3 = ConvGraph({1, 16, 56, 56}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Sigmoid");
+  const ScheduleConfig k3d = DefaultSchedule(*k3, *zen3);
+  EXPECT_EQ(k3d.Get("dw", 0), 1) << k3d.ToString();
+  EXPECT_EQ(k3d.Get("ur", 0), 4) << k3d.ToString();
+  // Fewer positions computed still come first: on a 7x7 map 8 vectors of 8
+  // would compute 128 positions for the 77 a 5x5 window needs.
+  auto small = ConvGraph({1, 16, 7, 7}, 16, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 16);
+  EXPECT_NE(DefaultSchedule(*small, *zen3).Get("ur", 0), 8) << DefaultSchedule(*small, *zen3).ToString();
+  std::vector<ScheduleConfig> eight;
+  for (const ScheduleConfig& c : PlanePoints(*k5, CpuTarget::Host())) {
+    if (c.Get("ur", 0) == 8) eight.push_back(c);
+  }
+  ASSERT_FALSE(eight.empty());
+  CheckConv(*k5, eight);
+  // The row variant: 7 vectors of 8 make a 56-column row, 8 of 16 a
+  // 112-column one.
+  auto r7 = ConvGraph({1, 8, 56, 56}, 8, {7, 7}, {1, 1}, {3, 3, 3, 3}, {1, 1}, 8);
+  const ScheduleConfig r7d = DefaultSchedule(*r7, *zen3);
+  EXPECT_EQ(r7d.Get("dw", 0), 2) << r7d.ToString();
+  EXPECT_EQ(r7d.Get("ur", 0), 7) << r7d.ToString();
+  auto r5 = ConvGraph({1, 8, 8, 112}, 8, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 8);
+  const ScheduleConfig r5avx2 = DefaultSchedule(*r5, *zen3), r5avx512 = DefaultSchedule(*r5, *zen4);
+  EXPECT_EQ(r5avx2.Get("dw", 0), 2) << r5avx2.ToString();
+  EXPECT_EQ(r5avx2.Get("ur", 0), 8) << r5avx2.ToString();
+  EXPECT_EQ(r5avx512.Get("dw", 0), 2) << r5avx512.ToString();
+  EXPECT_EQ(r5avx512.Get("ur", 0), 4) << r5avx512.ToString();
+  std::vector<ScheduleConfig> wide_rows;
+  for (const ScheduleConfig& c : EnumerateSchedules(*r5, CpuTarget::Host())) {
+    if (c.Get("dw", 0) == 2 && c.Get("ur", 0) > 4) wide_rows.push_back(c);
+  }
+  // (On a 32-register host a 5x5 window's blocks stay at 4 vectors.)
+  if (CpuTarget::Host().NumVectorRegisters() == 16) ASSERT_FALSE(wide_rows.empty());
+  if (!wide_rows.empty()) CheckConv(*r5, wide_rows);
+}
+
 // Every point of the channel-vector variant (kv=1) in the space.
 std::vector<ScheduleConfig> ChannelVectorPoints(const Graph& g, const CpuTarget& target) {
   std::vector<ScheduleConfig> out;
