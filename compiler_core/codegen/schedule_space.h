@@ -95,9 +95,9 @@ namespace kiln {
 // 2031: softmax's exp(x - max) in fewer instructions (exp_nonpositive);
 // pointwise convs whose output channels 4 does not divide blocked by 6, 5
 // or 3 (other workloads): the same schedules are other kernels.
-// 2032: the depthwise plane variant gains 8 accumulators, its default where
-// the window's weights do not stay in the registers
-// (DepthwisePlaneAccumulators).
+// 2032: depthwise convs gain blocks of 8 vectors (plane variant) and of up
+// to 8 (row variant), their default where the window's weights do not stay
+// in the registers (DepthwiseAccumulators).
 inline constexpr int kScheduleSpaceVersion = 2032;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",

@@ -442,8 +442,8 @@ TEST(ConvLoweringTest, DepthwiseAccumulatorsFollowTheRegisters) {
   }
   ASSERT_FALSE(eight.empty());
   CheckConv(*k5, eight);
-  // The row variant: 7 vectors of 8 make a 56-column row, 8 of 16 a
-  // 112-column one.
+  // The row variant: a 56-column row is 7 vectors of 8 lanes, one block;
+  // a 112-column row takes blocks of 8 of its 14 (AVX-512: 4 of its 7).
   auto r7 = ConvGraph({1, 8, 56, 56}, 8, {7, 7}, {1, 1}, {3, 3, 3, 3}, {1, 1}, 8);
   const ScheduleConfig r7d = DefaultSchedule(*r7, *zen3);
   EXPECT_EQ(r7d.Get("dw", 0), 2) << r7d.ToString();
