@@ -98,7 +98,10 @@ namespace kiln {
 // 2032: depthwise convs gain blocks of 8 vectors (plane variant) and of up
 // to 8 (row variant), their default where the window's weights do not stay
 // in the registers (DepthwiseAccumulators).
-inline constexpr int kScheduleSpaceVersion = 2032;
+// 2033: stride-2 depthwise convs onto rows of 28 columns or more default to
+// the direct variant on AVX2 (DepthwiseDirectPays): untuned packages built
+// before are other kernels.
+inline constexpr int kScheduleSpaceVersion = 2033;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

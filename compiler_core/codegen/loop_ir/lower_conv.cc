@@ -798,10 +798,28 @@ bool DepthwiseRowsPay(const Graph& g, const ConvForm& f, const CpuTarget& target
   return !f.geo.three_d && (f.geo.sw == 1 || stride2_pays) && f.geo.ow >= 4 * target.FloatLanes();
 }
 
+// Whether a stride-2 depthwise conv's default is the direct variant (input
+// rows staged per task, each de-interleaved once) rather than planes or
+// rows: onto output rows of 28 columns or more. Zen 3, 1 thread, in the
+// models (bench/schedule_ab.py --profile), direct against the default of
+// before: SSDlite's 3x3 over 64 channels onto 80x80 0.377 against 0.501 ms
+// (rows), MNASNet's over 24 onto 56x56 0.049 against 0.059 (rows),
+// MobileNetV2's over 144 onto 28x28 0.087 against 0.109 (planes),
+// MobileNetV3's 5x5 over 72 onto 28x28 0.078 against 0.101 (planes),
+// EfficientNet-B0's over 144 under x * sigmoid(x) 0.217 against 0.234
+// (planes); MobileNetV2's 3x3 over 96 onto 56x56 0.266 against 0.263
+// (rows). Onto 14x14 the planes win (standalone, 5x5 over 144 and 240
+// channels: 0.044 against 0.055, 0.075 against 0.091). Measured on AVX2
+// only: targets with wider vectors keep rows and planes.
+bool DepthwiseDirectPays(const ConvForm& f, const CpuTarget& target) {
+  return IsDepthwise(f) && f.geo.sh == 2 && f.geo.sw == 2 && f.geo.ow >= 28 && target.FloatLanes() == 8;
+}
+
 // Pointwise convs: the pointwise variant, widest vectors, a pixel tail
 // without masked multiply-adds, 14 to 18 accumulators (kb 8 over 128 input
 // channels or more, else kb 4, or the nearest divisor of the channels),
-// PointwiseStreamRows pixel blocks per task. Depthwise convs: the row
+// PointwiseStreamRows pixel blocks per task. Depthwise convs: the direct
+// variant where DepthwiseDirectPays (as below), else the row
 // variant where DepthwiseRowsPay (widest vectors, blocks of
 // DepthwiseAccumulators of them at stride 1, of 1 at stride 2), else the
 // plane variant (widest vectors, DepthwiseAccumulators); the most channels
@@ -937,8 +955,9 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
                            within_row ? c.Get("vw", 1) : int64_t{0}, -std::abs(c.Get("ur", 1) - depthwise_ur));
   };
   const bool all_pixels = f.ok() && IsPointwise(*f) && PointwiseAllPixels(*f, target);
-  auto score = [planes, pixels, ow, short_reduction, pw_kb, all_pixels, cheapest, tolerance, &f, &target, &direct_cost,
-                &split_score, &dw_score, &kv_first](const ScheduleConfig& c) {
+  const bool direct_depthwise = f.ok() && DepthwiseDirectPays(*f, target);
+  auto score = [planes, pixels, ow, short_reduction, pw_kb, all_pixels, direct_depthwise, cheapest, tolerance, &f,
+                &target, &direct_cost, &split_score, &dw_score, &kv_first](const ScheduleConfig& c) {
     int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
     int64_t pw = c.Get("pw", 0), dw = c.Get("dw", 0);
     bool unmasked = pw == 0 || !PointwiseTailMasked(pixels, c.Get("vw", 1), c.Get("ur", 1));
@@ -975,7 +994,8 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
     // at stride 1, 4 by 2 0.82 ms, 8 by 1 0.91).
     const int64_t kb = c.Get("kb", 1);
     const int64_t kb_score = pw ? -std::abs(kb - pw_kb) : dw ? -kb : kb;
-    return std::make_tuple(kv_first(c), dw != 0, pw, dw_score(c), near, -blocks, c.Get("vw", 1), unmasked, -acc_off,
+    return std::make_tuple(kv_first(c), direct_depthwise ? dw == 0 : dw != 0, pw, dw_score(c), near, -blocks,
+                           c.Get("vw", 1), unmasked, -acc_off,
                            rows_score, chunk_score, kb_score, c.Get("kb", 1), split_score(c));
   };
   return BestBy(space, score);

@@ -396,20 +396,49 @@ TEST(ConvLoweringTest, DepthwiseRowVariantReadsTheInputInPlace) {
   ScheduleConfig d1 = DefaultSchedule(*wide1, target);
   EXPECT_EQ(d1.Get("dw", 0), 2) << d1.ToString();
   EXPECT_EQ(d1.Get("ur", 0), 4) << d1.ToString();
-  auto wide2 = ConvGraph({1, 16, 12, 8 * lanes}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16);
-  ScheduleConfig d2 = DefaultSchedule(*wide2, target);
+  // At stride 2 (on AVX-512: AVX2 takes the direct variant there, see
+  // DepthwiseDirectDefaultAtStride2).
+  absl::StatusOr<CpuTarget> zen4 = CpuTarget::Named("znver4");
+  ASSERT_TRUE(zen4.ok());
+  auto wide2 = ConvGraph({1, 16, 12, 128}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16);
+  ScheduleConfig d2 = DefaultSchedule(*wide2, *zen4);
   EXPECT_EQ(d2.Get("dw", 0), 2) << d2.ToString();
   EXPECT_EQ(d2.Get("ur", 0), 1) << d2.ToString();
-  auto relu2 = ConvGraph({1, 16, 12, 8 * lanes}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Relu");
-  EXPECT_EQ(DefaultSchedule(*relu2, target).Get("dw", 0), 2);
-  auto sigmoid2 = ConvGraph({1, 16, 12, 8 * lanes}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Sigmoid");
-  EXPECT_EQ(DefaultSchedule(*sigmoid2, target).Get("dw", 0), 1);
+  auto relu2 = ConvGraph({1, 16, 12, 128}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Relu");
+  EXPECT_EQ(DefaultSchedule(*relu2, *zen4).Get("dw", 0), 2);
+  auto sigmoid2 = ConvGraph({1, 16, 12, 128}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Sigmoid");
+  EXPECT_EQ(DefaultSchedule(*sigmoid2, *zen4).Get("dw", 0), 1);
   auto sigmoid1 = ConvGraph({1, 16, 12, 4 * lanes}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16, true, "Sigmoid");
   EXPECT_EQ(DefaultSchedule(*sigmoid1, target).Get("dw", 0), 2);
   auto narrow = ConvGraph({1, 16, 14, 3 * lanes + 4}, 16, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 16);
   EXPECT_EQ(DefaultSchedule(*narrow, target).Get("dw", 0), 1);
-  auto wide5 = ConvGraph({1, 16, 12, 8 * lanes}, 16, {5, 5}, {2, 2}, {2, 2, 2, 2}, {1, 1}, 16);
-  EXPECT_EQ(DefaultSchedule(*wide5, target).Get("dw", 0), 1);
+  auto wide5 = ConvGraph({1, 16, 12, 128}, 16, {5, 5}, {2, 2}, {2, 2, 2, 2}, {1, 1}, 16);
+  EXPECT_EQ(DefaultSchedule(*wide5, *zen4).Get("dw", 0), 1);
+}
+
+// On AVX2 a stride-2 depthwise conv onto rows of 28 columns or more
+// defaults to the direct variant (its input rows staged and de-interleaved
+// once per task); onto narrower rows, to the planes. Its points match the
+// interpreter.
+TEST(ConvLoweringTest, DepthwiseDirectDefaultAtStride2) {
+  absl::StatusOr<CpuTarget> zen3 = CpuTarget::Named("znver3");
+  ASSERT_TRUE(zen3.ok());
+  for (Ints kernel : {Ints{3, 3}, Ints{5, 5}}) {
+    const int64_t p = kernel[0] / 2;
+    auto onto28 = ConvGraph({1, 8, 56, 56}, 8, kernel, {2, 2}, {p, p, p, p}, {1, 1}, 8, true, "Relu");
+    const ScheduleConfig d = DefaultSchedule(*onto28, *zen3);
+    EXPECT_EQ(d.Get("dw", 0), 0) << d.ToString();
+    EXPECT_EQ(d.Get("kv", 0), 0) << d.ToString();
+    auto onto14 = ConvGraph({1, 8, 28, 28}, 8, kernel, {2, 2}, {p, p, p, p}, {1, 1}, 8, true, "Relu");
+    EXPECT_EQ(DefaultSchedule(*onto14, *zen3).Get("dw", 0), 1) << DefaultSchedule(*onto14, *zen3).ToString();
+    auto small = ConvGraph({1, 2, 12, 60}, 2, kernel, {2, 2}, {p, p, p, p}, {1, 1}, 2, true, "Relu");
+    std::vector<ScheduleConfig> direct;
+    for (const ScheduleConfig& c : EnumerateSchedules(*small, CpuTarget::Host())) {
+      if (c.Get("dw", 0) == 0 && c.Get("kv", 0) == 0) direct.push_back(c);
+    }
+    ASSERT_FALSE(direct.empty());
+    CheckConv(*small, direct);
+  }
 }
 
 // The default register block of either depthwise variant: 8 accumulators
@@ -428,7 +457,7 @@ TEST(ConvLoweringTest, DepthwiseAccumulatorsFollowTheRegisters) {
   EXPECT_EQ(avx512.Get("ur", 0), 4) << avx512.ToString();
   auto k7 = ConvGraph({1, 16, 28, 28}, 16, {7, 7}, {1, 1}, {3, 3, 3, 3}, {1, 1}, 16);
   EXPECT_EQ(DefaultSchedule(*k7, *zen4).Get("ur", 0), 8) << DefaultSchedule(*k7, *zen4).ToString();
-  auto k3 = ConvGraph({1, 16, 56, 56}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Sigmoid");
+  auto k3 = ConvGraph({1, 16, 14, 14}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16, true, "Sigmoid");
   const ScheduleConfig k3d = DefaultSchedule(*k3, *zen3);
   EXPECT_EQ(k3d.Get("dw", 0), 1) << k3d.ToString();
   EXPECT_EQ(k3d.Get("ur", 0), 4) << k3d.ToString();
