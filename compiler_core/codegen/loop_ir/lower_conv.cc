@@ -792,7 +792,8 @@ bool CheapEpilogue(const Graph& g, const ConvForm& f) {
 // (Zen 3, 3x3 stride 2 over 96 channels onto 56x56 under x * sigmoid(x),
 // EfficientNet-B0's: 0.50 ms in rows, 0.39 in planes; under Clip,
 // MobileNetV2's: 0.27 against 0.38; at stride 1 under x * sigmoid(x) the
-// two are within 15%, rows ahead).
+// two are within 15%, rows ahead). On AVX2 the direct variant takes such
+// stride-2 convs first (DepthwiseDirectPays).
 bool DepthwiseRowsPay(const Graph& g, const ConvForm& f, const CpuTarget& target) {
   const bool stride2_pays = f.geo.sw == 2 && f.geo.kw <= 3 && CheapEpilogue(g, f);
   return !f.geo.three_d && (f.geo.sw == 1 || stride2_pays) && f.geo.ow >= 4 * target.FloatLanes();
@@ -806,7 +807,7 @@ bool DepthwiseRowsPay(const Graph& g, const ConvForm& f, const CpuTarget& target
 // (rows), MNASNet's over 24 onto 56x56 0.049 against 0.059 (rows),
 // MobileNetV2's over 144 onto 28x28 0.087 against 0.109 (planes),
 // MobileNetV3's 5x5 over 72 onto 28x28 0.078 against 0.101 (planes),
-// EfficientNet-B0's over 144 under x * sigmoid(x) 0.217 against 0.234
+// EfficientNet-B0's 5x5 over 144 onto 28x28 under x * sigmoid(x) 0.217 against 0.234
 // (planes); MobileNetV2's 3x3 over 96 onto 56x56 0.266 against 0.263
 // (rows). Onto 14x14 the planes win (standalone, 5x5 over 144 and 240
 // channels: 0.044 against 0.055, 0.075 against 0.091). Measured on AVX2
