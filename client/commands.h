@@ -139,6 +139,7 @@ struct InspectOptions {
   int group = -1;                       // >= 0: print this group's workload, schedule and loop IR instead
   std::string schedule;                 // with group: this schedule instead of the default
   bool llvm_ir = false;                 // with group: also the kernel's optimized LLVM IR
+  bool assembly = false;                // with group: also the kernel's assembly and its inner loops' counts
   std::string target = "cpu";           // partition, schedule and lower for it (Target::Named)
   bool ptx = false;                     // with group and a GPU target: also the kernel's PTX
 };

@@ -26,6 +26,7 @@
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/kernel_emitter.h"
 #include "compiler_core/codegen/loop_ir/printer.h"
+#include "compiler_core/codegen/object_emitter.h"
 #include "compiler_core/codegen/ptx_emitter.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/driver/compile_driver.h"
@@ -203,7 +204,8 @@ std::string Text(const PreparedModel& in, const Target& target) {
 
 // --group N: the group's workload graph, the schedule (the default, or
 // --schedule) and the loop IR it lowers to; --llvm-ir adds the kernel's
-// optimized LLVM IR for this machine.
+// optimized LLVM IR for this machine, --asm its assembly (inner loops
+// counted: CountInnerLoops).
 absl::StatusOr<std::string> GroupText(const PreparedModel& in, const InspectOptions& o) {
   const int n = static_cast<int>(in.partition.groups.size());
   if (o.group >= n) {
@@ -214,8 +216,9 @@ absl::StatusOr<std::string> GroupText(const PreparedModel& in, const InspectOpti
   const Graph& wg = *in.workloads[o.group].graph;
   const Target target = InspectTarget(o);
   if (o.ptx && !target.is_gpu()) return absl::InvalidArgumentError("--ptx needs a GPU --target (cuda:sm_XY)");
-  if (o.llvm_ir && target.is_gpu()) {
-    return absl::InvalidArgumentError("--llvm-ir is for CPU targets; a GPU kernel's code is its --ptx");
+  if ((o.llvm_ir || o.assembly) && target.is_gpu()) {
+    return absl::InvalidArgumentError(absl::StrCat(o.llvm_ir ? "--llvm-ir" : "--asm",
+                                                   " is for CPU targets; a GPU kernel's code is its --ptx"));
   }
   ScheduleConfig config = DefaultSchedule(wg, target);
   if (!o.schedule.empty()) {
@@ -241,6 +244,13 @@ absl::StatusOr<std::string> GroupText(const PreparedModel& in, const InspectOpti
     auto kernel = JitCompile(wg, config, target.cpu());
     if (!kernel.ok()) return kernel.status();
     absl::StrAppend(&s, "\noptimized LLVM IR (", target.cpu().cpu, "):\n", (*kernel)->llvm_ir());
+  }
+  if (o.assembly) {
+    auto text = CompileToAssembly({KernelRequest{&wg, config, absl::StrCat("group_", g.index)}}, target.cpu());
+    if (!text.ok()) return text.status();
+    const InnerLoopCounts c = CountInnerLoops(*text);
+    absl::StrAppend(&s, "\nassembly (", target.cpu().cpu, "): ", c.loops, " innermost loops with ", c.multiply_adds,
+                    " vector multiply-adds, ", c.spills, " spills and ", c.reloads, " reloads\n", *text);
   }
   if (o.ptx) {
     auto ptx = LoopFuncToPtx(*lowered, target.gpu());

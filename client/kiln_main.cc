@@ -230,6 +230,10 @@ int main(int argc, char** argv) {
       ->needs(group_opt);
   in->add_flag("--llvm-ir", inspect.llvm_ir, "with --group: also print the kernel's optimized LLVM IR")
       ->needs(group_opt);
+  in->add_flag("--asm", inspect.assembly,
+               "with --group: also print the kernel's assembly for the target, after a count of its innermost "
+               "loops' multiply-adds, spills and reloads")
+      ->needs(group_opt);
   in->add_option("--target", inspect.target,
                  "prepare, schedule and lower for this target: cpu, an x86-64 level or LLVM CPU name, or "
                  "cuda:sm_XY")

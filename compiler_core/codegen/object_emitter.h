@@ -37,4 +37,23 @@ struct ObjectCode {
 absl::StatusOr<ObjectCode> CompileToObject(const std::vector<KernelRequest>& kernels,
                                            const CpuTarget& target);
 
+// The same module as CompileToObject, as the target's assembly text: LLVM's
+// verbose listing, which names each loop's nesting ("Inner Loop Header") and
+// every register spill and reload, so that a kernel's register pressure can
+// be read without timing it (`kiln inspect --group N --asm`).
+absl::StatusOr<std::string> CompileToAssembly(const std::vector<KernelRequest>& kernels, const CpuTarget& target);
+
+// What the innermost loops of an assembly listing do: the loops, their vector
+// multiply-adds, and the spills and reloads among their instructions (a
+// reload folded into an instruction counts as a reload). A loop body is the
+// code from a block that LLVM marks as an inner loop's header to the next
+// block label.
+struct InnerLoopCounts {
+  int loops = 0;
+  int multiply_adds = 0;
+  int spills = 0;
+  int reloads = 0;
+};
+InnerLoopCounts CountInnerLoops(const std::string& assembly);
+
 }  // namespace kiln

@@ -219,7 +219,8 @@ TEST_F(CliContractTest, InspectShowsAPackagesManifestAndTheRecordsBehindIt) {
 
 // `kiln inspect MODEL --group N`: the group's workload, its schedule and the
 // loop IR it lowers to (--schedule another point, --llvm-ir the optimized
-// LLVM IR); a group or schedule that does not exist is named.
+// LLVM IR, --asm the assembly and its inner loops' counts); a group or
+// schedule that does not exist is named.
 TEST_F(CliContractTest, InspectGroupPrintsItsLoopIr) {
   const std::string model = Model() + " --shape x=3,64";
   auto text = RunCommandSplit(Kiln("inspect " + model + " --group 0"), dir_ / "inspect_group");
@@ -236,6 +237,10 @@ TEST_F(CliContractTest, InspectGroupPrintsItsLoopIr) {
   EXPECT_EQ(same.out.find("(default)"), std::string::npos) << same.out;
   EXPECT_NE(same.out.find("optimized LLVM IR"), std::string::npos) << same.out;
   EXPECT_NE(same.out.find("define "), std::string::npos) << same.out;
+  auto assembly = RunCommandSplit(Kiln("inspect " + model + " --group 0 --asm"), dir_ / "inspect_group_asm");
+  ASSERT_EQ(assembly.exit_code, 0) << assembly.err;
+  EXPECT_NE(assembly.out.find(" innermost loops with "), std::string::npos) << assembly.out;
+  EXPECT_NE(assembly.out.find("group_0:"), std::string::npos) << assembly.out;
 
   auto none = RunCommandSplit(Kiln("inspect " + model + " --group 999"), dir_ / "inspect_group_none");
   EXPECT_EQ(none.exit_code, 4) << none.err;

@@ -108,5 +108,76 @@ TEST(ObjectEmitter, RejectsBadRequests) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// CountInnerLoops reads LLVM's verbose listing: an inner loop's body runs from
+// the block whose comments name it an inner loop's header to the next block
+// label; a folded reload is a reload.
+TEST(ObjectEmitter, CountInnerLoopsReadsTheListing) {
+  const std::string listing =
+      "k:\n"
+      "\tvmovups\t%ymm0, 32(%rsp)  # 32-byte Spill\n"
+      ".LBB0_2:                      # %outer\n"
+      "                              # =>This Loop Header: Depth=1\n"
+      "\tvfmadd231ps\t%ymm1, %ymm2, %ymm3\n"
+      ".LBB0_3:                      # %inner\n"
+      "                              #   Parent Loop BB0_2 Depth=1\n"
+      "                              # =>  This Inner Loop Header: Depth=2\n"
+      "\tvbroadcastss\t(%rdi), %ymm4\n"
+      "\tvfmadd231ps\t32(%rsp), %ymm4, %ymm5  # 32-byte Folded Reload\n"
+      "\tvfmadd213ps\t%ymm6, %ymm4, %ymm7\n"
+      "\tmovq\t%rax, -8(%rsp)  # 8-byte Spill\n"
+      "\tjne\t.LBB0_3\n"
+      "# %bb.4:                      # %exit\n"
+      "\tvfmadd231ps\t%ymm1, %ymm2, %ymm3\n"
+      "\tvmovups\t32(%rsp), %ymm0  # 32-byte Reload\n";
+  const InnerLoopCounts c = CountInnerLoops(listing);
+  EXPECT_EQ(c.loops, 1);
+  EXPECT_EQ(c.multiply_adds, 2);
+  EXPECT_EQ(c.spills, 1);
+  EXPECT_EQ(c.reloads, 1);
+}
+
+// The assembly of real kernels for a 16-register target (Zen 3, AVX2): a
+// register block of 6 rows by 2 vectors (12 sums, 2 B vectors, a broadcast)
+// keeps everything in registers; a 5x5 depthwise conv in blocks of 4
+// vectors cannot hold its 25 broadcast weights and reloads them in its inner
+// loop, and its blocks of 8 vectors (the AVX2 default) reload each weight
+// for twice the multiply-adds.
+TEST(ObjectEmitter, AssemblyShowsTheInnerLoopsRegisterPressure) {
+  absl::StatusOr<CpuTarget> zen3 = CpuTarget::Named("znver3");
+  ASSERT_TRUE(zen3.ok()) << zen3.status();
+  auto mm = MakeWorkload("MatMul", {{48, 32}, {32, 64}}, {48, 64});
+  ScheduleConfig block;
+  block.Set("mr", 6);
+  block.Set("nr", 2);
+  block.Set("ku", 1);
+  auto text = CompileToAssembly({{mm.get(), block, "k_matmul"}}, *zen3);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_NE(text->find("k_matmul:"), std::string::npos);
+  const InnerLoopCounts m = CountInnerLoops(*text);
+  EXPECT_GE(m.loops, 1);
+  EXPECT_GE(m.multiply_adds, 12);
+  EXPECT_EQ(m.spills + m.reloads, 0) << *text;
+
+  auto dw = MakeWorkload("Conv", {{1, 120, 28, 28}, {120, 1, 5, 5}}, {1, 120, 28, 28},
+                         {{"group", int64_t{120}},
+                          {"kernel_shape", std::vector<int64_t>{5, 5}},
+                          {"pads", std::vector<int64_t>{2, 2, 2, 2}}});
+  ScheduleConfig eight = DefaultSchedule(*dw, *zen3);
+  ASSERT_EQ(eight.Get("dw", 0), 1) << eight.ToString();
+  ASSERT_EQ(eight.Get("ur", 0), 8) << eight.ToString();
+  ScheduleConfig four = eight;
+  four.Set("ur", 4);
+  auto at4 = CompileToAssembly({{dw.get(), four, "k_dw4"}}, *zen3);
+  auto at8 = CompileToAssembly({{dw.get(), eight, "k_dw8"}}, *zen3);
+  ASSERT_TRUE(at4.ok() && at8.ok()) << at4.status() << at8.status();
+  const InnerLoopCounts c4 = CountInnerLoops(*at4), c8 = CountInnerLoops(*at8);
+  ASSERT_GT(c4.multiply_adds, 0);
+  ASSERT_GT(c8.multiply_adds, 0);
+  EXPECT_GT(c4.reloads, 0) << *at4;
+  EXPECT_LT(2.0 * c8.reloads / c8.multiply_adds, 1.0 * c4.reloads / c4.multiply_adds + 1e-9)
+      << "ur=4: " << c4.reloads << " reloads for " << c4.multiply_adds << " multiply-adds; ur=8: " << c8.reloads
+      << " for " << c8.multiply_adds;
+}
+
 }  // namespace
 }  // namespace kiln
