@@ -101,7 +101,9 @@ namespace kiln {
 // 2033: stride-2 depthwise convs onto rows of 28 columns or more default to
 // the direct variant on AVX2 (DepthwiseDirectPays): untuned packages built
 // before are other kernels.
-inline constexpr int kScheduleSpaceVersion = 2033;
+// 2034: pointwise tasks that run reduction chunks pack their input on maps
+// of any size (PointwisePacksInput): the same schedules are other kernels.
+inline constexpr int kScheduleSpaceVersion = 2034;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

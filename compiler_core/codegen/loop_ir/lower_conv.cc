@@ -1062,13 +1062,21 @@ ConvBuffers BindConvBuffers(const Graph& g, const ConvForm& f, GraphExpr& ge) {
 
 // Pointwise variant: whether a task packs its full blocks' input (cg
 // channels of rows * vw * ur pixels) once, contiguous, before its blocks of
-// output channels read it: where the input's channel planes are 4 KiB or
-// more (in place, every channel step of a block is a new page and a new
-// cache line), at least 4 channel blocks per task read the pack, and it
-// fits the stack pack.
+// output channels read it: at least 4 channel blocks per task read the
+// pack, it fits the stack pack, and either the input's channel planes are
+// 4 KiB or more (in place, every channel step of a block is a new page and
+// a new cache line) or the task runs reduction chunks (kc): each channel
+// block then reads the chunk's kc rows of vw * ur pixels from L1, and in
+// place those rows start a plane apart, half of their vectors straddling
+// two cache lines. Zen 3, 1 thread, Xception's 728 -> 728 (chunks of 104)
+// alternated 6 times: on 10x10 1.78-2.05 ms in place, 1.31-1.57 packed
+// (ORT 1.3-1.6); on 19x19 5.67-5.79 and 4.65-5.55. Without chunks a task's
+// input stays in L1 whole and packing it bought nothing measurable (96 ->
+// 576 on 14x14, 256 -> 256 on 28x28), or lost where few channel blocks
+// share it (144 -> 24 on 28x28: 0.063-0.078 ms, packed 0.077-0.108).
 bool PointwisePacksInput(const ConvForm& f, const Knobs& k) {
   const int64_t per_task = CeilDiv(f.kg / k.kb, k.ks);
-  return Pixels(f) >= 1024 && per_task >= 4 && f.cg * k.rows * k.vw * k.ur <= kMaxPackFloats / 2;
+  return (Pixels(f) >= 1024 || k.kc != 0) && per_task >= 4 && f.cg * k.rows * k.vw * k.ur <= kMaxPackFloats / 2;
 }
 
 // Pointwise variant: a task is (image, group, `rows` register blocks of

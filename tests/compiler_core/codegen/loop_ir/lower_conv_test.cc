@@ -584,6 +584,33 @@ TEST(ConvLoweringTest, PointwiseVariantPacksLargeMapsInput) {
   CheckConv(*g, pw);
 }
 
+// Tasks that run reduction chunks (kc) pack their input whatever the map, so
+// that each chunk's rows are contiguous in L1 (PointwisePacksInput): 512 ->
+// 32 on 10x10, every chunked point of one pixel block per task and 4 channel
+// blocks per task or more packs, no point without chunks does (100 pixels),
+// and every chunked point matches the interpreter.
+TEST(ConvLoweringTest, PointwiseChunkedTasksPackTheirInput) {
+  CpuTarget target = CpuTarget::Host();
+  auto g = ConvGraph({1, 512, 10, 10}, 32, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  std::vector<ScheduleConfig> chunked;
+  int packed = 0;
+  for (const ScheduleConfig& c : PointwisePoints(*g, target)) {
+    auto f = loop_ir::FindLowering(*g)->lower(*g, c, target);
+    ASSERT_TRUE(f.ok()) << f.status();
+    const bool packs = loop_ir::Print(*f).find("allocate xs:") != std::string::npos;
+    const int64_t per_task = (32 / c.Get("kb", 1) + c.Get("ks", 1) - 1) / c.Get("ks", 1);
+    if (c.Get("kc", 0) == 0) {
+      EXPECT_FALSE(packs) << c.ToString();
+      continue;
+    }
+    chunked.push_back(c);
+    if (c.Get("rows", 1) == 1 && per_task >= 4) EXPECT_TRUE(packs) << c.ToString();
+    packed += packs;
+  }
+  EXPECT_GT(packed, 0);
+  CheckConv(*g, chunked);
+}
+
 // The pointwise default blocks 8 output channels over 128 input channels
 // or more (their weights stream from L2), 4 over fewer; 16 accumulators.
 TEST(ConvLoweringTest, PointwiseDefaultBlockFollowsTheReduction) {
