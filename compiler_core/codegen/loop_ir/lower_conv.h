@@ -72,10 +72,11 @@ bool FlatSpatialIndexOk(const Graph& workload, const ConvForm& f);
 // pw=1 (only for 1x1, stride-1, unpadded convs; absent/0 is the above) is the
 // pointwise variant: vw lanes over the flattened output pixels (H*W is
 // contiguous in NCHW), ur vectors by kb output channels per register block,
-// rows = pixel blocks (of vw*ur) per task; input and weights are read in place
-// and the leftover pixels form one narrower, lane-masked block; ks (absent: 1)
-// splits the output-channel blocks ks ways across tasks, for small maps with
-// fewer pixel blocks than threads. The default schedule of a pointwise conv is
+// rows = pixel blocks (of vw*ur) per task; the weights are read in place, the
+// input too unless the task packs it (on large maps, or where it runs
+// reduction chunks: kc), and the leftover pixels form one narrower block; ks
+// (absent: 1) splits the output-channel blocks ks ways across tasks, for
+// small maps with fewer pixel blocks than threads. The default schedule of a pointwise conv is
 // a pw=1 point with the fewest ks that makes 4 tasks.
 // dw=1 (only for 2-D depthwise convs: one input and one output channel per
 // group) is the plane variant: a task is (image, `rows` channels); per channel
