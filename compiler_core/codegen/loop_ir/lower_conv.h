@@ -76,8 +76,8 @@ bool FlatSpatialIndexOk(const Graph& workload, const ConvForm& f);
 // input too unless the task packs it (on large maps, or where it runs
 // reduction chunks: kc), and the leftover pixels form one narrower block; ks
 // (absent: 1) splits the output-channel blocks ks ways across tasks, for
-// small maps with fewer pixel blocks than threads. The default schedule of a pointwise conv is
-// a pw=1 point with the fewest ks that makes 4 tasks.
+// small maps with fewer pixel blocks than threads. The default schedule of a
+// pointwise conv is a pw=1 point with the fewest ks that makes 4 tasks.
 // dw=1 (only for 2-D depthwise convs: one input and one output channel per
 // group) is the plane variant: a task is (image, `rows` channels); per channel
 // the zero-padded input plane is copied into sh*sw stride-phase planes, so
