@@ -103,7 +103,10 @@ namespace kiln {
 // before are other kernels.
 // 2034: pointwise tasks that run reduction chunks pack their input on maps
 // of any size (PointwisePacksInput): the same schedules are other kernels.
-inline constexpr int kScheduleSpaceVersion = 2034;
+// 2035: matmul tasks of one or two column panels copy each tile row's strip
+// of A before its tiles (MatMulTiling::pack_a): the same schedules are other
+// kernels.
+inline constexpr int kScheduleSpaceVersion = 2035;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -742,6 +742,9 @@ MatMulTiling TileMatMul(const MatMulSpec& s, const ScheduleConfig& config, const
   t.pack_floats = s.b_panel > 0 ? 0 : t.kc * t.cols_per_task;
   t.cols_outer = t.kc == 0 && !t.gemv && !t.gemv_dot && t.cols_per_task > t.nb &&
                  std::min(t.rows_per_task, s.m) > t.mr && s.k * std::min(t.cols_per_task, s.n) * 4 > kColsOuterBytes;
+  const int64_t klen = t.kc > 0 ? std::min(t.kc, s.k) : s.k;
+  t.pack_a = !t.gemv && !t.gemv_dot && !t.cols_outer && std::min(t.cols_per_task, s.n) <= 2 * t.nb &&
+             t.mr * klen <= kAPackMaxFloats;
   return t;
 }
 
@@ -897,6 +900,8 @@ class MatMulBuilder {
     // One row of tiles: full panels, then the column tail.
     auto tile_row = [&](const Expr& m, int64_t rows, const std::string& tag) -> absl::StatusOr<Stmt> {
       std::vector<Stmt> row;
+      packed_a_ = t_.pack_a && kp.klen > 0 ? MakeBuffer("packed_a_" + tag, {rows * kp.klen}, BufferRole::kTemp) : nullptr;
+      if (packed_a_ != nullptr) row.push_back(PackA(kp, m, rows));
       if (panels > 0) {
         ASSIGN_OR_RETURN(Stmt full, Tile(kp, m, col_n(V("jp")), rows, nb, Mul(V("jp"), I(t_.kc * nb)), tag + "f"));
         row.push_back(For("jp", I(panels), col_guard(V("jp"), full)));
@@ -905,7 +910,10 @@ class MatMulBuilder {
         ASSIGN_OR_RETURN(Stmt t, Tile(kp, m, I(nf_), rows, tail, I(tail_panel * t_.kc * nb), tag + "t"));
         row.push_back(tail_guard(t));
       }
-      return Block(std::move(row));
+      Stmt tiles = Block(std::move(row));
+      if (packed_a_ != nullptr) tiles = Allocate(packed_a_, tiles);
+      packed_a_ = nullptr;
+      return tiles;
     };
     const int64_t mr = t_.mr;
     int64_t row_blocks = t_.rows_per_task / mr;
@@ -955,6 +963,23 @@ class MatMulBuilder {
     return Block(std::move(out));
   }
 
+  // A's rows [m, m + rows) over kp's K range into packed_a_ (row i at i *
+  // klen), row after row, each in whole vectors and then its tail.
+  Stmt PackA(const KPart& kp, const Expr& m, int64_t rows) {
+    auto copy = [&](const Expr& k) {
+      Expr src = Add(Add(V("a_off"), Mul(Add(m, V("ai")), I(s_.a_stride_m))), Mul(Add(kp.k0, k), I(s_.a_stride_k)));
+      return Store(packed_a_, Add(Mul(V("ai"), I(kp.klen)), k), Load(a_, src));
+    };
+    std::vector<Stmt> row;
+    const int64_t full = kp.klen / lanes_, rest = kp.klen % lanes_;
+    if (full > 0) {
+      row.push_back(
+          For("akv", I(full), For("akl", I(lanes_), copy(Add(Mul(V("akv"), I(lanes_)), V("akl"))), ForKind::kVectorized)));
+    }
+    if (rest > 0) row.push_back(For("akl", I(rest), copy(Add(I(full * lanes_), V("akl"))), ForKind::kVectorized));
+    return For("ai", I(rows), Block(std::move(row)));
+  }
+
   // `body` over columns `col` in [0, width): an unrolled loop over full vectors
   // of the target's lanes, then one narrower vector for the rest. (A single
   // vectorized loop nr * lanes wide would make LLVM vectors of 48 floats,
@@ -992,7 +1017,9 @@ class MatMulBuilder {
     body.push_back(each(Store(acc, acc_idx, init)));
     // K loop: acc += A[m+i, k0+k] * B[k0+k, n+j].
     auto kstep = [&](const Expr& k) {
-      Expr a = Load(a_, Add(Add(V("a_off"), Mul(mi, I(s_.a_stride_m))), Mul(Add(kp.k0, k), I(s_.a_stride_k))));
+      Expr a = packed_a_ != nullptr
+                   ? Load(packed_a_, Add(Mul(V("i"), I(kp.klen)), k))
+                   : Load(a_, Add(Add(V("a_off"), Mul(mi, I(s_.a_stride_m))), Mul(Add(kp.k0, k), I(s_.a_stride_k))));
       Expr b = packed_ != nullptr ? Load(packed_, Add(Add(panel, Mul(k, I(t_.nb))), V("j"))) : BAt(kp.k0, k, nj);
       return each(Store(acc, acc_idx, Call("fma", {a, b, Load(acc, acc_idx)})));
     };
@@ -1162,6 +1189,7 @@ class MatMulBuilder {
   const MatMulTiling t_;
   GraphExpr ge_;
   Buffer a_, b_, packed_;
+  Buffer packed_a_;  // the tile row's strip of A while Part lowers it (MatMulTiling::pack_a), else null
   std::vector<Buffer> outs_;
   std::vector<Expr> batch_idx_;
   int64_t lanes_ = 1;

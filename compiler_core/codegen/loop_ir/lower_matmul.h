@@ -147,7 +147,22 @@ struct MatMulTiling {
   // not once per row block. (Row blocks outermost keep A's rows in L1, which
   // is the better order while B's task slice stays in L2.)
   bool cols_outer = false;
+  // Each register tile row's mr x K strip of A copied, rows front to back,
+  // into a stack buffer that its tiles then read (kAPackMaxFloats at most):
+  // where a task's columns are one or two register panels, so that each A
+  // row is read by few tiles. Its tiles' broadcasts walk mr rows side by
+  // side, mr short streams the prefetchers do not follow; from memory
+  // (a Winograd conv's constant U, cold in a model: 16 x 128 x 128 by 128 x
+  // 16 tiles) every line then costs a miss's latency. The copy reads the
+  // strip as one stream. Zen 3, 1 thread, 40 Winograd 128 -> 128 3x3 convs
+  // on 7x7 in a chain: 14.5 -> 8.1 ms (ORT 8.6). Wider tasks read each A row
+  // for several panels, from L1 after the first: there the copy only costs
+  // (VGG-11's 36 x 256 x 256 by 256 x 196, 12 panels: 13.0 -> 16.5 ms).
+  bool pack_a = false;
 };
+
+// Floats of A's mr x K strip past which a tile row reads A in place.
+inline constexpr int64_t kAPackMaxFloats = 8192;
 
 // B's bytes per task beyond which an unpacked task walks its column panels
 // outermost (MatMulTiling::cols_outer): a 1 MiB L2 (a 192 x 768 slice

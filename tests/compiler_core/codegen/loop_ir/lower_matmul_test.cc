@@ -297,6 +297,35 @@ std::unique_ptr<Graph> PackedGraph(const Ints& a, int64_t k, int64_t n, int64_t 
   return gb.Finish({relu ? gb.Op("Relu", {y}) : y});
 }
 
+// Tasks of one or two column panels copy each tile row's strip of A first
+// (MatMulTiling::pack_a; a Winograd conv's products, 16 x 40 x 36 by 36 x
+// 16 tiles here) and their tiles read the copy, K's tail included; wider
+// tasks read A in place. Every point against the interpreter.
+TEST(MatMulLoweringTest, NarrowTasksCopyTheirStripOfA) {
+  auto narrow = PlainMatMul({16, 40, 36}, {16, 36, 16});
+  CpuTarget target = Host();
+  for (const ScheduleConfig& c : EnumerateSchedules(*narrow, target)) {
+    const MatMulTiling t = TileMatMul(*AnalyzeMatMul(*narrow), c, target);
+    if (t.gemv || t.gemv_dot) continue;
+    absl::StatusOr<LoopFunc> f = MatMulLowering().lower(*narrow, c, target);
+    ASSERT_TRUE(f.ok()) << f.status();
+    const std::string text = Print(*f);
+    EXPECT_EQ(t.pack_a, std::min<int64_t>(t.cols_per_task, 16) <= 2 * t.nb) << c.ToString();
+    EXPECT_EQ(text.find("allocate packed_a_r") != std::string::npos, t.pack_a) << c.ToString() << "\n" << text;
+    if (t.pack_a) {
+      EXPECT_EQ(text.find("= fma(in0["), std::string::npos) << text;  // the tiles read the copy only
+    }
+  }
+  EXPECT_TRUE(TileMatMul(*AnalyzeMatMul(*narrow), DefaultSchedule(*narrow, target), target).pack_a);
+  CheckAgainstInterpreter(*narrow, RandomPoints(*narrow, target, 8, 21));
+  auto wide = PlainMatMul({40, 36}, {36, 200});
+  const ScheduleConfig c = DefaultSchedule(*wide, target);
+  EXPECT_FALSE(TileMatMul(*AnalyzeMatMul(*wide), c, target).pack_a) << c.ToString();
+  absl::StatusOr<LoopFunc> f = MatMulLowering().lower(*wide, c, target);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(Print(*f).find("packed_a"), std::string::npos) << Print(*f);
+}
+
 // B in column panels of the host's lanes (the packed_matmul_weights pass):
 // MatMul and Gemm forms, panel tails, A's batches folded into rows, Gemm's
 // transA, alpha, beta and C, K blocks; no GEMV variant applies.
