@@ -900,7 +900,8 @@ class MatMulBuilder {
     // One row of tiles: full panels, then the column tail.
     auto tile_row = [&](const Expr& m, int64_t rows, const std::string& tag) -> absl::StatusOr<Stmt> {
       std::vector<Stmt> row;
-      packed_a_ = t_.pack_a && kp.klen > 0 ? MakeBuffer("packed_a_" + tag, {rows * kp.klen}, BufferRole::kTemp) : nullptr;
+      packed_a_ = nullptr;
+      if (t_.pack_a && kp.klen > 0) packed_a_ = MakeBuffer("packed_a_" + tag, {rows * kp.klen}, BufferRole::kTemp);
       if (packed_a_ != nullptr) row.push_back(PackA(kp, m, rows));
       if (panels > 0) {
         ASSIGN_OR_RETURN(Stmt full, Tile(kp, m, col_n(V("jp")), rows, nb, Mul(V("jp"), I(t_.kc * nb)), tag + "f"));
@@ -973,8 +974,8 @@ class MatMulBuilder {
     std::vector<Stmt> row;
     const int64_t full = kp.klen / lanes_, rest = kp.klen % lanes_;
     if (full > 0) {
-      row.push_back(
-          For("akv", I(full), For("akl", I(lanes_), copy(Add(Mul(V("akv"), I(lanes_)), V("akl"))), ForKind::kVectorized)));
+      Stmt vector = For("akl", I(lanes_), copy(Add(Mul(V("akv"), I(lanes_)), V("akl"))), ForKind::kVectorized);
+      row.push_back(For("akv", I(full), vector));
     }
     if (rest > 0) row.push_back(For("akl", I(rest), copy(Add(I(full * lanes_), V("akl"))), ForKind::kVectorized));
     return For("ai", I(rows), Block(std::move(row)));
