@@ -26,8 +26,8 @@
 //         read from them in place, K block by K block
 //   gv    1: the row-streaming GEMV variant (one row of A, B's     1 for one row and
 //         columns contiguous; mr = nr = 1, no kc): B is read row   B beyond kGemvStreamBytes
-//         after row, ku rows at a time, into a task's column
-//         accumulators held in a stack buffer (L1)
+//         after row, ku rows at a time (default 8), into a task's
+//         column accumulators held in a stack buffer (L1)
 //         2: the dot-form GEMV (one row of A, B's K contiguous:     2 for one row and
 //         Gemm transB=1; mr = nr = 1, no kc): output column j is   B^T beyond kGemvStreamBytes
 //         A's row dotted with B's row j, ku rows at a time in

@@ -210,10 +210,15 @@ TEST(MatMulBlocking, RowStreamingGemv) {
   for (const ScheduleConfig& c : EnumerateSchedules(*wide, target)) {
     EXPECT_TRUE(ValidateSchedule(*wide, c, target).ok()) << c.ToString();
   }
-  // A classifier's weights (1280 x 1000 floats) stream; a small B stays in
-  // the register-tiled kernel.
+  // A classifier's weights (1280 x 1000 floats) stream, eight rows a pass
+  // (a short K as many as it has); a small B stays in the register-tiled
+  // kernel.
   auto classifier = MakeWorkload("MatMul", {{1, 1280}, {1280, 1000}}, {1, 1000});
   EXPECT_EQ(DefaultSchedule(*classifier, target).Get("gv", 0), 1);
+  EXPECT_EQ(DefaultSchedule(*classifier, target).Get("ku", 0), 8);
+  auto short_k = MakeWorkload("MatMul", {{1, 3}, {3, 60000}}, {1, 60000});
+  EXPECT_EQ(DefaultSchedule(*short_k, target).Get("gv", 0), 1);
+  EXPECT_EQ(DefaultSchedule(*short_k, target).Get("ku", 0), 4);
   EXPECT_EQ(DefaultSchedule(*g, target).Get("gv", 0), 0);
 }
 
