@@ -30,9 +30,10 @@
 //         column accumulators held in a stack buffer (L1)
 //         2: the dot-form GEMV (one row of A, B's K contiguous:     2 for one row and
 //         Gemm transB=1; mr = nr = 1, no kc): output column j is   B^T beyond kGemvStreamBytes
-//         A's row dotted with B's row j, ku rows at a time in
-//         lane accumulators summed across their lanes; a task's
-//         columns are contiguous rows of B, streamed whole
+//         A's row dotted with B's row j, ku rows at a time
+//         (default 8) in lane accumulators summed across their
+//         lanes; a task's columns are contiguous rows of B, streamed
+//         whole
 //
 // The loop nest (TileMatMul cuts the work up):
 //

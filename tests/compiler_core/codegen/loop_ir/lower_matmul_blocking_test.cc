@@ -253,6 +253,7 @@ TEST(MatMulBlocking, DotFormGemv) {
   }
   auto head = MakeWorkload("Gemm", {{1, 1280}, {1000, 1280}}, {1, 1000}, {{"transB", int64_t{1}}});
   EXPECT_EQ(DefaultSchedule(*head, target).Get("gv", 0), 2);
+  EXPECT_EQ(DefaultSchedule(*head, target).Get("ku", 0), 8);
   for (const ScheduleConfig& c : EnumerateSchedules(*head, target)) {
     EXPECT_TRUE(ValidateSchedule(*head, c, target).ok()) << c.ToString();
   }
@@ -383,7 +384,7 @@ TEST(MatMulBlocking, DefaultTasksShareEvenlyBetweenThreads) {
   EXPECT_EQ(tasks_of(*gru, d), 8) << d.ToString();
   auto head = MakeWorkload("Gemm", {{1, 4096}, {256, 4096}}, {1, 256}, {{"transB", int64_t{1}}});
   d = DefaultSchedule(*head, *avx512);
-  EXPECT_EQ(d.ToString(), "gv=2,ku=4,mr=1,nc=128,nr=1");
+  EXPECT_EQ(d.ToString(), "gv=2,ku=8,mr=1,nc=128,nr=1");
   EXPECT_EQ(tasks_of(*head, d), 2);
   for (const Graph* g : {vit.get(), gru.get(), head.get()}) {
     std::vector<ScheduleConfig> space = EnumerateSchedules(*g, *avx512);
