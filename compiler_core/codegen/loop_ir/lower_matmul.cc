@@ -604,7 +604,7 @@ ScheduleConfig DefaultMatMul(const MatMulSpec& s, const CpuTarget& target) {
   // 1024 columns (VGG's 25088 -> 256 head, 26 MB, in one task left the
   // second thread idle). Eight rows of B a pass, each A vector loaded once
   // for eight multiply-adds (Zen 3, 1 thread, in the models: MNASNet's
-  // 1280 -> 1000 head 0.42 -> 0.31 ms, five other heads 1.03-1.10x faster,
+  // 1280 -> 1000 head 0.42 -> 0.31 ms, six other heads 1.03-1.10x faster,
   // VGG-11's two 4096-column heads 1.63 -> 1.72 ms).
   if (GemvDotApplies(s) && s.k * s.n * 4 > kGemvStreamBytes) {
     ScheduleConfig dot;
