@@ -1,4 +1,5 @@
-// SHA-256 digests (a self-contained FIPS 180-4 implementation) in the spellings Kiln uses: raw bytes
+// SHA-256 digests (a self-contained FIPS 180-4 implementation, with the SHA
+// extensions where the CPU has them) in the spellings Kiln uses: raw bytes
 // (a package's trailer), bare hex for keys, and "sha256:<hex>" for
 // content-addressed artifacts such as packages.
 #pragma once
@@ -13,6 +14,16 @@ namespace kiln {
 using Sha256Bytes = std::array<uint8_t, 32>;
 
 Sha256Bytes Sha256(std::string_view bytes);
+
+// How Sha256 compresses blocks: the x86 SHA extensions (SHA-NI) where the host
+// has them, else portable C++. Both give the same digests.
+enum class Sha256Engine { kPortable, kShaExtensions };
+Sha256Engine HostSha256Engine();
+// Whether `engine` runs on this host.
+bool Sha256EngineRuns(Sha256Engine engine);
+// Sha256 with a given engine (the portable one where `engine` does not run
+// here): the tests check each engine against OpenSSL.
+Sha256Bytes Sha256On(Sha256Engine engine, std::string_view bytes);
 // Lower-case hex of `bytes`.
 std::string HexEncode(std::string_view bytes);
 // Lower-case hex SHA-256 of `bytes` (64 characters).

@@ -18,22 +18,41 @@ TEST(Sha256Test, KnownVectors) {
 }
 
 // Every length around the padding boundaries (55, 56, 63, 64 ...) and a large
-// input, against OpenSSL's SHA-256 as the reference.
-TEST(Sha256Test, MatchesOpenSslOnEveryPaddingCase) {
+// input, against OpenSSL's SHA-256 as the reference, on each engine.
+class Sha256EngineTest : public ::testing::TestWithParam<Sha256Engine> {};
+
+TEST_P(Sha256EngineTest, MatchesOpenSslOnEveryPaddingCase) {
+  const Sha256Engine engine = GetParam();
+  if (!Sha256EngineRuns(engine)) GTEST_SKIP() << "this CPU has no SHA extensions (CPUID leaf 7, EBX bit 29)";
   std::string data;
   for (int i = 0; i < 300; ++i) data.push_back(static_cast<char>((i * 131 + 7) & 0xff));
   for (size_t n = 0; n <= data.size(); ++n) {
     unsigned char want[SHA256_DIGEST_LENGTH];
     SHA256(reinterpret_cast<const unsigned char*>(data.data()), n, want);
-    Sha256Bytes got = Sha256(std::string_view(data.data(), n));
+    Sha256Bytes got = Sha256On(engine, std::string_view(data.data(), n));
     ASSERT_EQ(std::string(got.begin(), got.end()), std::string(want, want + SHA256_DIGEST_LENGTH)) << n << " bytes";
   }
   std::string big(3 << 20, '\0');
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 2654435761u >> 13);
   unsigned char want[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(big.data()), big.size(), want);
-  Sha256Bytes got = Sha256(big);
+  Sha256Bytes got = Sha256On(engine, big);
   EXPECT_EQ(std::string(got.begin(), got.end()), std::string(want, want + SHA256_DIGEST_LENGTH));
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, Sha256EngineTest,
+                         ::testing::Values(Sha256Engine::kPortable, Sha256Engine::kShaExtensions),
+                         [](const ::testing::TestParamInfo<Sha256Engine>& info) {
+                           return info.param == Sha256Engine::kPortable ? std::string("Portable")
+                                                                        : std::string("ShaExtensions");
+                         });
+
+// Sha256 takes the host's engine: the same digest as either engine.
+TEST(Sha256Test, HostEngineAgreesWithPortable) {
+  std::string data(100000, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7919 >> 3);
+  EXPECT_EQ(Sha256(data), Sha256On(Sha256Engine::kPortable, data));
+  EXPECT_EQ(Sha256(data), Sha256On(HostSha256Engine(), data));
 }
 
 TEST(Sha256Test, DigestValidation) {
