@@ -3,11 +3,12 @@
 that workload, the packages run in alternation, ONNX Runtime timed in the same loop.
 
 Usage:
-  bench/schedule_ab.py (MODEL.onnx | --chain C,H,W,N) --config K=V,... [--config ...]
+  bench/schedule_ab.py (MODEL.onnx | --chain C,H,W,N[,KH,KW]) --config K=V,... [--config ...]
                        [--kiln build/client/kiln] [--group 0] [--rounds 5] [--repeat 15] [--threads 1] [--no-ort]
                        [--profile]
 
---chain C,H,W,N writes the model: N layers of a 1x1 Conv C -> C on HxW plus Relu, each with its own
+--chain C,H,W,N[,KH,KW] writes the model: N layers of a KHxKW Conv C -> C on HxW (1x1 unless given;
+padded by KH//2 and KW//2, so odd windows keep HxW) plus Relu, each with its own
 weights (so that, as in a real network, the weights pass through the caches once per run).
 
 How a schedule is forced: `kiln compile --trials 1` measures the default schedule of the model's
@@ -32,16 +33,17 @@ import numpy as np
 from ort_timing import OrtTimer
 
 
-def write_chain(path, c, h, w, n):
+def write_chain(path, c, h, w, n, kh=1, kw=1):
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     rng = np.random.default_rng(0)
     nodes, inits, prev = [], [], "x"
     for i in range(n):
-        weights = (rng.standard_normal((c, c, 1, 1)) / np.sqrt(c)).astype(np.float32)
+        weights = (rng.standard_normal((c, c, kh, kw)) / np.sqrt(c * kh * kw)).astype(np.float32)
         bias = (rng.standard_normal(c) * 0.1).astype(np.float32)
         inits += [numpy_helper.from_array(weights, f"W{i}"), numpy_helper.from_array(bias, f"B{i}")]
-        nodes.append(helper.make_node("Conv", [prev, f"W{i}", f"B{i}"], [f"c{i}"], kernel_shape=[1, 1]))
+        nodes.append(helper.make_node("Conv", [prev, f"W{i}", f"B{i}"], [f"c{i}"], kernel_shape=[kh, kw],
+                                      pads=[kh // 2, kw // 2, kh // 2, kw // 2]))
         prev = f"r{i}" if i < n - 1 else "y"
         nodes.append(helper.make_node("Relu", [f"c{i}"], [prev]))
     graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, w])],
@@ -56,7 +58,7 @@ def run(cmd, **kw):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model", nargs="?")
-    ap.add_argument("--chain", help="C,H,W,N: write a chain of N 1x1 convs C -> C on HxW and use it")
+    ap.add_argument("--chain", help="C,H,W,N[,KH,KW]: write a chain of N KHxKW convs C -> C on HxW and use it")
     ap.add_argument("--config", action="append", required=True, help="a schedule, K=V,... (repeatable)")
     ap.add_argument("--kiln", default="build/client/kiln")
     ap.add_argument("--group", type=int, default=0, help="the group whose workload the configs are for")
@@ -71,7 +73,10 @@ def main():
     model = args.model
     if args.chain:
         model = os.path.join(work, "chain.onnx")
-        write_chain(model, *map(int, args.chain.split(",")))
+        dims = [int(d) for d in args.chain.split(",")]
+        if len(dims) not in (4, 6):
+            sys.exit(f"schedule_ab: --chain takes C,H,W,N or C,H,W,N,KH,KW, not {args.chain!r}")
+        write_chain(model, *dims)
     if model is None:
         sys.exit("schedule_ab: give a model or --chain")
     import onnx
