@@ -4,6 +4,7 @@
 // (docs/decisions/0006-runtime-without-dependencies.md).
 #include "base/digest.h"
 
+#include <algorithm>
 #include <cstring>
 
 #if defined(__x86_64__)
@@ -127,19 +128,21 @@ CompressFn CompressFor(Sha256Engine engine) {
   return CompressPortable;
 }
 
-Sha256Bytes Sha256With(CompressFn compress, std::string_view bytes) {
-  uint32_t state[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
-  const size_t size = bytes.size();
-  const size_t offset = size / 64 * 64;
-  compress(state, data, size / 64);
-  // The tail, a 0x80 byte, zeros, and the length in bits (big-endian): one or two blocks.
+constexpr uint32_t kInitialState[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                       0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+
+// The digest of a message of `total` bytes from the state after its full
+// blocks and its last `rest` (< 64) bytes: those, a 0x80 byte, zeros, and the
+// length in bits (big-endian), one or two blocks.
+Sha256Bytes Finalize(CompressFn compress, const uint32_t blocks_state[8], const uint8_t* last, size_t rest,
+                     uint64_t total) {
+  uint32_t state[8];
+  std::memcpy(state, blocks_state, sizeof(state));
   uint8_t tail[128] = {};
-  const size_t rest = size - offset;
-  if (rest > 0) std::memcpy(tail, data + offset, rest);
+  if (rest > 0) std::memcpy(tail, last, rest);
   tail[rest] = 0x80;
   const size_t tail_size = rest + 1 + 8 <= 64 ? 64 : 128;
-  const uint64_t bits = static_cast<uint64_t>(size) * 8;
+  const uint64_t bits = total * 8;
   for (int i = 0; i < 8; ++i) tail[tail_size - 1 - i] = static_cast<uint8_t>(bits >> (8 * i));
   compress(state, tail, tail_size / 64);
   Sha256Bytes md;
@@ -150,6 +153,20 @@ Sha256Bytes Sha256With(CompressFn compress, std::string_view bytes) {
     md[4 * i + 3] = static_cast<uint8_t>(state[i]);
   }
   return md;
+}
+
+Sha256Bytes Sha256With(CompressFn compress, std::string_view bytes) {
+  uint32_t state[8];
+  std::memcpy(state, kInitialState, sizeof(state));
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  const size_t full = bytes.size() / 64;
+  compress(state, data, full);
+  return Finalize(compress, state, data + 64 * full, bytes.size() - 64 * full, bytes.size());
+}
+
+CompressFn HostCompress() {
+  static const CompressFn compress = CompressFor(HostSha256Engine());
+  return compress;
 }
 
 }  // namespace
@@ -166,10 +183,30 @@ bool Sha256EngineRuns(Sha256Engine engine) {
   return engine == Sha256Engine::kPortable || HostSha256Engine() == Sha256Engine::kShaExtensions;
 }
 
-Sha256Bytes Sha256(std::string_view bytes) {
-  static const CompressFn compress = CompressFor(HostSha256Engine());
-  return Sha256With(compress, bytes);
+Sha256Bytes Sha256(std::string_view bytes) { return Sha256With(HostCompress(), bytes); }
+
+Sha256Hasher::Sha256Hasher() { std::memcpy(state_, kInitialState, sizeof(state_)); }
+
+void Sha256Hasher::Update(std::string_view bytes) {
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  size_t size = bytes.size();
+  length_ += size;
+  if (buffered_ > 0) {
+    const size_t take = std::min(size, sizeof(buffer_) - buffered_);
+    std::memcpy(buffer_ + buffered_, data, take);
+    buffered_ += take;
+    data += take;
+    size -= take;
+    if (buffered_ < sizeof(buffer_)) return;
+    HostCompress()(state_, buffer_, 1);
+    buffered_ = 0;
+  }
+  HostCompress()(state_, data, size / 64);
+  buffered_ = size % 64;
+  std::memcpy(buffer_, data + size - buffered_, buffered_);
 }
+
+Sha256Bytes Sha256Hasher::Finish() const { return Finalize(HostCompress(), state_, buffer_, buffered_, length_); }
 
 Sha256Bytes Sha256On(Sha256Engine engine, std::string_view bytes) {
   return Sha256With(CompressFor(Sha256EngineRuns(engine) ? engine : Sha256Engine::kPortable), bytes);

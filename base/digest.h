@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -24,6 +25,22 @@ bool Sha256EngineRuns(Sha256Engine engine);
 // Sha256 with a given engine (the portable one where `engine` does not run
 // here): the tests check each engine against OpenSSL.
 Sha256Bytes Sha256On(Sha256Engine engine, std::string_view bytes);
+// SHA-256 over bytes given in pieces. Finish() leaves the hasher as it was, so
+// one pass over a package yields both the digest of its body (the trailer it
+// ends with) and of the whole file (its content digest).
+class Sha256Hasher {
+ public:
+  Sha256Hasher();
+  void Update(std::string_view bytes);
+  Sha256Bytes Finish() const;
+
+ private:
+  uint32_t state_[8];
+  uint8_t buffer_[64];  // the bytes past the last full block
+  size_t buffered_ = 0;
+  uint64_t length_ = 0;
+};
+
 // Lower-case hex of `bytes`.
 std::string HexEncode(std::string_view bytes);
 // Lower-case hex SHA-256 of `bytes` (64 characters).

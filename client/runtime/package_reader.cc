@@ -165,11 +165,17 @@ Status Package::Verify() {
   }
   const int64_t body = size - package::kTrailerSize;
   const std::string_view bytes(reinterpret_cast<const char*>(data_), static_cast<size_t>(size_));
-  const Sha256Bytes hash = Sha256(bytes.substr(0, static_cast<size_t>(body)));
+  // One pass: the body's digest must be the trailer; the whole file's is the
+  // package's content digest.
+  Sha256Hasher hasher;
+  hasher.Update(bytes.substr(0, static_cast<size_t>(body)));
+  const Sha256Bytes hash = hasher.Finish();
   if (std::memcmp(hash.data(), data_ + body, hash.size()) != 0) {
     return DataLossError(ctx + ": checksum mismatch");
   }
-  digest_ = ContentDigest(bytes);
+  hasher.Update(bytes.substr(static_cast<size_t>(body)));
+  const Sha256Bytes whole = hasher.Finish();
+  digest_ = "sha256:" + HexEncode(std::string_view(reinterpret_cast<const char*>(whole.data()), whole.size()));
 
   if (header.manifest_offset > static_cast<uint64_t>(body) || header.manifest_size > static_cast<uint64_t>(body) ||
       static_cast<int64_t>(header.manifest_offset) < package::kHeaderSize ||

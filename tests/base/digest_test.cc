@@ -55,6 +55,27 @@ TEST(Sha256Test, HostEngineAgreesWithPortable) {
   EXPECT_EQ(Sha256(data), Sha256On(HostSha256Engine(), data));
 }
 
+// The hasher over pieces of every size up to 130 bytes (across block
+// boundaries and the buffered tail) gives Sha256 of the whole, and Finish()
+// in the middle gives the prefix's digest and leaves the rest intact.
+TEST(Sha256Test, HasherInPiecesMatchesOneShot) {
+  std::string data(1000, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 40503u >> 5);
+  for (size_t piece = 1; piece <= 130; ++piece) {
+    Sha256Hasher hasher;
+    for (size_t at = 0; at < data.size(); at += piece) {
+      const std::string_view part = std::string_view(data).substr(at, piece);
+      hasher.Update(part);
+      ASSERT_EQ(hasher.Finish(), Sha256(std::string_view(data).substr(0, at + part.size())))
+          << piece << "-byte pieces, " << at + part.size() << " bytes in";
+    }
+  }
+  Sha256Hasher empty;
+  EXPECT_EQ(empty.Finish(), Sha256(""));
+  empty.Update("");
+  EXPECT_EQ(empty.Finish(), Sha256(""));
+}
+
 TEST(Sha256Test, DigestValidation) {
   EXPECT_TRUE(IsValidContentDigest(ContentDigest("x")));
   EXPECT_FALSE(IsValidContentDigest(""));
