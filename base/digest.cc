@@ -230,7 +230,11 @@ std::string Sha256Hex(std::string_view bytes) {
   return HexEncode(std::string_view(reinterpret_cast<const char*>(md.data()), md.size()));
 }
 
-std::string ContentDigest(std::string_view bytes) { return "sha256:" + Sha256Hex(bytes); }
+std::string ContentDigestOf(const Sha256Bytes& hash) {
+  return "sha256:" + HexEncode(std::string_view(reinterpret_cast<const char*>(hash.data()), hash.size()));
+}
+
+std::string ContentDigest(std::string_view bytes) { return ContentDigestOf(Sha256(bytes)); }
 
 bool IsValidContentDigest(std::string_view digest) {
   constexpr std::string_view kPrefix = "sha256:";

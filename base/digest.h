@@ -47,6 +47,8 @@ std::string HexEncode(std::string_view bytes);
 std::string Sha256Hex(std::string_view bytes);
 // "sha256:" + Sha256Hex(bytes).
 std::string ContentDigest(std::string_view bytes);
+// "sha256:" + the hex of an already computed SHA-256 (a Sha256Hasher's).
+std::string ContentDigestOf(const Sha256Bytes& hash);
 // True when `digest` is exactly "sha256:" followed by 64 lower-case hex digits.
 bool IsValidContentDigest(std::string_view digest);
 

@@ -1,7 +1,7 @@
 // SHA-256 throughput of each engine of base/digest.cc (portable C++ and, where
 // the CPU has them, the x86 SHA extensions) on one buffer, the best of a few
-// passes. A package load hashes the package once (its trailer); `kiln run`
-// hashes it once more for the digest it prints.
+// passes. A package load hashes the whole file once (client/runtime/
+// package_reader.cc: the trailer's digest and the content digest in one pass).
 //
 //   build/bench/kiln_bench_digest [MiB=256] [passes=3]
 #include <algorithm>

@@ -174,8 +174,7 @@ Status Package::Verify() {
     return DataLossError(ctx + ": checksum mismatch");
   }
   hasher.Update(bytes.substr(static_cast<size_t>(body)));
-  const Sha256Bytes whole = hasher.Finish();
-  digest_ = "sha256:" + HexEncode(std::string_view(reinterpret_cast<const char*>(whole.data()), whole.size()));
+  digest_ = ContentDigestOf(hasher.Finish());
 
   if (header.manifest_offset > static_cast<uint64_t>(body) || header.manifest_size > static_cast<uint64_t>(body) ||
       static_cast<int64_t>(header.manifest_offset) < package::kHeaderSize ||
