@@ -68,6 +68,7 @@ struct RunOptions {
   int threads = 1;  // 0: every hardware thread
   bool json = false;
   int profile = 0;  // print the N fusion groups that take the most time
+  bool keep_denormals = false;  // IEEE denormals instead of the session's flush to zero
 };
 
 struct EvalOptions {

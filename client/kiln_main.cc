@@ -201,6 +201,9 @@ int main(int argc, char** argv) {
   r->add_option("--profile", run.profile,
                 "time each kernel over the runs and print the N fusion groups that take the most time")
       ->check(CLI::Range(0, 1000000));
+  r->add_flag("--keep-denormals", run.keep_denormals,
+              "compute with IEEE denormal floats; by default a CPU run treats them as zero, which keeps layers "
+              "whose values decay below 2^-126 from running many times slower");
   RejectRepeatedNames(r, nullptr, &run.inputs);
 
   EvalOptions eval;

@@ -112,6 +112,7 @@ int RunRun(const RunOptions& o) {
   auto session = runtime::Session::Create(pkg, &pool);
   if (!session.ok()) return ReportError("run", runtime::ToAbsl(session.status()));
   runtime::Session& s = **session;
+  s.set_flush_denormals(!o.keep_denormals);
 
   auto inputs = ReadInputFlags(o.inputs);
   if (!inputs.ok()) return ReportError("run", inputs.status());
@@ -169,7 +170,7 @@ int RunRun(const RunOptions& o) {
     if (s.on_cuda()) {
       json.Add("device", s.device());
     } else {
-      json.Add("threads", pool.num_threads());
+      json.Add("threads", pool.num_threads()).Add("denormals", s.flush_denormals() ? "flush" : "keep");
     }
     json.Add("repeat", static_cast<int64_t>(times_ms.size()))
         .Add("arena_bytes", s.on_cuda() ? pkg->manifest().cuda.arena_bytes : pkg->manifest().arena_bytes);

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/digest.h"
 #include "base/status_macros.h"
+#include "client/runtime/float_control.h"
 #include "client/runtime/thread_pool.h"
 #include "compiler_core/codegen/jit.h"
 #include "compiler_core/codegen/schedule_space.h"
@@ -454,6 +455,10 @@ absl::StatusOr<kiln::v1::MeasureResult> Measure(const kiln::v1::MeasureTask& tas
   std::vector<void*> args;
   for (const Value* v : graph.inputs()) args.push_back(setup.inputs.at(v->name()).raw());
   for (Tensor& t : setup.outputs) args.push_back(t.raw());
+
+  // Under the floating-point mode a session runs kernels in: denormals
+  // flushed (client/runtime/float_control.h).
+  const runtime::ScopedFloatControl float_control(runtime::WithDenormals(runtime::FloatControl(), true));
 
   // Check: poison the outputs (all-ones bytes: NaN for floats) so that elements
   // a kernel fails to write are caught, run once, compare.

@@ -50,7 +50,7 @@ typedef enum kiln_dtype_t {
  * it serves every header with the same major ABI version and a lower or equal
  * minor one (docs/runtime-abi.md). */
 #define KILN_RUNTIME_ABI_MAJOR 1
-#define KILN_RUNTIME_ABI_MINOR 2
+#define KILN_RUNTIME_ABI_MINOR 3
 
 /* Capacity a caller's dims array must have for kiln_session_*_info/output. */
 #define KILN_MAX_RANK 16
@@ -125,6 +125,13 @@ KILN_API kiln_status_t kiln_session_bind_input(kiln_session_t* session, const ch
 KILN_API kiln_status_t kiln_session_bind_output(kiln_session_t* session, int index, void* data, size_t bytes);
 /* Fails with KILN_FAILED_PRECONDITION if an input is unbound. */
 KILN_API kiln_status_t kiln_session_run(kiln_session_t* session);
+/* flush != 0 (the default): a CPU session's runs treat denormal floats as
+ * zero, as operands and as results (x86's DAZ and FTZ), which keeps layers
+ * whose values decay below 2^-126 from running many times slower; flush == 0
+ * keeps IEEE gradual underflow. Runs set the mode on the threads they use and
+ * leave the calling thread's own as it was. No effect on a CUDA session
+ * (ABI 1.3). */
+KILN_API kiln_status_t kiln_session_flush_denormals(kiln_session_t* session, int flush);
 /* Output `index` after a run: data (owned by the session, valid until the next
  * run or release), size in bytes, dtype, dims (KILN_MAX_RANK entries) and rank.
  * Any out-pointer may be NULL. */

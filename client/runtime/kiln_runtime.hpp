@@ -121,6 +121,8 @@ class Session {
     Check(kiln_session_bind_output(handle_.get(), index, data, bytes));
   }
   void Run() { Check(kiln_session_run(handle_.get())); }
+  // false: keep denormal floats (IEEE) instead of flushing them (the default).
+  void FlushDenormals(bool flush) { Check(kiln_session_flush_denormals(handle_.get(), flush ? 1 : 0)); }
 
   // CUDA sessions (kiln_runtime.h has the rules): device memory the caller
   // owns, read or written in place; outputs left on the device; runs that

@@ -175,6 +175,12 @@ kiln_status_t kiln_session_run(kiln_session_t* session) {
   return FromStatus(session->session->Run());
 }
 
+kiln_status_t kiln_session_flush_denormals(kiln_session_t* session, int flush) {
+  if (session == nullptr) return Fail(KILN_INVALID_ARGUMENT, "kiln_session_flush_denormals: null session");
+  session->session->set_flush_denormals(flush != 0);
+  return KILN_OK;
+}
+
 kiln_status_t kiln_session_output(const kiln_session_t* session, int index, const void** data, size_t* bytes,
                                   kiln_dtype_t* dtype, int64_t* dims, int* rank) {
   if (session == nullptr) return Fail(KILN_INVALID_ARGUMENT, "kiln_session_output: null session");

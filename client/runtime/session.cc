@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "client/runtime/float_control.h"
 
 namespace kiln::runtime {
 namespace {
@@ -315,6 +316,7 @@ Status Session::Run(std::vector<double>* step_seconds) {
   RT_RETURN_IF_ERROR(CheckInputsBound());
   if (cuda_ != nullptr) return cuda_->Run(/*wait=*/true, step_seconds);
   if (step_seconds != nullptr) step_seconds->resize(steps_.size(), 0.0);
+  const ScopedFloatControl float_control(WithDenormals(FloatControl(), flush_denormals_));
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& step = steps_[i];
     if (step.num_tasks == 0) continue;

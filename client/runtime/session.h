@@ -68,6 +68,12 @@ class Session {
   // device time) is added to its entry: the profile `kiln run --profile`
   // prints by fusion group. On a GPU, returns when the run has finished.
   Status Run(std::vector<double>* step_seconds = nullptr);
+  // Whether a CPU session's runs treat denormal floats as zero
+  // (float_control.h): true by default; false keeps IEEE gradual underflow.
+  // Runs set the mode on their threads and leave the caller's as it was. A
+  // CUDA session's kernels are unaffected.
+  void set_flush_denormals(bool flush) { flush_denormals_ = flush; }
+  bool flush_denormals() const { return flush_denormals_; }
 
   // ---- CUDA sessions only (FAILED_PRECONDITION for a CPU package) ----
   bool on_cuda() const { return cuda_ != nullptr; }
@@ -141,6 +147,7 @@ class Session {
   std::vector<void*> own_buffers_;       // the session's own memory for each (null for constants)
   std::vector<std::pair<void*, int64_t>> owned_;  // allocations to free, with sizes
   std::vector<bool> input_bound_;
+  bool flush_denormals_ = true;
   std::vector<Step> steps_;
   std::unique_ptr<CudaSession> cuda_;  // CUDA packages: the GPU half; the members above are unused
 };

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "client/runtime/float_control.h"
+
 namespace kiln::runtime {
 namespace {
 thread_local bool t_inside_task = false;
@@ -69,10 +71,13 @@ int64_t ThreadPool::RunChunks() {
   while (fn_ != nullptr && next_chunk_ < num_chunks_) {
     const int64_t c = next_chunk_++;
     const auto* fn = fn_;
+    const uint32_t control = float_control_;
     const int64_t base = n_ / num_chunks_, rem = n_ % num_chunks_;
     const int64_t begin = c * base + std::min(c, rem);
     const int64_t end = begin + base + (c < rem ? 1 : 0);
     lock.unlock();
+    // Workers take the caller's word; on the caller this is the word it has.
+    if (FloatControl() != control) SetFloatControl(control);
     t_inside_task = true;
     (*fn)(begin, end);
     t_inside_task = false;
@@ -98,6 +103,7 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_
     num_chunks_ = std::min<int64_t>(n, num_threads_);
     next_chunk_ = 0;
     chunks_done_ = 0;
+    float_control_ = FloatControl();
     ++generation_;
     spin_pending_.store(num_chunks_, std::memory_order_relaxed);
     spin_generation_.store(generation_, std::memory_order_release);

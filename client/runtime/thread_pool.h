@@ -16,7 +16,10 @@ namespace kiln::runtime {
 // are done. The calling thread runs ranges too, so a pool of 1 thread has no
 // workers and runs everything on the caller. Calls from several threads are
 // serialised; a ParallelFor called from inside fn runs inline on that thread.
-// Meant to be created once per process (sized by --threads) and shared.
+// Every range runs under the caller's floating-point control word
+// (float_control.h: rounding, denormal flushing), whichever thread runs it,
+// so results do not depend on the thread count. Meant to be created once per
+// process (sized by --threads) and shared.
 class ThreadPool {
  public:
   // num_threads <= 0 means one per hardware thread.
@@ -48,6 +51,7 @@ class ThreadPool {
   int64_t num_chunks_ = 0;
   int64_t next_chunk_ = 0;
   int64_t chunks_done_ = 0;
+  uint32_t float_control_ = 0;  // the caller's control word (FloatControl())
   // Mirrors for the spin phase (kernels come back to back; waking a sleeping
   // thread costs tens of microseconds): the published generation and the
   // chunks not finished yet.

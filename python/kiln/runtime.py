@@ -93,12 +93,14 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "kiln_session_output_device": (_c_status, [_c_handle, ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)]),
     "kiln_session_run_async": (_c_status, [_c_handle]),
     "kiln_session_cuda_stream": (ctypes.c_void_p, [_c_handle]),
+    # ABI 1.3.
+    "kiln_session_flush_denormals": (_c_status, [_c_handle, ctypes.c_int]),
 }
 _CUDA_FUNCTIONS = {"kiln_package_device", "kiln_session_create_cuda", "kiln_session_bind_input_device",
                    "kiln_session_bind_output_device", "kiln_session_keep_output_on_device",
                    "kiln_session_output_device", "kiln_session_run_async", "kiln_session_cuda_stream"}
 _OPTIONAL = {"kiln_runtime_version", "kiln_runtime_abi_version", "kiln_package_load_bytes", "kiln_package_target",
-             "kiln_session_bind_input", "kiln_session_bind_output"} | _CUDA_FUNCTIONS
+             "kiln_session_bind_input", "kiln_session_bind_output", "kiln_session_flush_denormals"} | _CUDA_FUNCTIONS
 
 _LIBRARY_NAMES = (f"libkiln_runtime.so.{_ABI_MAJOR}", "libkiln_runtime.so")
 _lib: ctypes.CDLL | None = None
@@ -553,12 +555,17 @@ class Session:
     e.g. torch.cuda.current_stream()) of that device's primary context, which
     must outlive the session (the session keeps a reference to the object).
 
+    A CPU session treats denormal floats as zero (`flush_denormals=True`, the
+    runtime's default: values below 2^-126 would otherwise run many times
+    slower); False keeps IEEE gradual underflow, and needs a runtime of ABI
+    1.3 or later. The calling thread's own floating-point mode is left as it was.
+
     Not for concurrent use from several threads; make one session per thread.
     run() releases the GIL while the package runs.
     """
 
     def __init__(self, package: Package, threads: int | None = None, *, device: int | None = None,
-                 stream: Any = None) -> None:
+                 stream: Any = None, flush_denormals: bool = True) -> None:
         lib = _open()
         handle = _c_handle()
         self._handle: int | None = None
@@ -567,9 +574,17 @@ class Session:
                 raise KilnError(StatusCode.INVALID_ARGUMENT,
                                 f"session: package {package.digest} is for the CPU ({package.target}): it takes "
                                 "threads=, not a CUDA device or stream")
+            if not flush_denormals and not hasattr(lib, "kiln_session_flush_denormals"):
+                raise KilnError(StatusCode.FAILED_PRECONDITION,
+                                f"session: flush_denormals=False needs runtime ABI 1.3; {_lib_path} is older")
             _check(lib.kiln_session_create(package.handle, 1 if threads is None else int(threads),
                                            ctypes.byref(handle)), "session")
             self._device: int | None = None
+            if hasattr(lib, "kiln_session_flush_denormals"):
+                status = lib.kiln_session_flush_denormals(handle, 1 if flush_denormals else 0)
+                if status != 0:
+                    lib.kiln_session_release(handle)
+                    _check(status, "session")
         else:
             if threads is not None:
                 raise KilnError(StatusCode.INVALID_ARGUMENT,

@@ -68,6 +68,19 @@ def test_run_matches_numpy(package: runtime.Package, threads: int) -> None:
     np.testing.assert_allclose(listed, kept, rtol=1e-6)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_denormals_flushed_unless_kept(package: runtime.Package, threads: int) -> None:
+    # y = Relu(0 @ W + z) = z: a denormal z comes out as 0 unless the session keeps denormals.
+    tiny = np.float32(2.0 ** -130)
+    inputs = {"x": np.zeros(X_SHAPE, np.float32), "z": np.full(Z_SHAPE, tiny, np.float32)}
+    flushed = runtime.Session(package, threads=threads).run(inputs)["y"]
+    np.testing.assert_array_equal(flushed, np.zeros((X_SHAPE[0], Z_SHAPE[1]), np.float32))
+    kept = runtime.Session(package, threads=threads, flush_denormals=False).run(inputs)["y"]
+    np.testing.assert_array_equal(kept, np.full((X_SHAPE[0], Z_SHAPE[1]), tiny, np.float32))
+    # The calling thread's own mode is as it was: NumPy still underflows gradually.
+    assert np.float32(2.0 ** -126) / np.float32(2) == np.float32(2.0 ** -127)
+
+
 @needs_zero_copy
 def test_aligned_contiguous_input_is_bound_without_a_copy(session: runtime.Session) -> None:
     inputs = random_inputs(3)

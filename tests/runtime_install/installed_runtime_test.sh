@@ -81,6 +81,6 @@ for path in glob.glob(w + "/ref/*.npy"):
     assert abs(sums[name] - ref) <= 1e-4 * max(1.0, abs(ref)), f"{name}: C example {sums[name]}, kiln run {ref}"
 print("outputs match kiln run:", ", ".join(f"{k}={v:.6g}" for k, v in sums.items()))
 PYEOF
-grep -q "^kiln runtime [0-9]*\.[0-9]*\.[0-9]* (ABI 1002)" "$WORK/c.txt" || fail "no version line"
+grep -q "^kiln runtime [0-9]*\.[0-9]*\.[0-9]* (ABI 1003)" "$WORK/c.txt" || fail "no version line"
 grep -q "for x86-64-v[234] " "$WORK/c.txt" || fail "no ISA level in the package target"
 echo PASS

@@ -11,6 +11,7 @@
 
 #include "base/cpu_features.h"
 #include "base/digest.h"
+#include "client/runtime/float_control.h"
 #include "client/runtime/kiln_runtime.h"
 #include "client/runtime/package_reader.h"
 #include "client/runtime/session.h"
@@ -419,6 +420,52 @@ TEST(RuntimeTest, PackageWithoutStepsOrInputs) {
   EXPECT_EQ(static_cast<const int32_t*>((*s)->OutputData(0))[1], -7);
 }
 
+// A package of one step, y = x * 0.5 (k_halve), over kN floats.
+std::string MakeHalvingPackage() {
+  PackageManifest m;
+  m.set_model_name("halve");
+  m.set_target_triple("x86_64-unknown-linux-gnu");
+  AddBuffer(&m, PackageBuffer::INPUT, kN * sizeof(float));
+  AddBuffer(&m, PackageBuffer::OUTPUT, kN * sizeof(float));
+  AddTensor(m.mutable_inputs(), "x", v1::FLOAT32, {kN}, 0);
+  AddTensor(m.mutable_outputs(), "y", v1::FLOAT32, {kN}, 1);
+  AddStep(&m, "k_halve", {0, 1}, kN);
+  return kiln::testing::BuildPackage(m, *Kernels(), "");
+}
+
+// Runs flush denormals by default, on every thread of the pool, and keep them
+// when told; the calling thread's own mode is left as it was either way.
+TEST(RuntimeTest, RunsFlushDenormalsUnlessToldToKeepThem) {
+  KERNELS_OR_SKIP();
+  auto pkg = Package::FromBytes(MakeHalvingPackage());
+  ASSERT_TRUE(pkg.ok()) << pkg.status();
+  std::shared_ptr<const Package> shared = std::move(*pkg);
+  // Even i: 2^-126 (normal), halved to a denormal; odd i: a denormal input.
+  std::vector<float> x(kN);
+  for (int i = 0; i < kN; ++i) x[i] = i % 2 == 0 ? 0x1p-126f : 0x1p-130f;
+  // MXCSR's low six bits are sticky exception flags, which the checks below
+  // set themselves when they compare denormals: only the control bits count.
+  const auto control_bits = [] { return FloatControl() & ~uint32_t{0x3f}; };
+  const uint32_t caller = control_bits();
+  for (int threads : {1, 3}) {
+    ThreadPool pool(threads);
+    auto s = Session::Create(shared, &pool);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_TRUE((*s)->flush_denormals());
+    ASSERT_TRUE((*s)->SetInput("x", x.data(), x.size() * sizeof(float)).ok());
+    for (bool flush : {true, false}) {
+      (*s)->set_flush_denormals(flush);
+      ASSERT_TRUE((*s)->Run().ok());
+      EXPECT_EQ(control_bits(), caller);
+      const float* y = static_cast<const float*>((*s)->OutputData(0));
+      for (int i = 0; i < kN; ++i) {
+        const float want = flush ? 0.0f : (i % 2 == 0 ? 0x1p-127f : 0x1p-131f);
+        ASSERT_EQ(y[i], want) << "threads=" << threads << " flush=" << flush << " i=" << i;
+      }
+    }
+  }
+}
+
 // --- C API ---------------------------------------------------------------------
 
 TEST(RuntimeCApiTest, RoundTrip) {
@@ -568,6 +615,28 @@ TEST(RuntimeCApiTest, VersionAndTarget) {
   kiln_package_release(pkg);
   EXPECT_EQ(kiln_package_load_bytes(bytes.data(), 10, &pkg), KILN_INVALID_ARGUMENT);
   EXPECT_EQ(kiln_package_load_bytes(nullptr, 10, &pkg), KILN_INVALID_ARGUMENT);
+}
+
+TEST(RuntimeCApiTest, FlushDenormals) {
+  KERNELS_OR_SKIP();
+  const std::string bytes = MakeHalvingPackage();
+  kiln_package_t* pkg = nullptr;
+  ASSERT_EQ(kiln_package_load_bytes(bytes.data(), bytes.size(), &pkg), KILN_OK) << kiln_last_error_message();
+  kiln_session_t* sess = nullptr;
+  ASSERT_EQ(kiln_session_create(pkg, 2, &sess), KILN_OK) << kiln_last_error_message();
+  kiln_package_release(pkg);
+  const std::vector<float> x(kN, 0x1p-126f);
+  ASSERT_EQ(kiln_session_set_input(sess, "x", x.data(), x.size() * sizeof(float)), KILN_OK);
+  for (int flush : {1, 0}) {
+    ASSERT_EQ(kiln_session_flush_denormals(sess, flush), KILN_OK);
+    ASSERT_EQ(kiln_session_run(sess), KILN_OK) << kiln_last_error_message();
+    const void* data = nullptr;
+    ASSERT_EQ(kiln_session_output(sess, 0, &data, nullptr, nullptr, nullptr, nullptr), KILN_OK);
+    EXPECT_EQ(static_cast<const float*>(data)[kN - 1], flush ? 0.0f : 0x1p-127f);
+  }
+  kiln_session_release(sess);
+  EXPECT_EQ(kiln_session_flush_denormals(nullptr, 1), KILN_INVALID_ARGUMENT);
+  EXPECT_THAT(kiln_last_error_message(), HasSubstr("kiln_session_flush_denormals"));
 }
 
 // A package for a CPU with a feature this host lacks (checksum intact) is

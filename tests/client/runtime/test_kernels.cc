@@ -63,6 +63,14 @@ void k_exp(void* const* args, int64_t begin, int64_t end) {
   float* y = (float*)args[1];
   for (int64_t i = begin; i < end; ++i) y[i] = expf(x[i]);
 }
+
+/* y = x * 0.5: a denormal x, or an x below 2^-125, makes a denormal y unless
+   the thread flushes them. */
+void k_halve(void* const* args, int64_t begin, int64_t end) {
+  const float* x = (const float*)args[0];
+  float* y = (float*)args[1];
+  for (int64_t i = begin; i < end; ++i) y[i] = x[i] * 0.5f;
+}
 )KILN";
 
 const char kTestKernelsAsm[] = R"KILN(

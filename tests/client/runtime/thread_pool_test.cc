@@ -2,11 +2,13 @@
 #include "client/runtime/thread_pool.h"
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "client/runtime/float_control.h"
 #include "gtest/gtest.h"
 
 namespace kiln::runtime {
@@ -69,6 +71,56 @@ TEST(ThreadPoolTest, NestedParallelForRunsInline) {
     }
   });
   EXPECT_EQ(total.load(), 80);
+}
+
+// Every range runs under the caller's floating-point control word, on the
+// workers too, whichever word the caller has; the caller's stays as it was.
+TEST(ThreadPoolTest, RangesRunUnderTheCallersFloatControl) {
+  ThreadPool pool(3);
+  const uint32_t original = FloatControl();
+  for (bool flush : {true, false, true}) {
+    const uint32_t word = WithDenormals(original, flush);
+    const ScopedFloatControl scope(word);
+    bool ran_on_a_worker = false;
+    for (int attempt = 0; attempt < 50 && !ran_on_a_worker; ++attempt) {
+      std::mutex mu;
+      std::vector<std::pair<std::thread::id, uint32_t>> seen;
+      pool.ParallelFor(3, [&](int64_t, int64_t) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));  // let the workers take ranges
+        std::lock_guard<std::mutex> lock(mu);
+        seen.emplace_back(std::this_thread::get_id(), FloatControl());
+      });
+      ASSERT_EQ(seen.size(), 3u);
+      for (const auto& [id, control] : seen) {
+        EXPECT_EQ(control, word) << "flush=" << flush;
+        if (id != std::this_thread::get_id()) ran_on_a_worker = true;
+      }
+      EXPECT_EQ(FloatControl(), word);
+    }
+    EXPECT_TRUE(ran_on_a_worker) << "no range ran on a worker thread in 50 tries";
+  }
+  EXPECT_EQ(FloatControl(), original);
+}
+
+TEST(FloatControlTest, DenormalBits) {
+  const uint32_t original = FloatControl();
+  EXPECT_TRUE(FlushesDenormals(WithDenormals(original, true)));
+  EXPECT_FALSE(FlushesDenormals(WithDenormals(original, false)));
+  EXPECT_EQ(WithDenormals(WithDenormals(original, true), false), WithDenormals(original, false));
+  {
+    const ScopedFloatControl scope(WithDenormals(original, true));
+    volatile float tiny = 0x1p-126f;  // the smallest normal float
+    EXPECT_EQ(tiny * 0.5f, 0.0f) << "FTZ: a denormal result is flushed";
+    volatile float denormal_bits = 0x1p-130f;  // a denormal literal, read as 0 under DAZ
+    EXPECT_EQ(denormal_bits * 4.0f, 0.0f);
+  }
+  EXPECT_EQ(FloatControl(), original);
+  {
+    const ScopedFloatControl scope(WithDenormals(original, false));
+    volatile float tiny = 0x1p-126f;
+    EXPECT_EQ(tiny * 0.5f, 0x1p-127f) << "gradual underflow";
+  }
+  EXPECT_EQ(FloatControl(), original);
 }
 
 }  // namespace
