@@ -18,6 +18,7 @@
 #include "compiler_core/codegen/target.h"
 #include "gtest/gtest.h"
 #include "tests/compiler_core/codegen/codegen_testing.h"
+#include "tests/compiler_core/codegen/loop_ir/lowering_testing.h"
 
 namespace kiln {
 namespace {
@@ -260,7 +261,7 @@ TEST(MatMulBlocking, DotFormGemv) {
 }
 
 TEST(MatMulBlocking, SpaceOnLargeShapesAndBufferBound) {
-  CpuTarget target = CpuTarget::Host();
+  CpuTarget target = loop_ir_testing::HostWithL2AtMost1MiB();  // the L2 its sizes were chosen for
   auto big = MakeWorkload("MatMul", {{512, 768}, {768, 3072}}, {512, 3072});
   auto gemv = MakeWorkload("MatMul", {{1, 1280}, {1280, 1000}}, {1, 1000});
   // A pointwise conv on a 5x5 map as a matmul: 25 rows, one row task.

@@ -273,14 +273,14 @@ TEST(MatMulLoweringTest, PackedKBlocksWithTails) {
   Value* bias = gb.Input({901});
   auto g = gb.Finish({gb.Op("Relu", {gb.Op("Add", {gb.Op("MatMul", {x, w}), bias})})});
   std::vector<ScheduleConfig> packed;
-  for (const ScheduleConfig& c : EnumerateSchedules(*g, Host())) {
+  for (const ScheduleConfig& c : EnumerateSchedules(*g, loop_ir_testing::HostWithL2AtMost1MiB())) {
     if (c.Get("kc", 0) > 0) packed.push_back(c);
   }
   ASSERT_FALSE(packed.empty());
   std::mt19937 rng(10);
   std::shuffle(packed.begin(), packed.end(), rng);
   packed.resize(std::min<size_t>(packed.size(), 5));
-  packed.push_back(DefaultSchedule(*g, Host()));
+  packed.push_back(DefaultSchedule(*g, loop_ir_testing::HostWithL2AtMost1MiB()));
   CheckAgainstInterpreter(*g, packed);
 }
 
@@ -330,7 +330,7 @@ TEST(MatMulLoweringTest, NarrowTasksCopyTheirStripOfA) {
 // MatMul and Gemm forms, panel tails, A's batches folded into rows, Gemm's
 // transA, alpha, beta and C, K blocks; no GEMV variant applies.
 TEST(MatMulLoweringTest, PackedPanelsOfB) {
-  const int64_t lanes = Host().FloatLanes();
+  const int64_t lanes = loop_ir_testing::HostWithL2AtMost1MiB().FloatLanes();
   struct PackedCase {
     Ints a;
     int64_t k, n;
@@ -348,12 +348,12 @@ TEST(MatMulLoweringTest, PackedPanelsOfB) {
     ASSERT_TRUE(spec.ok()) << spec.status();
     EXPECT_EQ(spec->b_panel, lanes);
     EXPECT_EQ(spec->n, pc.n);
-    CheckAgainstInterpreter(*g, RandomPoints(*g, Host(), 6, 11));
+    CheckAgainstInterpreter(*g, RandomPoints(*g, loop_ir_testing::HostWithL2AtMost1MiB(), 6, 11));
   }
   // B larger than 1 MiB and more than 64 rows: K blocks, read from the panels in place.
   auto big = PackedGraph({67, 300}, 300, 901, lanes, {}, {}, true);
   std::vector<ScheduleConfig> blocked;
-  for (const ScheduleConfig& c : EnumerateSchedules(*big, Host())) {
+  for (const ScheduleConfig& c : EnumerateSchedules(*big, loop_ir_testing::HostWithL2AtMost1MiB())) {
     EXPECT_EQ(c.Get("gv", 0), 0) << c.ToString();
     if (c.Get("kc", 0) > 0) blocked.push_back(c);
   }
@@ -364,8 +364,8 @@ TEST(MatMulLoweringTest, PackedPanelsOfB) {
   CheckAgainstInterpreter(*big, blocked);
   // One row of A: no GEMV points either, the tiles read the panels.
   auto row = PackedGraph({1, 300}, 300, 901, lanes, {}, {}, false);
-  for (const ScheduleConfig& c : EnumerateSchedules(*row, Host())) EXPECT_EQ(c.Get("gv", 0), 0) << c.ToString();
-  CheckAgainstInterpreter(*row, RandomPoints(*row, Host(), 3, 13));
+  for (const ScheduleConfig& c : EnumerateSchedules(*row, loop_ir_testing::HostWithL2AtMost1MiB())) EXPECT_EQ(c.Get("gv", 0), 0) << c.ToString();
+  CheckAgainstInterpreter(*row, RandomPoints(*row, loop_ir_testing::HostWithL2AtMost1MiB(), 3, 13));
 }
 
 // A panel row's vector is one contiguous load, in K blocks too: no gather and

@@ -35,6 +35,19 @@ inline constexpr auto& Random = codegen_testing::RandomData;
 using codegen_testing::Product;
 inline constexpr auto& Count = codegen_testing::Product;
 
+// The host's ISA and vector units with an L2 of at most 1 MiB. The
+// cache-dependent defaults some tests pin (weights past L2, packed panels of
+// B, reduction chunks) were written for the 512 KiB and 1 MiB L2s of Zen 3-5;
+// a 2 MiB L2 (Sapphire Rapids and later Xeons) moves them, as it should
+// (CpuTarget::L2Bytes). Icelake-SP's CPU name (1 MiB, full-width FMA units,
+// like every 2 MiB one) stands in for the host's; the features, and so the
+// code the tests run, stay the host's.
+inline CpuTarget HostWithL2AtMost1MiB() {
+  CpuTarget t = CpuTarget::Host();
+  if (t.L2Bytes() > (int64_t{1} << 20)) t.cpu = "icelake-server";
+  return t;
+}
+
 // The default, the first and the last points of the space of `g` for
 // `target` (a CpuTarget or a GpuTarget) and up to `count` more spread evenly
 // over it, each once.
