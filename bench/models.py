@@ -5,6 +5,7 @@ Usage (run it with a Python that has numpy, onnx and onnxruntime, e.g. /work/cor
   bench/models.py CORPUS_DIR --kiln build/client/kiln [--only NAME,... | --subset ci]
                   [--threads 1,2] [--trials 64] [--repeat 20] [--rounds 3]
                   [--runtimes kiln,kiln-tuned,ort,tvm] [--tvm-python /work/tvm-venv/bin/python]
+                  [--ort-denormals-zero]
                   [--json out.json] [--markdown out.md] [--keep WORKDIR] [--tuned-db PATH]
                   [--compile-timeout 1800] [--run-timeout 600] [--slow-s 10] [--tol 1e-3]
 
@@ -27,6 +28,8 @@ NAME.inputs/*.npy); every runtime gets the same .npy inputs. For each model:
      tvm, kiln, ...) because the machine is shared and noisy; each runtime keeps its round with the
      lowest median. A runtime whose warm-up run takes more than --slow-s (10 s) is timed over 3 runs
      and in one round only (noted); a child past --run-timeout is killed and noted.
+     Kiln's runs treat denormal floats as zero (its runtime's default); ORT keeps them unless
+     --ort-denormals-zero sets its session.set_denormal_as_zero (for its reference run too).
 
 Latency table (one row per model and thread count), for each runtime:
   ms       median latency of the best round, in milliseconds
@@ -119,7 +122,7 @@ def save_outputs(out_dir, names, arrays):
 def ort_runner(a, arrays):
     """Builds an ORT session; returns (seconds to build it, output names, run function)."""
     t0 = time.perf_counter()
-    session = rc.ort_session(a.model, a.threads)
+    session = rc.ort_session(a.model, a.threads, a.ort_denormals_zero)
     build_s = time.perf_counter() - t0
     feed = {i.name: arrays[i.name] for i in session.get_inputs()}
     names = [o.name for o in session.get_outputs()]
@@ -338,6 +341,8 @@ def child_cmd(python, kind, model, files, a, **extra):
            "--inputs-json", json.dumps(files), "--slow-s", str(a.slow_s)]
     for k, v in extra.items():
         cmd += [f"--{k.replace('_', '-')}", str(v)]
+    if kind == "ort" and a.ort_denormals_zero:
+        cmd.append("--ort-denormals-zero")
     return cmd
 
 
@@ -778,6 +783,8 @@ def parse_args(argv):
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds per runtime")
     ap.add_argument("--runtimes", help=f"comma-separated, of {','.join(ALL_RUNTIMES)} "
                                        "(default: all, tvm only when its Python imports tvm)")
+    ap.add_argument("--ort-denormals-zero", action="store_true",
+                    help="run ORT with session.set_denormal_as_zero=1, as Kiln's runtime runs by default")
     ap.add_argument("--tvm-python", default=DEFAULT_TVM_PYTHON, help="a Python with tvm, onnx and numpy")
     ap.add_argument("--json", help="write every raw number here")
     ap.add_argument("--markdown", help="write the tables as GitHub markdown here")

@@ -5,7 +5,7 @@ Usage:
   run_corpus.py CORPUS_DIR --kiln build/client/kiln [--only NAME,...] [--subset ci]
                 [--reviewed tests/models/corpus/reviewed.txt] [--json out.json] [--keep WORKDIR]
                 [--compile-timeout 600] [--run-timeout 600] [--tol 1e-3]
-                [--trials N] [--target T] [--speed [--threads T] [--repeat R] [--rounds K]]
+                [--trials N] [--target T] [--speed [--threads T] [--repeat R] [--rounds K] [--ort-denormals-zero]]
 
 For each model:
   1. ONNX Runtime (CPUExecutionProvider, ORT_ENABLE_ALL) on CORPUS_DIR/<name>.inputs/*.npy;
@@ -20,6 +20,8 @@ Statuses: ok, mismatch, compile-failed, run-failed, ort-failed.
 --threads T` and an ORT session with intra_op_num_threads=T, alternating K rounds each; the best
 median of each is kept and the table gains kiln_ms, ort_ms and vs_ort (ORT time / Kiln time: above 1
 means Kiln is faster). The machine is shared: compare the ratio, not the absolute times.
+Kiln's runs treat denormal floats as zero (the runtime's default); ORT's keep them unless
+--ort-denormals-zero sets its session.set_denormal_as_zero for the timed session.
 
 --reviewed FILE: lines 'name  # reason' name the models expected to fail. The exit status is 1
 when a model not listed fails or a listed model passes (so the list can only shrink), else 0.
@@ -169,9 +171,11 @@ def symbolic_shapes(model_path, arrays):
     return args
 
 
-def ort_session(model_path, threads=2):
+def ort_session(model_path, threads=2, denormals_zero=False):
     import onnxruntime as ort
     so = ort.SessionOptions()
+    if denormals_zero:
+        so.add_session_config_entry("session.set_denormal_as_zero", "1")
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
@@ -199,7 +203,7 @@ def ort_median_ms(session, arrays, repeat):
 
 def measure_speed(res, model, pkg, files, arrays, args):
     """Kiln and ORT at the same thread count, alternating rounds; the best median of each."""
-    session = ort_session(model, args.threads)
+    session = ort_session(model, args.threads, args.ort_denormals_zero)
     cmd = [args.kiln_path, "run", pkg, "--repeat", str(args.repeat), "--threads", str(args.threads), "--json"]
     for k, v in files.items():
         cmd += ["--input", f"{k}={v}"]
@@ -394,6 +398,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="--speed: threads of both runtimes")
     ap.add_argument("--repeat", type=int, default=20, help="--speed: timed runs per round")
     ap.add_argument("--rounds", type=int, default=2, help="--speed: alternating rounds per runtime")
+    ap.add_argument("--ort-denormals-zero", action="store_true",
+                    help="--speed: time ORT with session.set_denormal_as_zero=1, as Kiln runs by default")
     ap.add_argument("--no-snapshot", action="store_true",
                     help="run KILN in place (default: copy it and its build-tree libraries to WORKDIR first)")
     a = ap.parse_args()
