@@ -6,7 +6,7 @@
 // produces a denormal takes a microcode assist on Intel cores (on the order
 // of a hundred cycles per instruction); a deep network with random or decayed
 // weights can fill whole layers with them (keras EfficientNetV2-B0's last
-// pointwise convs ran 27x slower). Sessions therefore flush denormals by
+// pointwise convs ran some 20 times slower). Sessions therefore flush by
 // default, as TensorFlow and XNNPACK do; a session can keep them (IEEE
 // gradual underflow) instead. Elsewhere than x86-64 the state is not touched.
 #pragma once
