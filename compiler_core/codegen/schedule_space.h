@@ -106,7 +106,10 @@ namespace kiln {
 // 2035: matmul tasks of one or two column panels copy each tile row's strip
 // of A before its tiles (MatMulTiling::pack_a): the same schedules are other
 // kernels.
-inline constexpr int kScheduleSpaceVersion = 2035;
+// 2036: pointwise convs default to tasks of one pixel block, without
+// reduction chunks, on a 2 MiB L2 (PointwiseBlocksFromL2): untuned packages
+// built before are other kernels.
+inline constexpr int kScheduleSpaceVersion = 2036;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -680,6 +680,19 @@ int64_t L2WeightFloats(const CpuTarget& target) {
 // outweigh the L2 there.
 constexpr int64_t kBlockedWeightFloats = 192 * 1024;
 
+// Pointwise variant: whether a 2 MiB L2 (Sapphire Rapids) holds what the
+// caches-sparing variants below are for: a task's input stays in L2 while
+// the weights pass, and the weights come back from L3 for the next task.
+// There reduction chunks (PointwiseChunked) do not pay, and a task takes
+// every pixel block (PointwiseAllPixels) only where the input takes a
+// quarter of the L2 at most. Sapphire Rapids, 1 thread, in the models:
+// Xception's 728 -> 728 on 20x20 (1.1 MiB of input) 2.81 ms in tasks of one
+// block, 3.97 of every block, 3.36 in chunks; its 17 on 10x10 (0.28 MiB)
+// 14.3 ms of every block, one 14.2-15.4, chunked 18.8; PoolFormer's 320 ->
+// 1280 on 14x14 (0.24 MiB) 1.50 of every block, one 1.97; SqueezeNet 1.1's
+// four 1x1 expands 2.08 ms chunked, 1.58 not.
+bool PointwiseBlocksFromL2(const CpuTarget& target) { return target.L2Bytes() >= (int64_t{2} << 20); }
+
 // Pointwise variant: whether a task should take every pixel block, the
 // tasks splitting the output channels instead: where the weights outgrow L2
 // and the input stays in it. A task of one pixel block reads all the
@@ -692,9 +705,11 @@ constexpr int64_t kBlockedWeightFloats = 192 * 1024;
 // 368 -> 368 on 7x7 (Zen 3, 529 KiB of weights, 2 blocks of 24 pixels and
 // a dot product): one block per task 0.21 ms a conv, every block 0.19 (ORT
 // 0.18).
+// On a 2 MiB L2, input of a quarter of it at most (PointwiseBlocksFromL2).
 bool PointwiseAllPixels(const ConvForm& f, const CpuTarget& target) {
   const int64_t l2 = L2WeightFloats(target);
-  return f.kg * f.cg > l2 && f.cg * Pixels(f) <= l2;
+  const int64_t input = PointwiseBlocksFromL2(target) ? target.L2Bytes() / 16 : l2;
+  return f.kg * f.cg > l2 && f.cg * Pixels(f) <= input;
 }
 
 // Pointwise variant: whether the default at point c (its vectors and
@@ -715,8 +730,11 @@ bool PointwiseAllPixels(const ConvForm& f, const CpuTarget& target) {
 // thread, on 7x7: 2048 -> 512 every block per task 1.55 ms, one block per
 // task in chunks 1.16, ORT 1.21; 960 -> 160 0.192 and 0.171; 728 -> 728
 // 0.625 and 0.583).
-bool PointwiseChunked(const ConvForm& f, const ScheduleConfig& c) {
+//
+// Not over unchunked weights on a 2 MiB L2 (PointwiseBlocksFromL2).
+bool PointwiseChunked(const ConvForm& f, const ScheduleConfig& c, const CpuTarget& target) {
   if (f.weight_chunk > 0) return c.Get("pw", 0) != 0 && PointwiseLayoutChunk(f) != 0;
+  if (PointwiseBlocksFromL2(target)) return false;
   Knobs one_block = KnobsOf(c);
   one_block.rows = 1;
   return one_block.pw != 0 && Pixels(f) / (one_block.vw * one_block.ur) >= 4 && PointwiseChunk(f, one_block) != 0;
@@ -972,7 +990,7 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
                          : stream > 0            ? -std::abs(rows - stream)
                          : short_reduction && !pw ? rows
                                                  : -rows;
-    const bool chunked = pw && f.ok() && PointwiseChunked(*f, c);
+    const bool chunked = pw && f.ok() && PointwiseChunked(*f, c, target);
     if (pw && all_pixels && !chunked) rows_score = rows >= pixels / (c.Get("vw", 1) * c.Get("ur", 1)) ? 1 : -rows;
     // Pointwise, long reductions: reduction chunks where PointwiseChunked says so, none elsewhere.
     const bool chunk_score = chunked == (c.Get("kc", 0) != 0);

@@ -1304,6 +1304,35 @@ TEST(ConvLoweringTest, PointwiseLongReductionsRunInChunks) {
   EXPECT_EQ(DefaultSchedule(*seven, target).Get("kc", 0), 0) << DefaultSchedule(*seven, target).ToString();
 }
 
+// On a 2 MiB L2 (Sapphire Rapids) pointwise defaults run no reduction chunks
+// and take every pixel block per task only over input of a quarter of the L2
+// at most (PointwiseBlocksFromL2): Xception's 728 -> 728 on 20x20 (1.1 MiB
+// of input) runs tasks of one block, unchunked; on 10x10 (0.28 MiB) every
+// block per task; ResNet-50's 512 -> 128 on 28x28, chunked on a 1 MiB L2,
+// unchunked. Zen 4's defaults for the same convs keep their chunks.
+TEST(ConvLoweringTest, PointwiseDefaultsOnATwoMiBL2) {
+  absl::StatusOr<CpuTarget> spr = CpuTarget::Named("sapphirerapids"), zen4 = CpuTarget::Named("znver4");
+  ASSERT_TRUE(spr.ok()) << spr.status();
+  ASSERT_TRUE(zen4.ok()) << zen4.status();
+  ASSERT_EQ(spr->L2Bytes(), int64_t{2} << 20);
+  auto twenty = ConvGraph({1, 728, 20, 20}, 728, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  const ScheduleConfig d = DefaultSchedule(*twenty, *spr);
+  EXPECT_EQ(d.Get("pw", 0), 1) << d.ToString();
+  EXPECT_EQ(d.Get("rows", 1), 1) << d.ToString();
+  EXPECT_EQ(d.Get("kc", 0), 0) << d.ToString();
+  CheckConv(*twenty, {d});
+
+  auto ten = ConvGraph({1, 728, 10, 10}, 728, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  const ScheduleConfig e = DefaultSchedule(*ten, *spr);
+  EXPECT_EQ(e.Get("kc", 0), 0) << e.ToString();
+  EXPECT_GE(e.Get("rows", 1) * e.Get("vw", 1) * e.Get("ur", 1), 100 - e.Get("vw", 1)) << e.ToString();
+
+  auto resnet = ConvGraph({1, 512, 28, 28}, 128, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  EXPECT_EQ(DefaultSchedule(*resnet, *spr).Get("kc", 0), 0) << DefaultSchedule(*resnet, *spr).ToString();
+  EXPECT_GT(DefaultSchedule(*resnet, *zen4).Get("kc", 0), 0) << DefaultSchedule(*resnet, *zen4).ToString();
+  EXPECT_GT(DefaultSchedule(*twenty, *zen4).Get("kc", 0), 0) << DefaultSchedule(*twenty, *zen4).ToString();
+}
+
 // The channel-vector default splits its rows so that two threads share the
 // tasks evenly: Inception's 7x1 conv of 5 channel blocks over 17 rows takes
 // quarter rows (20 tasks), where whole rows ran 3 blocks against 2.
