@@ -709,7 +709,8 @@ bool PointwiseBlocksFromL2(const CpuTarget& target) { return target.L2Bytes() >=
 // On a 2 MiB L2, input of a quarter of it at most (PointwiseBlocksFromL2).
 bool PointwiseAllPixels(const ConvForm& f, const CpuTarget& target) {
   const int64_t l2 = L2WeightFloats(target);
-  const int64_t input = PointwiseBlocksFromL2(target) ? target.L2Bytes() / 16 : l2;
+  const int64_t quarter_l2 = target.L2Bytes() / 4 / static_cast<int64_t>(sizeof(float));
+  const int64_t input = PointwiseBlocksFromL2(target) ? quarter_l2 : l2;
   return f.kg * f.cg > l2 && f.cg * Pixels(f) <= input;
 }
 
