@@ -2,6 +2,11 @@
 // CompileToAssembly: the same module as assembly text.
 #include "compiler_core/codegen/object_emitter.h"
 
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -81,26 +86,53 @@ absl::StatusOr<std::string> CompileToAssembly(const std::vector<KernelRequest>& 
 }
 
 InnerLoopCounts CountInnerLoops(const std::string& assembly) {
+  const std::vector<absl::string_view> lines = absl::StrSplit(assembly, '\n');
+  // A block label: ".LBB0_7:", or "# %bb.8:" for a block without one.
+  auto is_label = [](absl::string_view line) {
+    return (absl::StartsWith(line, ".LBB") || absl::StartsWith(line, "# %bb.")) &&
+           line.find(':') != absl::string_view::npos;
+  };
+  // The comment lines after a label say which loop the block is in:
+  // "=>  This Inner Loop Header: Depth=2" on an innermost loop's header,
+  // "in Loop: Header=BB0_3 Depth=2" on its other blocks (the body after a
+  // header that only tests the bound, the latch), naming the innermost loop
+  // that holds them. Pass 1: the innermost loops' headers ("BB0_3" of
+  // ".LBB0_3:").
+  std::set<std::string> inner_headers;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!absl::StartsWith(lines[i], ".LBB")) continue;
+    for (size_t j = i + 1; j < lines.size() && absl::StartsWith(absl::StripLeadingAsciiWhitespace(lines[j]), "#");
+         ++j) {
+      if (absl::StrContains(lines[j], "Inner Loop Header")) {
+        inner_headers.insert(std::string(lines[i].substr(2, lines[i].find(':') - 2)));
+        break;
+      }
+    }
+  }
   InnerLoopCounts c;
-  bool inside = false;
-  for (absl::string_view line : absl::StrSplit(assembly, '\n')) {
-    // A block label (".LBB0_7:", or "# %bb.8:" for a block without one)
-    // ends the loop body before it; the header's comment lines follow it.
-    const bool label = (absl::StartsWith(line, ".LBB") || absl::StartsWith(line, "# %bb.")) &&
-                       line.find(':') != absl::string_view::npos;
-    if (label) {
-      inside = false;
+  c.loops = static_cast<int>(inner_headers.size());
+  // Pass 2: count the instructions of every block in one of those loops.
+  bool inside = false, heading = false;
+  for (absl::string_view line : lines) {
+    if (is_label(line)) {
+      inside = absl::StartsWith(line, ".LBB") &&
+               inner_headers.count(std::string(line.substr(2, line.find(':') - 2))) != 0;
+      heading = true;
       continue;
     }
-    if (absl::StrContains(line, "Inner Loop Header")) {
-      inside = true;
-      ++c.loops;
-      continue;
-    }
-    if (!inside) continue;
     const size_t comment = line.find('#');
     const absl::string_view code = absl::StripAsciiWhitespace(line.substr(0, comment));
-    if (code.empty()) continue;
+    if (heading && code.empty() && comment != absl::string_view::npos) {
+      const size_t at = line.find("in Loop: Header=");
+      if (at != absl::string_view::npos) {
+        absl::string_view header = line.substr(at + std::strlen("in Loop: Header="));
+        header = header.substr(0, header.find(' '));
+        inside = inner_headers.count(std::string(header)) != 0;
+      }
+      continue;
+    }
+    heading = false;
+    if (!inside || code.empty()) continue;
     if (absl::StartsWith(code, "vfmadd") || absl::StartsWith(code, "vfnmadd") || absl::StartsWith(code, "vfmsub") ||
         absl::StartsWith(code, "vfnmsub")) {
       ++c.multiply_adds;

@@ -45,9 +45,10 @@ absl::StatusOr<std::string> CompileToAssembly(const std::vector<KernelRequest>& 
 
 // What the innermost loops of an assembly listing do: the loops, their vector
 // multiply-adds, and the spills and reloads among their instructions (a
-// reload folded into an instruction counts as a reload). A loop body is the
-// code from a block that LLVM marks as an inner loop's header to the next
-// block label.
+// reload folded into an instruction counts as a reload). A loop's code is
+// every block LLVM's comments place in it: the block it marks as an inner
+// loop's header and those "in Loop: Header=" that block (a body behind a
+// header that only tests the bound, a latch).
 struct InnerLoopCounts {
   int loops = 0;
   int multiply_adds = 0;

@@ -108,9 +108,9 @@ TEST(ObjectEmitter, RejectsBadRequests) {
             absl::StatusCode::kInvalidArgument);
 }
 
-// CountInnerLoops reads LLVM's verbose listing: an inner loop's body runs from
-// the block whose comments name it an inner loop's header to the next block
-// label; a folded reload is a reload.
+// CountInnerLoops reads LLVM's verbose listing: an inner loop is the block
+// whose comments name it an inner loop's header and the blocks whose comments
+// put them "in Loop: Header=" it; a folded reload is a reload.
 TEST(ObjectEmitter, CountInnerLoopsReadsTheListing) {
   const std::string listing =
       "k:\n"
@@ -128,12 +128,33 @@ TEST(ObjectEmitter, CountInnerLoopsReadsTheListing) {
       "\tjne\t.LBB0_3\n"
       "# %bb.4:                      # %exit\n"
       "\tvfmadd231ps\t%ymm1, %ymm2, %ymm3\n"
-      "\tvmovups\t32(%rsp), %ymm0  # 32-byte Reload\n";
+      "\tvmovups\t32(%rsp), %ymm0  # 32-byte Reload\n"
+      // A second inner loop whose header only tests the bound: its body
+      // (a block without a label) and its latch are in it too.
+      ".LBB0_6:                      # %latch\n"
+      "                              #   in Loop: Header=BB0_7 Depth=2\n"
+      "\taddq\t$64, %rax\n"
+      "\tvmovaps\t%zmm9, 64(%rsp)  # 64-byte Spill\n"
+      ".LBB0_7:                      # %head\n"
+      "                              #   Parent Loop BB0_2 Depth=1\n"
+      "                              # =>  This Inner Loop Header: Depth=2\n"
+      "\tcmpq\t$56, %rsi\n"
+      "\tjae\t.LBB0_6\n"
+      "# %bb.8:                      # %body\n"
+      "                              #   in Loop: Header=BB0_7 Depth=2\n"
+      "\tvmovaps\t64(%rsp), %zmm9  # 64-byte Reload\n"
+      "\tvfmadd231ps\t%zmm1, %zmm2, %zmm9\n"
+      "\tvfmadd231ps\t%zmm1, %zmm3, %zmm8\n"
+      "\tjmp\t.LBB0_6\n"
+      ".LBB0_9:                      # %after\n"
+      "                              #   in Loop: Header=BB0_2 Depth=1\n"
+      "\tvfmadd231ps\t%zmm1, %zmm2, %zmm3\n"
+      "\tvmovaps\t%zmm9, 128(%rsp)  # 64-byte Spill\n";
   const InnerLoopCounts c = CountInnerLoops(listing);
-  EXPECT_EQ(c.loops, 1);
-  EXPECT_EQ(c.multiply_adds, 2);
-  EXPECT_EQ(c.spills, 1);
-  EXPECT_EQ(c.reloads, 1);
+  EXPECT_EQ(c.loops, 2);
+  EXPECT_EQ(c.multiply_adds, 4);
+  EXPECT_EQ(c.spills, 2);
+  EXPECT_EQ(c.reloads, 2);
 }
 
 // The assembly of real kernels for a 16-register target (Zen 3, AVX2): a
