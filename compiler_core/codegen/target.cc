@@ -30,7 +30,6 @@ CpuTarget CpuTarget::Host() {
   static const CpuTarget host = [] {
     CpuTarget t;
     t.triple = llvm::sys::getProcessTriple();
-    t.cpu = llvm::sys::getHostCPUName().str();
     std::vector<std::pair<std::string, bool>> feats;
     for (const auto& f : llvm::sys::getHostCPUFeatures()) {
       feats.emplace_back(f.getKey().str(), f.getValue());
@@ -39,9 +38,20 @@ CpuTarget CpuTarget::Host() {
     std::vector<std::string> parts;
     for (const auto& [name, on] : feats) parts.push_back(absl::StrCat(on ? "+" : "-", name));
     t.features = absl::StrJoin(parts, ",");
+    t.cpu = CpuNameForFeatures(llvm::sys::getHostCPUName().str(), t.features);
     return t;
   }();
   return host;
+}
+
+std::string CpuNameForFeatures(const std::string& reported, const std::string& features) {
+  CpuTarget t;
+  t.features = features;
+  if (!t.HasFeature("amx-tile")) return reported;
+  llvm::SmallVector<llvm::StringRef, 64> listed;
+  llvm::X86::getFeaturesForCPU(reported, listed, /*NeedPlus=*/false);
+  if (std::find(listed.begin(), listed.end(), "amx-tile") != listed.end()) return reported;
+  return t.HasFeature("amx-fp16") ? "graniterapids" : "sapphirerapids";
 }
 
 absl::StatusOr<CpuTarget> CpuTarget::Named(const std::string& name) {

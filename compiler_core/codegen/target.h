@@ -16,7 +16,8 @@ struct CpuTarget {
   std::string cpu;       // "znver4"
   std::string features;  // LLVM feature string, "+avx2,+avx512f,-amx-tile,...", sorted by name
 
-  // The machine this process runs on (llvm::sys::getHostCPUName/getHostCPUFeatures).
+  // The machine this process runs on (llvm::sys::getHostCPUFeatures, and
+  // getHostCPUName as CpuNameForFeatures corrects it).
   static CpuTarget Host();
   // A named CPU: an x86-64 psABI level ("x86-64-v3") or an LLVM x86 CPU name
   // ("skylake-avx512", "znver3"), with every feature LLVM's CPU table gives it
@@ -47,6 +48,19 @@ struct CpuTarget {
     return triple == o.triple && cpu == o.cpu && features == o.features;
   }
 };
+
+// The CPU name for a host whose CPUID reports `reported` (LLVM's name for its
+// family and model) and whose features are `features` (CpuTarget::features).
+// A virtual machine's model number may not be the cores it runs on: a KVM
+// guest on Sapphire Rapids cores has read family 6 model 167, which LLVM names
+// rocketlake (a client core: 512 KiB of L2, 512-bit operations in halves),
+// with AMX tiles and AVX512-FP16 among its features. The features are the
+// cores' own, and AMX exists only on Intel's server cores from Sapphire
+// Rapids on: where they have AMX tiles and `reported` has none, the name is
+// graniterapids (with AMX-FP16) or sapphirerapids, so that the defaults know
+// the caches and FMA units (L2Bytes, NativeVectorBits) and the records the
+// cores. Any other name is kept.
+std::string CpuNameForFeatures(const std::string& reported, const std::string& features);
 
 // A CUDA GPU, by compute capability: code generated for it (PTX for its
 // sm_XY, cubin assembled for it) runs on that SM version; PTX also runs on

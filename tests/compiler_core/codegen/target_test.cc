@@ -52,6 +52,25 @@ TEST(CpuTargetTest, L2SizeFollowsTheCpuName) {
   }
 }
 
+// A host whose model number LLVM names a core without AMX, but whose features
+// have AMX tiles (a KVM guest on Sapphire Rapids read as rocketlake), is named
+// from its features; other names stay as reported, and the host's own name
+// is one CpuTarget::Named knows.
+TEST(CpuTargetTest, AHostsNameFollowsItsAmxFeatures) {
+  const std::string spr_guest = "+amx-bf16,+amx-int8,+amx-tile,+avx512f,+avx512fp16,-amx-fp16";
+  EXPECT_EQ(CpuNameForFeatures("rocketlake", spr_guest), "sapphirerapids");
+  EXPECT_EQ(CpuNameForFeatures("icelake-client", spr_guest), "sapphirerapids");
+  EXPECT_EQ(CpuNameForFeatures("rocketlake", "+amx-fp16,+amx-tile,+avx512f"), "graniterapids");
+  EXPECT_EQ(CpuNameForFeatures("rocketlake", "+avx512f,-amx-tile"), "rocketlake");
+  EXPECT_EQ(CpuNameForFeatures("sapphirerapids", spr_guest), "sapphirerapids");
+  EXPECT_EQ(CpuNameForFeatures("graniterapids", spr_guest), "graniterapids");
+  EXPECT_EQ(CpuNameForFeatures("znver4", "+avx512f,+avx512bf16"), "znver4");
+  EXPECT_EQ(CpuTarget::Named("sapphirerapids")->L2Bytes(), 2 << 20);
+  const CpuTarget host = CpuTarget::Host();
+  EXPECT_TRUE(CpuTarget::Named(host.cpu).ok()) << host.cpu;
+  if (host.HasFeature("amx-tile")) EXPECT_EQ(host.L2Bytes(), 2 << 20) << host.cpu;
+}
+
 TEST(CpuTargetTest, AnUnknownNameListsTheKnownOnes) {
   auto t = CpuTarget::Named("pentium-9000");
   ASSERT_FALSE(t.ok());
