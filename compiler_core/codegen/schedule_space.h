@@ -109,7 +109,12 @@ namespace kiln {
 // 2036: pointwise convs default to tasks of one pixel block, without
 // reduction chunks, on a 2 MiB L2 (PointwiseBlocksFromL2): untuned packages
 // built before are other kernels.
-inline constexpr int kScheduleSpaceVersion = 2036;
+// 2037: blocked channel-vector convs default to register blocks that fit the
+// registers where spills do not pay (SpilledBlocksPay: every target but Zen);
+// a host with AMX tiles that LLVM names after a core without them is named
+// sapphirerapids or graniterapids (CpuNameForFeatures): untuned packages
+// built before are other kernels.
+inline constexpr int kScheduleSpaceVersion = 2037;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "compiler_core/codegen/loop_ir/depthwise_planes.h"
@@ -766,18 +767,47 @@ int64_t ChannelVectorRows(const ConvForm& f, int64_t kb, int64_t lanes) {
   return pick;
 }
 
+// Whether a register block that needs more vector registers than the
+// target has costs little more than its FMAs. LLVM then keeps some of the
+// block's accumulators in stack slots, each multiply-add on them a reload,
+// the FMA and a spill (4 x 6 on 32 registers: 26-29 spills and as many
+// reloads for 72 FMAs, whatever CPU it schedules for). Zen 2 and later
+// forward such stack traffic at little cost (HRNet's 256 -> 512 3x3 stride
+// 2 onto 14x14 on Zen 5: 4 x 6 1.95 ms, the best tuned point 1.88); an
+// Intel core waits on store forwarding in every spilled accumulator's chain
+// (Sapphire Rapids, 1 thread, in the model: 128 -> 256 onto 28x28 4 x 6
+// 4.27 ms, 4 x 4 2.94, 2 x 8 2.78; Inception v3's 5x5 over 48 channels
+// onto 35x35, 51 spills for 340 FMAs, 4 x 4 1.25x faster).
+bool SpilledBlocksPay(const CpuTarget& target) { return absl::StartsWith(target.cpu, "znver"); }
+
+// Vector registers a blocked channel-vector block of ur pixels by kb channel
+// vectors holds at its peak (ChannelVectorRegisters), except that a window
+// of one column loads one broadcast pixel ahead, not ur: each tap is then an
+// iteration of its own, with nothing of the next tap to hoist. Sapphire
+// Rapids: Inception v3's 7x1 convs onto 17x17 in 4 x 6 spill nothing and
+// run 1.05-1.10x faster than in 4 x 4 (its 1x7 ones, 16 spills for 476
+// FMAs, 1.07x: counted as spilling all the same).
+int64_t BlockedRegisters(const ConvForm& f, int64_t kb, int64_t ur) {
+  const int64_t px = std::min(ur, f.geo.ow);
+  return f.geo.kw == 1 ? kb * px + kb + 1 : ChannelVectorRegisters(kb, px);
+}
+
 // Blocked weights (channel-vector points only): the most channel vectors
-// whose weights stay within kBlockedWeightFloats, then the register block of
-// the cheapest row (ChannelVectorRowCost), the fewest blocks per row, the
-// narrowest; rows per ChannelVectorRows. Measured against 48 tuned points
-// of HRNet's three 3x3 stride-2 convs (1 thread): 512 -> 1024 onto 7x7 2 x 8
-// (one block of 7) 2.13 ms, best; 256 -> 512 onto 14x14 4 x 6 1.95 ms, best
-// 1.88; 128 -> 256 onto 28x28 4 x 6 1.93, best 1.91.
+// whose weights stay within kBlockedWeightFloats, then, where spills do not
+// pay (SpilledBlocksPay), blocks that fit the registers
+// (BlockedRegisters), then the register block of the cheapest row
+// (ChannelVectorRowCost), the fewest blocks per row, the narrowest; rows per
+// ChannelVectorRows. Measured against 48 tuned points of HRNet's three 3x3
+// stride-2 convs (Zen 5, 1 thread): 512 -> 1024 onto 7x7 2 x 8 (one block
+// of 7) 2.13 ms, best; 256 -> 512 onto 14x14 4 x 6 1.95 ms, best 1.88; 128
+// -> 256 onto 28x28 4 x 6 1.93, best 1.91.
 ScheduleConfig DefaultBlocked(const std::vector<ScheduleConfig>& space, const ConvForm& f, const CpuTarget& target) {
   const int64_t lanes = target.FloatLanes(), taps = f.geo.kh * f.geo.kw;
+  const bool spills_pay = SpilledBlocksPay(target);
   auto score = [&](const ScheduleConfig& c) {
     const int64_t kb = c.Get("kb", 1), ur = c.Get("ur", 1);
-    return std::make_tuple(f.cg * taps * kb * lanes <= kBlockedWeightFloats, kb,
+    const bool fits = spills_pay || BlockedRegisters(f, kb, ur) <= target.NumVectorRegisters();
+    return std::make_tuple(f.cg * taps * kb * lanes <= kBlockedWeightFloats, fits, kb,
                            -ChannelVectorRowCost(f.geo.ow, ur, kb, target.NumVectorRegisters()),
                            -CeilDiv(f.geo.ow, ur), -ur,
                            c.Get("rows", 1) == ChannelVectorRows(f, kb, lanes));
