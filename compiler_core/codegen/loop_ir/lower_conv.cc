@@ -771,13 +771,13 @@ int64_t ChannelVectorRows(const ConvForm& f, int64_t kb, int64_t lanes) {
 // target has costs little more than its FMAs. LLVM then keeps some of the
 // block's accumulators in stack slots, each multiply-add on them a reload,
 // the FMA and a spill (4 x 6 on 32 registers: 26-29 spills and as many
-// reloads for 72 FMAs, whatever CPU it schedules for). Zen 2 and later
-// forward such stack traffic at little cost (HRNet's 256 -> 512 3x3 stride
-// 2 onto 14x14 on Zen 5: 4 x 6 1.95 ms, the best tuned point 1.88); an
-// Intel core waits on store forwarding in every spilled accumulator's chain
-// (Sapphire Rapids, 1 thread, in the model: 128 -> 256 onto 28x28 4 x 6
-// 4.27 ms, 4 x 4 2.94, 2 x 8 2.78; Inception v3's 5x5 over 48 channels
-// onto 35x35, 51 spills for 340 FMAs, 4 x 4 1.25x faster).
+// reloads for 72 FMAs, whatever CPU it schedules for). On Zen that stack
+// traffic cost little (HRNet's 256 -> 512 3x3 stride 2 onto 14x14 on Zen 5:
+// 4 x 6 1.95 ms, the best tuned point 1.88); on an Intel core every spilled
+// accumulator's chain waits on store forwarding (Sapphire Rapids, 1 thread,
+// in the model: 128 -> 256 onto 28x28 4 x 6 4.27 ms, 4 x 4 2.94, 2 x 8
+// 2.78; Inception v3's 48 -> 64 5x5 onto 35x35, 51 spills for 340 FMAs,
+// 4 x 4 1.25x faster). Only Zen was measured to pay.
 bool SpilledBlocksPay(const CpuTarget& target) { return absl::StartsWith(target.cpu, "znver"); }
 
 // Vector registers a blocked channel-vector block of ur pixels by kb channel
@@ -785,8 +785,8 @@ bool SpilledBlocksPay(const CpuTarget& target) { return absl::StartsWith(target.
 // of one column loads one broadcast pixel ahead, not ur: each tap is then an
 // iteration of its own, with nothing of the next tap to hoist. Sapphire
 // Rapids: Inception v3's 7x1 convs onto 17x17 in 4 x 6 spill nothing and
-// run 1.05-1.10x faster than in 4 x 4 (its 1x7 ones, 16 spills for 476
-// FMAs, 1.07x: counted as spilling all the same).
+// run 1.05-1.10x faster than in 4 x 4 (its 1x7 ones spill 16 times for 476
+// FMAs and still run 1.07x faster in 4 x 6, but count as spilling).
 int64_t BlockedRegisters(const ConvForm& f, int64_t kb, int64_t ur) {
   const int64_t px = std::min(ur, f.geo.ow);
   return f.geo.kw == 1 ? kb * px + kb + 1 : ChannelVectorRegisters(kb, px);
