@@ -92,19 +92,20 @@ InnerLoopCounts CountInnerLoops(const std::string& assembly) {
     return (absl::StartsWith(line, ".LBB") || absl::StartsWith(line, "# %bb.")) &&
            line.find(':') != absl::string_view::npos;
   };
+  // The name other blocks' comments give a labelled block: "BB0_7" of ".LBB0_7:".
+  auto block_name = [](absl::string_view label) { return std::string(label.substr(2, label.find(':') - 2)); };
   // The comment lines after a label say which loop the block is in:
   // "=>  This Inner Loop Header: Depth=2" on an innermost loop's header,
   // "in Loop: Header=BB0_3 Depth=2" on its other blocks (the body after a
   // header that only tests the bound, the latch), naming the innermost loop
-  // that holds them. Pass 1: the innermost loops' headers ("BB0_3" of
-  // ".LBB0_3:").
+  // that holds them. Pass 1: the innermost loops' headers.
   std::set<std::string> inner_headers;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (!absl::StartsWith(lines[i], ".LBB")) continue;
     for (size_t j = i + 1; j < lines.size() && absl::StartsWith(absl::StripLeadingAsciiWhitespace(lines[j]), "#");
          ++j) {
       if (absl::StrContains(lines[j], "Inner Loop Header")) {
-        inner_headers.insert(std::string(lines[i].substr(2, lines[i].find(':') - 2)));
+        inner_headers.insert(block_name(lines[i]));
         break;
       }
     }
@@ -115,8 +116,7 @@ InnerLoopCounts CountInnerLoops(const std::string& assembly) {
   bool inside = false, heading = false;
   for (absl::string_view line : lines) {
     if (is_label(line)) {
-      inside = absl::StartsWith(line, ".LBB") &&
-               inner_headers.count(std::string(line.substr(2, line.find(':') - 2))) != 0;
+      inside = absl::StartsWith(line, ".LBB") && inner_headers.count(block_name(line)) != 0;
       heading = true;
       continue;
     }
