@@ -789,7 +789,7 @@ bool SpilledBlocksPay(const CpuTarget& target) { return absl::StartsWith(target.
 // FMAs and still run 1.07x faster in 4 x 6, but count as spilling).
 int64_t BlockedRegisters(const ConvForm& f, int64_t kb, int64_t ur) {
   const int64_t px = std::min(ur, f.geo.ow);
-  return f.geo.kw == 1 ? kb * px + kb + 1 : ChannelVectorRegisters(kb, px);
+  return ChannelVectorRegisters(kb, px) - (f.geo.kw == 1 ? px - 1 : 0);
 }
 
 // Blocked weights (channel-vector points only): the most channel vectors
