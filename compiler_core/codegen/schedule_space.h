@@ -114,7 +114,11 @@ namespace kiln {
 // a host with AMX tiles that LLVM names after a core without them is named
 // sapphirerapids or graniterapids (CpuNameForFeatures): untuned packages
 // built before are other kernels.
-inline constexpr int kScheduleSpaceVersion = 2037;
+// 2038: on a 2 MiB L2, pointwise convs that add a residual default to tasks
+// of a channel slice over every pixel block where their weights take a
+// quarter of the L2 or their output all of it (PointwiseAllPixels): untuned
+// packages built before are other kernels.
+inline constexpr int kScheduleSpaceVersion = 2038;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

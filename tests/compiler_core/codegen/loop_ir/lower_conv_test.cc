@@ -1338,6 +1338,42 @@ TEST(ConvLoweringTest, PointwiseDefaultsOnATwoMiBL2) {
   EXPECT_GT(DefaultSchedule(*twenty, *zen4).Get("kc", 0), 0) << DefaultSchedule(*twenty, *zen4).ToString();
 }
 
+// On a 2 MiB L2 a pointwise conv whose epilogue adds a residual takes
+// every pixel block of a channel slice per task where its weights take a
+// quarter of the L2 or its output all of it (PointwiseAllPixels): keras
+// ResNet-50's 256 -> 1024 on 14x14 (1 MiB of weights) and 64 -> 256 on
+// 56x56 (3 MiB out). Without the residual, one block a task; on Zen 4 the
+// 56x56 one too (the 14x14 one's weights outgrow its L2: every block).
+TEST(ConvLoweringTest, PointwiseResidualStreamsOnATwoMiBL2) {
+  absl::StatusOr<CpuTarget> spr = CpuTarget::Named("sapphirerapids"), zen4 = CpuTarget::Named("znver4");
+  ASSERT_TRUE(spr.ok()) << spr.status();
+  ASSERT_TRUE(zen4.ok()) << zen4.status();
+  auto with_residual = [](int64_t c, int64_t k, int64_t hw) {
+    Builder b;
+    Value* x = b.Input({1, c, hw, hw});
+    Value* w = b.Input({k, c, 1, 1});
+    Value* bias = b.Input({k});
+    Value* residual = b.Input({1, k, hw, hw});
+    Value* conv = b.Op("Conv", {x, w, bias}, ConvAttrs({1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}));
+    return b.Finish({b.Op("Relu", {b.Op("Add", {conv, residual})})});
+  };
+  for (auto [c, k, hw] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{256, 1024, 14}, {64, 256, 56}}) {
+    SCOPED_TRACE(absl::StrCat(c, " -> ", k, " on ", hw, "x", hw));
+    auto g = with_residual(c, k, hw);
+    const ScheduleConfig d = DefaultSchedule(*g, *spr);
+    EXPECT_EQ(d.Get("pw", 0), 1) << d.ToString();
+    EXPECT_EQ(d.Get("rows", 1), hw * hw / (d.Get("vw", 1) * d.Get("ur", 1))) << d.ToString();
+    EXPECT_GT(d.Get("ks", 1), 1) << d.ToString();
+    if (hw == 56) EXPECT_EQ(DefaultSchedule(*g, *zen4).Get("rows", 1), 1) << DefaultSchedule(*g, *zen4).ToString();
+    auto plain = ConvGraph({1, c, hw, hw}, k, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+    EXPECT_EQ(DefaultSchedule(*plain, *spr).Get("rows", 1), 1) << DefaultSchedule(*plain, *spr).ToString();
+  }
+  // The schedule runs here wherever the host's vectors hold 16 floats.
+  if (CpuTarget::Host().FloatLanes() < 16) GTEST_SKIP() << "host vectors hold fewer than 16 floats";
+  auto g = with_residual(256, 1024, 14);
+  CheckConv(*g, {DefaultSchedule(*g, *spr)});
+}
+
 // The channel-vector default splits its rows so that two threads share the
 // tasks evenly: Inception's 7x1 conv of 5 channel blocks over 17 rows takes
 // quarter rows (20 tasks), where whole rows ran 3 blocks against 2.
