@@ -116,8 +116,10 @@ namespace kiln {
 // built before are other kernels.
 // 2038: on a 2 MiB L2, pointwise convs that add a residual default to tasks
 // of a channel slice over every pixel block where their weights take a
-// quarter of the L2 or their output all of it (PointwiseAllPixels): untuned
-// packages built before are other kernels.
+// quarter of the L2 or their output all of it (PointwiseAllPixels); past
+// twice the L2 over planes that are not whole vectors, to packed runs of
+// blocks that fill a quarter of it (PointwiseStreamRows): untuned packages
+// built before are other kernels.
 inline constexpr int kScheduleSpaceVersion = 2038;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",

@@ -29,7 +29,6 @@ constexpr int64_t kMaxPackFloats = ops::kMaxConvPackFloats;
 // while it accumulates: kb * ur sums, the ur input vectors, one broadcast.
 int64_t PixelBlockRegisters(int64_t kb, int64_t ur) { return kb * ur + ur + 1; }
 
-
 int InputIndex(const Graph& g, const Value* v) {
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     if (g.inputs()[i] == v) return static_cast<int>(i);
@@ -248,6 +247,20 @@ int64_t PointwiseChunk(const ConvForm& f, const Knobs& k) {
   return 0;
 }
 
+// Pointwise variant: whether a 2 MiB L2 (Sapphire Rapids) holds what the
+// caches-sparing variants below are for: a task's input stays in L2 while
+// the weights pass, and the weights come back from L3 for the next task.
+// There reduction chunks (PointwiseChunked) do not pay, and a task takes
+// every pixel block (PointwiseAllPixels) only where the input takes a
+// quarter of the L2 at most. Sapphire Rapids, 1 thread, in the models:
+// Xception's 728 -> 728 on 20x20 (1.1 MiB of input) 2.81 ms in tasks of one
+// block, 3.97 of every block, 3.36 in chunks; its 17 on 10x10 (0.28 MiB)
+// 14.3 ms of every block, one 14.2-15.4, chunked 18.8; PoolFormer's 320 ->
+// 1280 on 14x14 (0.24 MiB) 1.50 of every block, one 1.97; SqueezeNet 1.1's
+// three squeezes and its 512 -> 1000 classifier on 13x13 1.93 ms chunked,
+// 1.48 not.
+bool PointwiseBlocksFromL2(const CpuTarget& target) { return target.L2Bytes() >= (int64_t{2} << 20); }
+
 // Pointwise variant, input and output past twice the L2: the register
 // blocks of pixels per task at which a task's input (cg channels of
 // rows * vw * ur pixels) fills kL1InputFloats, as long as 16 tasks remain;
@@ -260,9 +273,24 @@ int64_t PointwiseChunk(const ConvForm& f, const Knobs& k) {
 // 8 -> 16 on 112x112 0.15-0.17 ms with one, 0.085-0.099 with 21. Convs
 // on 56x56 (24 -> 36, 72 -> 12: 0.6-1 MiB in and out) measured the same or
 // up to 10% slower with longer runs.
+// On a 2 MiB L2 (PointwiseBlocksFromL2), over planes that are not whole
+// vectors, as many blocks as fill a quarter of the L2 with their input and
+// output, as long as the input pack (PointwisePacksInput) holds them and 8
+// tasks remain: each task then copies its input into an aligned pack once.
+// Sapphire Rapids, 1 thread, in the model: keras Xception's 128 -> 128 on
+// 77x77 (5929 pixels) 2.46-2.60 ms in tasks of one block, 1.41-1.49 of 16
+// (packed), 1.69 of 8, 1.93 of 32 (too large to pack). Over planes of whole
+// vectors the same runs lost (SegFormer's 1024 -> 256 on 32x32 3.33 -> 7.33
+// ms in 3 blocks, its input no longer packed; DenseNet's 224 -> 128 and
+// ResNeSt's 256 -> 128 on 56x56 7-15%).
 int64_t PointwiseStreamRows(const ConvForm& f, int64_t vw, int64_t ur, const CpuTarget& target) {
   if (f.geo.n * f.group * (f.cg + f.kg) * Pixels(f) * 4 <= 2 * target.L2Bytes()) return 1;
   const int64_t bw = vw * ur, blocks = f.geo.n * f.group * (Pixels(f) / bw);
+  if (PointwiseBlocksFromL2(target) && Pixels(f) % vw != 0) {
+    const int64_t quarter_l2 = target.L2Bytes() / 4 / static_cast<int64_t>(sizeof(float));
+    const int64_t packed = kMaxPackFloats / 2 / (f.cg * bw);
+    return std::max<int64_t>(1, std::min({quarter_l2 / ((f.cg + f.kg) * bw), packed, blocks / 8}));
+  }
   return std::max<int64_t>(1, std::min(kL1InputFloats / (f.cg * bw), blocks / 16));
 }
 
@@ -680,20 +708,6 @@ int64_t L2WeightFloats(const CpuTarget& target) {
 // 7.7 ms, 2 by 4 (288 KiB) 8.3: the wider block's fewer loads a weight
 // outweigh the L2 there.
 constexpr int64_t kBlockedWeightFloats = 192 * 1024;
-
-// Pointwise variant: whether a 2 MiB L2 (Sapphire Rapids) holds what the
-// caches-sparing variants below are for: a task's input stays in L2 while
-// the weights pass, and the weights come back from L3 for the next task.
-// There reduction chunks (PointwiseChunked) do not pay, and a task takes
-// every pixel block (PointwiseAllPixels) only where the input takes a
-// quarter of the L2 at most. Sapphire Rapids, 1 thread, in the models:
-// Xception's 728 -> 728 on 20x20 (1.1 MiB of input) 2.81 ms in tasks of one
-// block, 3.97 of every block, 3.36 in chunks; its 17 on 10x10 (0.28 MiB)
-// 14.3 ms of every block, one 14.2-15.4, chunked 18.8; PoolFormer's 320 ->
-// 1280 on 14x14 (0.24 MiB) 1.50 of every block, one 1.97; SqueezeNet 1.1's
-// three squeezes and its 512 -> 1000 classifier on 13x13 1.93 ms chunked,
-// 1.48 not.
-bool PointwiseBlocksFromL2(const CpuTarget& target) { return target.L2Bytes() >= (int64_t{2} << 20); }
 
 // Whether the epilogue reads a tensor of the conv output's size (a residual).
 bool ReadsResidual(const Graph& g, const ConvForm& f) {
@@ -1912,7 +1926,6 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   if (csplits > 1) body = LetStmt("cb_", Mod(Var("t_"), I(csplits)), body);
   return LoopFunc{"conv", args, For("t_", I(tasks), body, ForKind::kParallel)};
 }
-
 
 // ---- ConvTranspose -----------------------------------------------------------
 

@@ -1374,6 +1374,35 @@ TEST(ConvLoweringTest, PointwiseResidualStreamsOnATwoMiBL2) {
   CheckConv(*g, {DefaultSchedule(*g, *spr)});
 }
 
+// On a 2 MiB L2, a pointwise conv whose input and output outgrow twice the
+// L2 over planes that are not whole vectors takes, per task, the pixel
+// blocks whose input and output fill a quarter of the L2, as long as its
+// input pack stays within bounds (PointwiseStreamRows): keras Xception's
+// 128 -> 128 on 77x77 takes 16 blocks of 32 pixels and copies their input
+// into an aligned pack. Planes of whole vectors keep the runs that fill L1
+// (one block here).
+TEST(ConvLoweringTest, PointwiseUnalignedPlanesPastL2TakePackedRunsOnATwoMiBL2) {
+  absl::StatusOr<CpuTarget> spr = CpuTarget::Named("sapphirerapids");
+  ASSERT_TRUE(spr.ok()) << spr.status();
+  auto xception = ConvGraph({1, 128, 77, 77}, 128, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  const ScheduleConfig d = DefaultSchedule(*xception, *spr);
+  EXPECT_EQ(d.Get("pw", 0), 1) << d.ToString();
+  EXPECT_EQ(d.Get("vw", 1) * d.Get("ur", 1), 32) << d.ToString();
+  EXPECT_EQ(d.Get("rows", 1), 16) << d.ToString();
+  auto f = loop_ir::FindLowering(*xception)->lower(*xception, d, *spr);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_NE(loop_ir::Print(*f).find("allocate xs: f32[65536]"), std::string::npos) << loop_ir::Print(*f);
+  auto aligned = ConvGraph({1, 128, 76, 80}, 128, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  EXPECT_EQ(DefaultSchedule(*aligned, *spr).Get("rows", 1), 1) << DefaultSchedule(*aligned, *spr).ToString();
+  // 16 -> 16 on 182x182 (4.2 MB in and out, 4 pixels past whole vectors):
+  // the runs match the interpreter wherever the host's vectors hold 16 floats.
+  if (CpuTarget::Host().FloatLanes() < 16) GTEST_SKIP() << "host vectors hold fewer than 16 floats";
+  auto few = ConvGraph({1, 16, 182, 182}, 16, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  const ScheduleConfig e = DefaultSchedule(*few, *spr);
+  EXPECT_GT(e.Get("rows", 1), 16) << e.ToString();
+  CheckConv(*few, {e});
+}
+
 // The channel-vector default splits its rows so that two threads share the
 // tasks evenly: Inception's 7x1 conv of 5 channel blocks over 17 rows takes
 // quarter rows (20 tasks), where whole rows ran 3 blocks against 2.
