@@ -252,7 +252,8 @@ int64_t PointwiseChunk(const ConvForm& f, const Knobs& k) {
 // the weights pass, and the weights come back from L3 for the next task.
 // There reduction chunks (PointwiseChunked) do not pay, and a task takes
 // every pixel block (PointwiseAllPixels) only where the input takes a
-// quarter of the L2 at most. Sapphire Rapids, 1 thread, in the models:
+// quarter of the L2 at most (half of it where the epilogue reads a
+// residual). Sapphire Rapids, 1 thread, in the models:
 // Xception's 728 -> 728 on 20x20 (1.1 MiB of input) 2.81 ms in tasks of one
 // block, 3.97 of every block, 3.36 in chunks; its 17 on 10x10 (0.28 MiB)
 // 14.3 ms of every block, one 14.2-15.4, chunked 18.8; PoolFormer's 320 ->
