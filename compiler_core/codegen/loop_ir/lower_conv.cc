@@ -262,6 +262,9 @@ int64_t PointwiseChunk(const ConvForm& f, const Knobs& k) {
 // 1.48 not.
 bool PointwiseBlocksFromL2(const CpuTarget& target) { return target.L2Bytes() >= (int64_t{2} << 20); }
 
+// The target's L2 in floats.
+int64_t L2Floats(const CpuTarget& target) { return target.L2Bytes() / static_cast<int64_t>(sizeof(float)); }
+
 // Pointwise variant, input and output past twice the L2: the register
 // blocks of pixels per task at which a task's input (cg channels of
 // rows * vw * ur pixels) fills kL1InputFloats, as long as 16 tasks remain;
@@ -288,9 +291,8 @@ int64_t PointwiseStreamRows(const ConvForm& f, int64_t vw, int64_t ur, const Cpu
   if (f.geo.n * f.group * (f.cg + f.kg) * Pixels(f) * 4 <= 2 * target.L2Bytes()) return 1;
   const int64_t bw = vw * ur, blocks = f.geo.n * f.group * (Pixels(f) / bw);
   if (PointwiseBlocksFromL2(target) && Pixels(f) % vw != 0) {
-    const int64_t quarter_l2 = target.L2Bytes() / 4 / static_cast<int64_t>(sizeof(float));
     const int64_t packed = kMaxPackFloats / 2 / (f.cg * bw);
-    return std::max<int64_t>(1, std::min({quarter_l2 / ((f.cg + f.kg) * bw), packed, blocks / 8}));
+    return std::max<int64_t>(1, std::min({L2Floats(target) / 4 / ((f.cg + f.kg) * bw), packed, blocks / 8}));
   }
   return std::max<int64_t>(1, std::min(kL1InputFloats / (f.cg * bw), blocks / 16));
 }
@@ -697,8 +699,7 @@ double ChannelVectorRowCost(int64_t ow, int64_t ur, int64_t kb, int registers) {
 // again and again: three quarters of the target's L2 (192 Ki floats on Zen 4
 // and 5, 96 Ki on Zen 3's 512 KiB). Past it each task streams them from L3.
 int64_t L2WeightFloats(const CpuTarget& target) {
-  const int64_t l2_floats = target.L2Bytes() / 4;
-  return l2_floats * 3 / 4;
+  return L2Floats(target) * 3 / 4;
 }
 
 // Floats of a channel-vector task's blocked weights (input channels x taps
@@ -749,7 +750,7 @@ bool ReadsResidual(const Graph& g, const ConvForm& f) {
 bool PointwiseAllPixels(const Graph& g, const ConvForm& f, const CpuTarget& target) {
   const int64_t l2 = L2WeightFloats(target);
   if (!PointwiseBlocksFromL2(target)) return f.kg * f.cg > l2 && f.cg * Pixels(f) <= l2;
-  const int64_t l2_floats = target.L2Bytes() / static_cast<int64_t>(sizeof(float));
+  const int64_t l2_floats = L2Floats(target);
   const int64_t weights = f.kg * f.cg, input = f.cg * Pixels(f), out = f.geo.n * f.k * Pixels(f);
   if (weights > l2 && input <= l2_floats / 4) return true;
   return ReadsResidual(g, f) && (weights >= l2_floats / 4 || out >= l2_floats) && input <= l2_floats / 2;
