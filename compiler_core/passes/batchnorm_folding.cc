@@ -38,30 +38,14 @@ std::optional<std::vector<double>> ChannelVector(const Value* c, int64_t rank, i
   return out;
 }
 
-// y -> y * scale[m] + shift[m] along the channel axis.
-struct ChannelAffine {
-  std::vector<double> scale, shift;
-};
-
 // The affine map node `f` applies to its input `y` (rank `rank`, `channels`
 // along `axis`), or nullopt when it is not one.
 std::optional<ChannelAffine> AffineOf(const Node* f, const Value* y, int64_t rank, int64_t axis, int64_t channels) {
   if (!(f->output(0)->type() == y->type())) return std::nullopt;
   ChannelAffine a{std::vector<double>(channels, 1.0), std::vector<double>(channels, 0.0)};
   if (IsOp(f, "BatchNormalization")) {
-    if (axis != 1 || f->input(0) != y || f->GetInt("training_mode", 0) != 0) return std::nullopt;
-    std::vector<std::vector<double>> p;
-    for (int i = 1; i <= 4; ++i) {
-      std::optional<std::vector<double>> v = ChannelVector(f->input(i), 1, 0, channels);
-      if (!v || f->input(i)->constant().rank() != 1) return std::nullopt;
-      p.push_back(*v);
-    }
-    const double eps = f->GetFloat("epsilon", 1e-5f);
-    for (int64_t m = 0; m < channels; ++m) {
-      a.scale[m] = p[0][m] / std::sqrt(p[3][m] + eps);
-      a.shift[m] = p[1][m] - p[2][m] * a.scale[m];
-    }
-    return a;
+    if (axis != 1 || f->input(0) != y) return std::nullopt;
+    return BatchNormAffine(*f, channels);
   }
   const bool mul = IsOp(f, "Mul"), add = IsOp(f, "Add"), sub = IsOp(f, "Sub");
   if (!mul && !add && !sub) return std::nullopt;

@@ -59,6 +59,29 @@ bool IsOp(const Node* n, const char* op) {
   return n != nullptr && n->op_type() == op && IsDefaultDomain(n->domain());
 }
 
+std::optional<ChannelAffine> BatchNormAffine(const Node& bn, int64_t channels) {
+  if (!IsOp(&bn, "BatchNormalization") || bn.num_inputs() < 5 || bn.GetInt("training_mode", 0) != 0) {
+    return std::nullopt;
+  }
+  std::vector<std::vector<double>> p;  // scale, B, mean, var
+  for (int i = 1; i <= 4; ++i) {
+    const Value* v = bn.input(i);
+    if (v == nullptr || !v->is_constant() || v->constant().dtype() != DType::kFloat32 || v->constant().rank() != 1) {
+      return std::nullopt;
+    }
+    std::optional<std::vector<double>> vals = ConstantValues(v);
+    if (!vals || static_cast<int64_t>(vals->size()) != channels) return std::nullopt;
+    p.push_back(std::move(*vals));
+  }
+  const double eps = bn.GetFloat("epsilon", 1e-5f);
+  ChannelAffine a{std::vector<double>(channels), std::vector<double>(channels)};
+  for (int64_t m = 0; m < channels; ++m) {
+    a.scale[m] = p[0][m] / std::sqrt(p[3][m] + eps);
+    a.shift[m] = p[1][m] - p[2][m] * a.scale[m];
+  }
+  return a;
+}
+
 std::optional<ConstantWeightConv> MatchConstantWeightConv(const Node& conv) {
   ConstantWeightConv c{conv.input(0), conv.input(1), conv.num_inputs() > 2 ? conv.input(2) : nullptr};
   if (c.x == nullptr || c.w == nullptr || !c.x->type().known || !c.x->type().IsStatic() ||

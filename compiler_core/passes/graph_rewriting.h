@@ -42,6 +42,16 @@ struct ConstantWeightConv {
 };
 std::optional<ConstantWeightConv> MatchConstantWeightConv(const Node& conv);
 
+// y = scale[c] * x + shift[c] along the channel axis.
+struct ChannelAffine {
+  std::vector<double> scale, shift;
+};
+
+// The per-channel map an inference-mode BatchNormalization applies to its
+// `channels` channels (axis 1), from its constant f32 parameters; nullopt
+// in training mode or when a parameter is not a constant [channels].
+std::optional<ChannelAffine> BatchNormAffine(const Node& bn, int64_t channels);
+
 // The permutation of a Transpose node, its default (reversed axes) resolved;
 // nullopt when its input's rank is unknown or perm does not match it.
 std::optional<std::vector<int64_t>> TransposePermutation(const Node* t);

@@ -10,6 +10,7 @@
 #include "compiler_core/passes/blocked_conv_weights.h"
 #include "compiler_core/passes/common_subexpression_elimination.h"
 #include "compiler_core/passes/constant_folding.h"
+#include "compiler_core/passes/conv_branch_merging.h"
 #include "compiler_core/passes/dead_code_elimination.h"
 #include "compiler_core/passes/einsum_decomposition.h"
 #include "compiler_core/passes/gelu_recognition.h"
@@ -39,6 +40,7 @@ PassPipeline DefaultOptimizationPipeline() {
       .Add(std::make_unique<DeadCodeElimination>())
       .Add(std::make_unique<BatchNormFolding>())
       .Add(std::make_unique<PadFolding>())
+      .Add(std::make_unique<ConvBranchMerging>())
       .Add(std::make_unique<StridedPointwiseConv>())
       .Add(std::make_unique<HardSwishRecognition>())
       .Add(std::make_unique<GeluRecognition>())

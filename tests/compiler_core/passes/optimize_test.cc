@@ -66,7 +66,7 @@ TEST(OptimizeGraphTest, RunsTheDefaultPipelineToAFixedPoint) {
 TEST(OptimizeGraphTest, PipelineIsAFlatNamedList) {
   EXPECT_EQ(DefaultOptimizationPipeline().PassNames(),
             (std::vector<std::string>{"legacy_forms", "einsum_decomposition", "rnn_recurrence", "constant_folding", "transpose_sinking", "algebraic_simplification", "dce",
-                                      "batchnorm_folding", "pad_folding", "strided_pointwise_conv",
+                                      "batchnorm_folding", "pad_folding", "conv_branch_merging", "strided_pointwise_conv",
                                       "hardswish_recognition", "gelu_recognition", "layer_norm_recognition",
                                       "softmax_recognition", "cse", "dce"}));
 }

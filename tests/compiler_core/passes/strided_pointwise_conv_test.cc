@@ -55,18 +55,19 @@ TEST(StridedPointwiseConvTest, LeavesOtherConvs) {
 
 // The shortcut and the main branch of a ResNet-v1 downsampling block both
 // read the block input at stride 2: after the default pipeline they share
-// one subsample.
+// one subsample. (Were the Add's operands the two convs themselves,
+// conv_branch_merging would make them one.)
 TEST(StridedPointwiseConvTest, TwoStridedConvsOfOneInputShareTheSubsample) {
   testing::GraphBuilder b;
   Value* x = b.Input("x", {1, 8, 10, 10});
   const std::map<std::string, AttrValue> s2 = {{"strides", Ints{2, 2}}};
   Value* shortcut = b.Op("Conv", {x, b.Random("w1", {16, 8, 1, 1})}, s2, "shortcut");
   Value* main = b.Op("Conv", {x, b.Random("w2", {16, 8, 1, 1})}, s2, "main");
-  b.Output(b.Op("Add", {shortcut, main}, {}, "add"));
+  b.Output(b.Op("Add", {shortcut, b.Op("Relu", {main}, {}, "relu")}, {}, "add"));
   auto g = b.Finish();
   auto original = g->Clone();
   ASSERT_TRUE(OptimizeGraph(*g, {}).ok());
-  EXPECT_EQ(testing::OpSequence(*g), "Slice,Conv,Conv,Add") << g->ToText();
+  EXPECT_EQ(testing::OpSequence(*g), "Slice,Conv,Conv,Relu,Add") << g->ToText();
   testing::ExpectSameOutputs(*original, *g, 1e-5);
 }
 

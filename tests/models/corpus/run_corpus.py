@@ -50,6 +50,7 @@ SUBSETS = {
         "mobilenet_v2_op10",          # torchscript opset 10, depthwise convs, Clip
         "squeezenet1_0_op22",         # dynamo, newest opset
         "timm_lcnet_050_op21",        # dynamo, hard-swish/SE
+        "timm_repvgg_a0_op18",        # dynamo, training-form 3x3 + 1x1 + identity branches (conv_branch_merging)
         "deeplabv3_mobilenet_v3_large_op11",  # torchscript segmentation, dilated convs, Resize
         "bert_op14",                  # torchscript transformer encoder, int64 token ids, bool masks
         "gpt2_op18",                  # dynamo transformer decoder, causal mask
