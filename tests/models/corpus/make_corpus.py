@@ -395,6 +395,12 @@ def _():
     return timm_create("repvgg_a0")
 
 
+@model("timm_mobileone_s0_op17", "timm:mobileone_s0", "classification", "torchscript", 17,
+       image([1, 3, 224, 224]), notes="training form: four 3x3 branches, a 1x1 and an identity per block")
+def _():
+    return timm_create("mobileone_s0")
+
+
 @model("inception_v3_op18", "torchvision.models.inception_v3", "classification", "dynamo", 18,
        image([1, 3, 299, 299]), notes="aux_logits=False")
 def _():
