@@ -297,6 +297,26 @@ int64_t PointwiseStreamRows(const ConvForm& f, int64_t vw, int64_t ur, const Cpu
   return std::max<int64_t>(1, std::min(kL1InputFloats / (f.cg * bw), blocks / 16));
 }
 
+// Pointwise variant: the accumulators its default register block aims at,
+// 16, or on a 2 MiB L2 (PointwiseBlocksFromL2: Sapphire Rapids, two
+// full-width FMA units and two 512-bit loads a cycle) 24, 8 channels by 3
+// vectors, where 11 loads feed 24 multiply-adds instead of 10 feeding 16:
+// over 128 input channels or more whose input stays in half of the L2
+// (read again by every channel block), unless blocks of 3 vectors leave
+// more than a sixteenth of the map past them beyond what blocks of 2 do.
+// Sapphire Rapids, 1 thread, chains of six 512 -> 512 convs: 7x7 1.20 ->
+// 1.01 ms, 10x10 2.26 -> 2.06, 14x14 4.25 -> 3.81, 16x16 5.14 -> 4.77 (ORT
+// 1.05, 2.04, 3.55, 4.65). Not past half the L2 (Inception's 288 -> 64 on
+// 35x35 0.31 -> 0.37-0.39 ms; SegFormer's 1024 -> 256 on 32x32 3.29 ->
+// 4.14), nor on 8x8 (FastViT's 384 -> 384, a 48-pixel block and a 16-pixel
+// tail, 0.24 -> 0.28).
+int64_t PointwiseAccumulators(const ConvForm& f, const CpuTarget& target) {
+  const int64_t np = Pixels(f), lanes = target.FloatLanes();
+  if (!PointwiseBlocksFromL2(target) || f.cg < 128 || f.cg * np > L2Floats(target) / 2) return 16;
+  const int64_t extra = np % (3 * lanes) - np % (2 * lanes);
+  return extra * 16 <= np ? 24 : 16;
+}
+
 // Pointwise variant over weights chunked by input channel (weight_chunk):
 // the reduction chunk its chunked points take, that of the weights (0 where
 // the chunk is every channel). Its other points take none (kc=0): they
@@ -948,7 +968,9 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   // on Zen 5, 13x13 to 56x56 maps: SqueezeNet's 512->1000 on 13x13 0.89 ->
   // 0.70 ms, 480->80 and 672->112 on 14x14 15% faster; 128 channels and
   // more gain 0-28%, fewer are within 3% either way); 4 by 4 otherwise.
+  // Accumulators: PointwiseAccumulators.
   const int64_t pw_kb = reduction >= 128 ? 8 : 4;
+  const int64_t pw_acc = f.ok() ? PointwiseAccumulators(*f, target) : 16;
   const int64_t pixels = f.ok() ? Pixels(*f) : 1;
   const int64_t ow = f.ok() ? f->geo.ow : 1;
   const int native_bits = target.NativeVectorBits();
@@ -1048,12 +1070,12 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   };
   const bool all_pixels = f.ok() && IsPointwise(*f) && PointwiseAllPixels(g, *f, target);
   const bool direct_depthwise = f.ok() && DepthwiseDirectPays(*f, target);
-  auto score = [planes, pixels, ow, short_reduction, pw_kb, all_pixels, direct_depthwise, cheapest, tolerance, &f,
+  auto score = [planes, pixels, ow, short_reduction, pw_kb, pw_acc, all_pixels, direct_depthwise, cheapest, tolerance, &f,
                 &target, &direct_cost, &split_score, &dw_score, &kv_first](const ScheduleConfig& c) {
     int64_t acc = c.Get("kb", 1) * c.Get("ur", 1);
     int64_t pw = c.Get("pw", 0), dw = c.Get("dw", 0);
     bool unmasked = pw == 0 || !PointwiseTailMasked(pixels, c.Get("vw", 1), c.Get("ur", 1));
-    int64_t want = pw ? 16 : dw ? 4 : 12;
+    int64_t want = pw ? pw_acc : dw ? 4 : 12;
     int64_t rows = c.Get("rows", 1);
     // A short reduction (a stem conv over 3 channels) spends as much on
     // packing its input rows as on the taps: more rows per task share them.

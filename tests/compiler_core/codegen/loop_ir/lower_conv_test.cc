@@ -615,17 +615,36 @@ TEST(ConvLoweringTest, PointwiseChunkedTasksPackTheirInput) {
 }
 
 // The pointwise default blocks 8 output channels over 128 input channels
-// or more (their weights stream from L2), 4 over fewer; 16 accumulators.
+// or more (their weights stream from L2), 4 over fewer; 16 accumulators,
+// or on a 2 MiB L2 24 over 128 input channels or more whose input stays in
+// half of it (PointwiseAccumulators): not over 288 channels of 35x35, nor
+// on 8x8, where blocks of 3 vectors leave a quarter of the map.
 TEST(ConvLoweringTest, PointwiseDefaultBlockFollowsTheReduction) {
-  CpuTarget target = CpuTarget::Host();
-  if (target.FloatLanes() < 16) GTEST_SKIP() << "the default is stated for 16-lane targets";
-  for (const auto& [cin, kb] : std::vector<std::pair<int64_t, int64_t>>{{256, 8}, {128, 8}, {32, 4}, {64, 4}}) {
-    auto g = ConvGraph({1, cin, 14, 14}, 64, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
-    ScheduleConfig d = DefaultSchedule(*g, target);
-    EXPECT_EQ(d.Get("pw", 0), 1) << cin;
-    EXPECT_EQ(d.Get("kb", 1), kb) << cin << ": " << d.ToString();
-    EXPECT_EQ(d.Get("kb", 1) * d.Get("ur", 1), 16) << cin << ": " << d.ToString();
+  for (const char* cpu : {"znver4", "sapphirerapids"}) {
+    absl::StatusOr<CpuTarget> target = CpuTarget::Named(cpu);
+    ASSERT_TRUE(target.ok()) << target.status();
+    const bool spr = std::string(cpu) == "sapphirerapids";
+    for (const auto& [cin, kb] : std::vector<std::pair<int64_t, int64_t>>{{256, 8}, {128, 8}, {32, 4}, {64, 4}}) {
+      auto g = ConvGraph({1, cin, 14, 14}, 64, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+      ScheduleConfig d = DefaultSchedule(*g, *target);
+      EXPECT_EQ(d.Get("pw", 0), 1) << cpu << " " << cin;
+      EXPECT_EQ(d.Get("kb", 1), kb) << cpu << " " << cin << ": " << d.ToString();
+      EXPECT_EQ(d.Get("kb", 1) * d.Get("ur", 1), spr && cin >= 128 ? 24 : 16) << cpu << " " << cin << ": "
+                                                                              << d.ToString();
+    }
+    for (const auto& [cin, hw] : std::vector<std::pair<int64_t, int64_t>>{{288, 35}, {384, 8}}) {
+      auto g = ConvGraph({1, cin, hw, hw}, 64, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+      ScheduleConfig d = DefaultSchedule(*g, *target);
+      EXPECT_EQ(d.Get("kb", 1) * d.Get("ur", 1), 16) << cpu << " " << cin << " on " << hw << ": " << d.ToString();
+    }
   }
+  // 8 by 3 matches the interpreter wherever the host's vectors hold 16 floats.
+  if (CpuTarget::Host().FloatLanes() < 16) GTEST_SKIP() << "host vectors hold fewer than 16 floats";
+  absl::StatusOr<CpuTarget> spr = CpuTarget::Named("sapphirerapids");
+  auto g = ConvGraph({1, 256, 7, 7}, 64, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  const ScheduleConfig d = DefaultSchedule(*g, *spr);
+  EXPECT_EQ(d.Get("ur", 1), 3) << d.ToString();
+  CheckConv(*g, {d});
 }
 
 // Output channels that 4 does not divide (detection heads: 91 classes x 6
