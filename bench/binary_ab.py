@@ -4,7 +4,7 @@ the two packages and ONNX Runtime run in alternation, minima of per-round median
 
 Usage:
   bench/binary_ab.py --a OLD/kiln --b NEW/kiln MODEL.onnx [MODEL.onnx ...]
-                     [--rounds 4] [--repeat 15] [--threads 1] [--profile [--moved 5 | --changed]]
+                     [--rounds 4] [--repeat 15] [--threads 1] [--profile [--moved 5 | --changed | --groups FILE]]
 
 A model's inputs are the .npy files of MODEL.inputs/ beside it (the corpus's layout; the file name
 is the input's name). The host is noisy: the rounds alternate A, B and ORT, and the table gives
@@ -54,7 +54,18 @@ def main():
     ap.add_argument("--changed", action="store_true",
                     help="with --profile: list the groups whose schedule differs between A and B instead, and the "
                          "sum of their minima")
+    ap.add_argument("--groups", metavar="FILE",
+                    help="with --profile: list, per model, the groups FILE names instead, and the sum of their "
+                         "minima; FILE's lines read `MODEL_STEM [G, G, ...]` (a change of code that keeps the "
+                         "schedules, its groups found by diffing `kiln inspect --group`)")
     args = ap.parse_args()
+    named = {}
+    if args.groups:
+        with open(args.groups) as f:
+            for line in f:
+                if line.strip():
+                    stem, groups = line.split(None, 1)
+                    named[stem] = json.loads(groups)
 
     print("| model | A ms | B ms | B vs A | ORT ms | ORT/A | ORT/B |" + (" A groups ms | B groups ms |" if args.profile else ""))
     print("|---|---|---|---|---|---|---|" + ("---|---|" if args.profile else ""))
@@ -92,9 +103,12 @@ def main():
         if args.profile:
             common = set(groups["A"]) & set(groups["B"])
             moved = sorted(common, key=lambda g: -abs(groups["B"][g] - groups["A"][g]))[:args.moved]
-            if args.changed:
-                sched = {side: schedules(kiln, pkg) for side, (kiln, pkg) in pkgs.items()}
-                moved = sorted(g for g in common if sched["A"].get(g) != sched["B"].get(g))
+            if args.changed or args.groups:
+                if args.groups:
+                    moved = sorted(g for g in named.get(os.path.basename(stem), []) if g in common)
+                else:
+                    sched = {side: schedules(kiln, pkg) for side, (kiln, pkg) in pkgs.items()}
+                    moved = sorted(g for g in common if sched["A"].get(g) != sched["B"].get(g))
                 a_sum, b_sum = sum(groups["A"][g] for g in moved), sum(groups["B"][g] for g in moved)
                 print(f"|   {len(moved)} changed groups | {a_sum:.3f} | {b_sum:.3f} | {a_sum / max(b_sum, 1e-9):.2f} "
                       f"| | | |", flush=True)

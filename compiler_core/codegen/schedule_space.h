@@ -123,7 +123,10 @@ namespace kiln {
 // 2039: on a 2 MiB L2, pointwise convs over 128 input channels or more
 // default to 24 accumulators (8 channels by 3 vectors) instead of 16:
 // untuned packages built before are other kernels.
-inline constexpr int kScheduleSpaceVersion = 2039;
+// 2040: pointwise convs whose channels fill whole half vectors only take the
+// pixels past the full blocks as 8-lane dot products (PointwiseDotLanes):
+// the same schedules are other kernels.
+inline constexpr int kScheduleSpaceVersion = 2040;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -178,13 +178,29 @@ bool PointwiseTailMasked(int64_t pixels, int64_t vw, int64_t ur) {
 // channel (a 7x7 map's 49th pixel: a third of the map's work).
 constexpr int64_t kMaxDotPixels = 4;
 
+// The lanes of those dot products over unblocked weights (`left` pixels):
+// vw, or half of it (8 lanes at least) where the channels fill whole half
+// vectors only, over at least 8 whole vectors of channels or for one pixel;
+// 0 for none. Sapphire Rapids, 1 thread, against the last full block taking
+// the pixels as one more vector (PointwiseMergedChannels): Xception's 728 ->
+// 728 on 10x10 (4 pixels left) 0.85 -> 0.70 ms; 120 -> 720 on 7x7 (1 left)
+// 0.136 -> 0.095; 440 -> 440 on 7x7 0.29 -> 0.20; but 40 -> 240 and 88 ->
+// 528 on 14x14 (4 left) 0.92-0.94x: a short reduction does not pay the sums
+// across the lanes.
+int64_t PointwiseDotLanes(int64_t cg, int64_t vw, int64_t left) {
+  if (cg % vw == 0 && cg >= 2 * vw) return vw;
+  const int64_t half = vw / 2;
+  const bool long_enough = cg >= 8 * vw || (left == 1 && cg >= 2 * vw);
+  return half >= 8 && cg % half == 0 && long_enough ? half : 0;
+}
+
 // Blocked weights (kiln.BlockedConv) hold each input channel's outputs
 // contiguous instead: the dot products then run over the input channels one
 // at a time with output channels in the lanes, whatever the channel count.
 int64_t PointwiseDotPixels(int64_t pixels, int64_t vw, int64_t ur, int64_t cg, bool blocked) {
   const int64_t left = pixels % (vw * ur) % vw;
   if (left == 0 || left > kMaxDotPixels || vw == 1) return 0;
-  return blocked || (cg % vw == 0 && cg >= 2 * vw) ? left : 0;
+  return blocked || PointwiseDotLanes(cg, vw, left) > 0 ? left : 0;
 }
 
 // Pointwise variant, reduction chunks: a task's full blocks run the input
@@ -1394,26 +1410,27 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   };
   auto dot_block = [&]() -> absl::StatusOr<Stmt> {
     if (wb > 0) return blocked_dot_block();
-    Buffer acc = MakeBuffer("acc_dot", {kb * dots * vw}, BufferRole::kTemp);
+    const int64_t dl = PointwiseDotLanes(f.cg, vw, dots);
+    Buffer acc = MakeBuffer("acc_dot", {kb * dots * dl}, BufferRole::kTemp);
     Expr kk = Var("kk_"), l = Var("l_"), v = Var("v_"), co = Var("co_");
     Expr k = Add(Add(Mul(grp, I(f.kg)), Mul(kbo, I(kb))), kk);
     Expr slot = Add(Mul(kk, I(dots)), l);
-    Expr ai = Add(Mul(slot, I(vw)), v);
+    Expr ai = Add(Mul(slot, I(dl)), v);
     auto lanes = [&](Stmt body) {
-      return For("v_", I(vw),
+      return For("v_", I(dl),
                  For("kk_", I(kb), For("l_", I(dots), std::move(body), ForKind::kUnrolled), ForKind::kUnrolled),
                  ForKind::kVectorized);
     };
     Stmt init = lanes(Store(acc, ai, FloatImm(0)));
-    Expr cl = Add(Mul(co, I(vw)), v);
+    Expr cl = Add(Mul(co, I(dl)), v);
     Stmt mac = For(
-        "co_", I(f.cg / vw),
+        "co_", I(f.cg / dl),
         lanes(Store(acc, ai,
                     MulAdd(Load(w, Add(Mul(k, I(f.cg)), cl)), Load(xcol, Add(Mul(l, I(f.cg)), cl)), Load(acc, ai)))));
     std::vector<Stmt> sum;
-    for (int64_t half = vw / 2; half >= 1; half /= 2) {
+    for (int64_t half = dl / 2; half >= 1; half /= 2) {
       Expr h = Var("h_");
-      Expr at = Add(Mul(slot, I(vw)), h);
+      Expr at = Add(Mul(slot, I(dl)), h);
       Stmt step = Store(acc, at, Add(Load(acc, at), Load(acc, Add(at, I(half)))));
       sum.push_back(For("kk_", I(kb),
                         For("l_", I(dots), For("h_", I(half), step, half > 1 ? ForKind::kVectorized : ForKind::kSerial),
@@ -1421,7 +1438,7 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
                         ForKind::kUnrolled));
     }
     Expr p = Add(I(np - dots), l);
-    Expr value = Load(acc, Mul(slot, I(vw)));
+    Expr value = Load(acc, Mul(slot, I(dl)));
     if (bias) value = Add(value, Load(bias, k));
     Expr oi = Add(Mul(Add(Mul(n, I(f.k)), k), I(np)), p);
     const std::vector<Expr> idx = out_index(k, p);

@@ -708,7 +708,7 @@ TEST(ConvLoweringTest, PointwiseVariantTailNeedsNoLaneMask) {
 }
 
 // Up to 4 pixels left after the whole vectors, over at least two vectors of
-// input channels, are dot products: the columns packed once per task, the
+// input channels (or, in half vectors, eight, or two for one pixel), are dot products: the columns packed once per task, the
 // weight rows read as vectors, the lanes summed (a 7x7 map's 49th pixel no
 // longer costs a third of the map). Every pointwise point matches the
 // interpreter: epilogues with flat and row/column indices, groups, 1-D, a
@@ -743,6 +743,22 @@ TEST(ConvLoweringTest, PointwiseVariantLastPixelsAsDotProducts) {
   CheckConv(*one_d, PointwisePoints(*one_d, target));
   // 16 channels fill one vector only: the left pixel keeps its lane block.
   EXPECT_FALSE(has_dot(*ConvGraph({1, 16, 7, 7}, 8, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1)));
+  // 136 channels fill whole half vectors only (Xception's 728): 8-lane dot
+  // products, summed in three halving steps. 40 such channels are too few
+  // for 4 pixels (the last block takes them), not for one.
+  auto half = ConvGraph({1, 136, 10, 10}, 24, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  EXPECT_TRUE(has_dot(*half));
+  auto lowered = loop_ir::FindLowering(*half)->lower(*half, DefaultSchedule(*half, target), target);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  const std::string text = loop_ir::Print(*lowered);
+  EXPECT_NE(text.find("for (co_, 0, 17)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("vectorized for (h_, 0, 8)"), std::string::npos) << text;
+  EXPECT_NE(text.find("vectorized for (h_, 0, 4)"), std::string::npos) << text;
+  EXPECT_FALSE(has_dot(*ConvGraph({1, 40, 10, 10}, 24, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1)));
+  auto one_left = ConvGraph({1, 40, 7, 7}, 24, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  EXPECT_TRUE(has_dot(*one_left));
+  CheckConv(*one_left, PointwisePoints(*one_left, target));
+  CheckConv(*half, PointwisePoints(*half, target));
 }
 
 // Pixels the full blocks leave, one vector's at most, join the last full
