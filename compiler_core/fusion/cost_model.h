@@ -45,6 +45,17 @@ struct FusionCostOptions {
   // keeps it on the stack); below, it stays in cache between two kernels
   // anyway. 0 fuses every such pair.
   double min_conv_pair_bytes = 1 << 20;
+  // Not, though, where the pointwise conv reduces over more than
+  // long_conv_pair_reduction input channels and its input has more than
+  // long_conv_pair_input_bytes: the pair kernel then runs in bands of rows
+  // (lower_conv_pair.cc's kBandFromBytes), expanding each band's halo rows
+  // again, and a long reduction makes that recompute cost more than the
+  // traffic the pair saves. Sapphire Rapids, 1 thread, keras Xception: 64 ->
+  // 128 on 77x77 1.70 ms paired, 0.85 + 0.54 apart; 128 -> 256 on 39x39
+  // 1.51, 0.71 + 0.21 apart; but 256 -> 728 on 20x20 (whole maps) 1.15,
+  // 1.12 + 0.16 apart, and MobileNets' 16 -> 96 on 112x112 (bands) win.
+  int64_t long_conv_pair_reduction = 48;
+  double long_conv_pair_input_bytes = 512 * 1024;
 };
 
 // Elements of a static value; 0 when unknown or dynamic.

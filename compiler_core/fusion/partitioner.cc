@@ -230,7 +230,8 @@ class Partitioner {
   // Conv-pair fusion: a depthwise conv joins the group of the pointwise conv
   // that expands its input (through that group's elementwise epilogue) when
   // the expanded tensor is at least cost.min_conv_pair_bytes: it then never
-  // goes to memory (an inverted residual block's expansion).
+  // goes to memory (an inverted residual block's expansion). Not a long
+  // reduction over a large input (cost.long_conv_pair_*).
   bool TryJoinConvPair(int ni) {
     const Node& n = *nodes_[ni];
     if (!IsDepthwiseConv(n) || BytesOf(n.input(0)) < options_.cost.min_conv_pair_bytes) return false;
@@ -239,6 +240,11 @@ class Partitioner {
     int g = groups_of_[p].front();
     Group& group = groups_[g];
     if (group.anchor < 0 || group.sealed || !IsPointwiseConv(*nodes_[group.anchor])) return false;
+    const Node& pw = *nodes_[group.anchor];
+    if (pw.input(1)->type().dims[1].value > options_.cost.long_conv_pair_reduction &&
+        BytesOf(pw.input(0)) > options_.cost.long_conv_pair_input_bytes) {
+      return false;
+    }
     for (int i = 1; i < n.num_inputs(); ++i) {
       int q = ProducerOf(n.input(i));
       if (q >= 0 && groups_of_[q].front() != g && Reaches(g, groups_of_[q].front())) return false;

@@ -7,6 +7,7 @@
 
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/frontend/interpreter.h"
@@ -184,6 +185,35 @@ TEST(FusionRulesTest, ExpansionAndDepthwiseConvFuseWhenTheExpansionIsLarge) {
   for (const FusionGroup& g : shared.groups) EXPECT_NE(g.kind, "conv_pair") << shared.ToText();
   // The default threshold (1 MiB) takes a 64-channel 112x112 expansion.
   EXPECT_GE(16.0 * 4 * 112 * 112 * 4, FusionOptions().cost.min_conv_pair_bytes);
+}
+
+// A pointwise conv that reduces over many channels of a large input (the
+// pair kernel would run in bands of rows, expanding each band's halo rows
+// twice) stays apart from its depthwise conv; a short reduction over the
+// same input, or a long one over an input that stays whole, pairs.
+TEST(FusionRulesTest, LongReductionsOverLargeInputsStayOutOfConvPairs) {
+  auto block = [](int64_t c, int64_t k, int64_t hw) {
+    Builder b;
+    Value* x = b.Input("x", {1, c, hw, hw});
+    Value* e = b.Op("Conv", "expand", {x, b.Const("w1", {k, c, 1, 1}), b.Const("b1", {k})});
+    Value* r = b.Op("Relu", "relu1", {e});
+    Value* d = b.Op("Conv", "dw", {r, b.Const("w2", {k, 1, 3, 3})},
+                    {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", k}});
+    return b.Finish({d});
+  };
+  const FusionCostOptions cost = FusionOptions().cost;
+  // keras Xception's 128 -> 256 on 39x39: 779 KB of input, 128 channels.
+  ASSERT_GT(128.0 * 39 * 39 * 4, cost.long_conv_pair_input_bytes);
+  ASSERT_GT(128, cost.long_conv_pair_reduction);
+  std::unique_ptr<Graph> xception = block(128, 256, 39);
+  Partition apart = PartitionAndCheck(*xception, CodegenOptions());
+  EXPECT_EQ(Kinds(apart), (std::vector<std::string>{"conv", "conv"})) << apart.ToText();
+  // MobileNetV2's 16 -> 96 on 112x112 and Xception's 256 -> 728 on 20x20.
+  for (auto [c, k, hw] : {std::tuple<int64_t, int64_t, int64_t>{16, 96, 112}, {256, 728, 20}}) {
+    std::unique_ptr<Graph> g = block(c, k, hw);
+    Partition paired = PartitionAndCheck(*g, CodegenOptions());
+    EXPECT_EQ(Kinds(paired), (std::vector<std::string>{"conv_pair"})) << paired.ToText();
+  }
 }
 
 TEST(FusionRulesTest, TransposeIsIndexArithmeticOfItsMatMulAndRecomputedOnFanOut) {
