@@ -126,7 +126,11 @@ namespace kiln {
 // 2040: pointwise convs whose channels fill whole half vectors only take the
 // pixels past the full blocks as 8-lane dot products (PointwiseDotLanes):
 // the same schedules are other kernels.
-inline constexpr int kScheduleSpaceVersion = 2040;
+// 2041: on a 2 MiB L2, pointwise convs whose weights pass from L3 and whose
+// input stays in the L2 default to tasks of the blocks whose input fills a
+// quarter of it, of 24 accumulators: untuned packages built before are
+// other kernels.
+inline constexpr int kScheduleSpaceVersion = 2041;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -281,6 +281,13 @@ bool PointwiseBlocksFromL2(const CpuTarget& target) { return target.L2Bytes() >=
 // The target's L2 in floats.
 int64_t L2Floats(const CpuTarget& target) { return target.L2Bytes() / static_cast<int64_t>(sizeof(float)); }
 
+// Floats of a pointwise conv's weights that its tasks may stream from L2
+// again and again: three quarters of the target's L2 (192 Ki floats on Zen 4
+// and 5, 96 Ki on Zen 3's 512 KiB). Past it each task streams them from L3.
+int64_t L2WeightFloats(const CpuTarget& target) {
+  return L2Floats(target) * 3 / 4;
+}
+
 // Pointwise variant, input and output past twice the L2: the register
 // blocks of pixels per task at which a task's input (cg channels of
 // rows * vw * ur pixels) fills kL1InputFloats, as long as 16 tasks remain;
@@ -303,9 +310,21 @@ int64_t L2Floats(const CpuTarget& target) { return target.L2Bytes() / static_cas
 // vectors the same runs lost (SegFormer's 1024 -> 256 on 32x32 3.33 -> 7.33
 // ms in 3 blocks, its input no longer packed; DenseNet's 224 -> 128 and
 // ResNeSt's 256 -> 128 on 56x56 7-15%).
+// And on a 2 MiB L2, input and output within twice the L2 but weights past
+// three quarters of it (L2WeightFloats) over 8 blocks or more: as many
+// blocks as fill a quarter of the L2 with their input, so that fewer tasks
+// stream the weights from L3 again (where the input stays in a quarter of
+// the L2, that is every block: PointwiseAllPixels). Sapphire Rapids, 1
+// thread, in the model: keras Xception's 728 -> 728 on 20x20 (25 vectors of
+// pixels; 2.1 MiB of weights) 3.43 ms in tasks of one block of 2 vectors,
+// 3.03 of 5; 2.66-3.00 in tasks of 2 to 4 blocks of 3 vectors. On 14x14
+// (4 blocks) 1024 -> 512 measured level (DenseNet 1.02x, ResNeSt 0.96x).
 int64_t PointwiseStreamRows(const ConvForm& f, int64_t vw, int64_t ur, const CpuTarget& target) {
-  if (f.geo.n * f.group * (f.cg + f.kg) * Pixels(f) * 4 <= 2 * target.L2Bytes()) return 1;
   const int64_t bw = vw * ur, blocks = f.geo.n * f.group * (Pixels(f) / bw);
+  if (f.geo.n * f.group * (f.cg + f.kg) * Pixels(f) * 4 <= 2 * target.L2Bytes()) {
+    if (!PointwiseBlocksFromL2(target) || f.kg * f.cg <= L2WeightFloats(target) || blocks < 8) return 1;
+    return std::max<int64_t>(1, std::min(L2Floats(target) / 4 / (f.cg * bw), blocks));
+  }
   if (PointwiseBlocksFromL2(target) && Pixels(f) % vw != 0) {
     const int64_t packed = kMaxPackFloats / 2 / (f.cg * bw);
     return std::max<int64_t>(1, std::min({L2Floats(target) / 4 / ((f.cg + f.kg) * bw), packed, blocks / 8}));
@@ -318,7 +337,9 @@ int64_t PointwiseStreamRows(const ConvForm& f, int64_t vw, int64_t ur, const Cpu
 // full-width FMA units and two 512-bit loads a cycle) 24, 8 channels by 3
 // vectors, where 11 loads feed 24 multiply-adds instead of 10 feeding 16:
 // over 128 input channels or more whose input stays in half of the L2
-// (read again by every channel block), unless blocks of 3 vectors leave
+// (read again by every channel block), or in all of it where the weights
+// pass from L3 (past L2WeightFloats: Xception's 728 -> 728 on 20x20, 3.07 ms
+// in tasks of 5 blocks of 2 vectors, 2.75 of 3 blocks of 3), unless blocks of 3 vectors leave
 // more than a sixteenth of the map past them beyond what blocks of 2 do.
 // Sapphire Rapids, 1 thread, chains of six 512 -> 512 convs: 7x7 1.20 ->
 // 1.01 ms, 10x10 2.26 -> 2.06, 14x14 4.25 -> 3.81, 16x16 5.14 -> 4.77 (ORT
@@ -328,7 +349,9 @@ int64_t PointwiseStreamRows(const ConvForm& f, int64_t vw, int64_t ur, const Cpu
 // tail, 0.24 -> 0.28).
 int64_t PointwiseAccumulators(const ConvForm& f, const CpuTarget& target) {
   const int64_t np = Pixels(f), lanes = target.FloatLanes();
-  if (!PointwiseBlocksFromL2(target) || f.cg < 128 || f.cg * np > L2Floats(target) / 2) return 16;
+  if (!PointwiseBlocksFromL2(target) || f.cg < 128) return 16;
+  const bool weights_from_l3 = f.kg * f.cg > L2WeightFloats(target) && f.cg * np <= L2Floats(target);
+  if (f.cg * np > L2Floats(target) / 2 && !weights_from_l3) return 16;
   const int64_t extra = np % (3 * lanes) - np % (2 * lanes);
   return extra * 16 <= np ? 24 : 16;
 }
@@ -729,13 +752,6 @@ double ChannelVectorRowCost(int64_t ow, int64_t ur, int64_t kb, int registers) {
   };
   const double cycles = static_cast<double>(ow / ur) * block(ur) + (ow % ur != 0 ? block(ow % ur) : 0.0);
   return cycles / static_cast<double>(ow * kb);
-}
-
-// Floats of a pointwise conv's weights that its tasks may stream from L2
-// again and again: three quarters of the target's L2 (192 Ki floats on Zen 4
-// and 5, 96 Ki on Zen 3's 512 KiB). Past it each task streams them from L3.
-int64_t L2WeightFloats(const CpuTarget& target) {
-  return L2Floats(target) * 3 / 4;
 }
 
 // Floats of a channel-vector task's blocked weights (input channels x taps

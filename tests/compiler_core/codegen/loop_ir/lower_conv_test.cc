@@ -1347,7 +1347,9 @@ TEST(ConvLoweringTest, PointwiseLongReductionsRunInChunks) {
 // On a 2 MiB L2 (Sapphire Rapids) pointwise defaults run no reduction chunks
 // and take every pixel block per task only over input of a quarter of the L2
 // at most (PointwiseBlocksFromL2): Xception's 728 -> 728 on 20x20 (1.1 MiB
-// of input) runs tasks of one block, unchunked; on 10x10 (0.28 MiB) every
+// of input, 2.1 MiB of weights) runs tasks of the 3 blocks of 8 channels by
+// 3 vectors whose input fills a quarter of the L2, unchunked, each task
+// streaming the weights from L3 once; on 10x10 (0.28 MiB) every
 // block per task; ResNet-50's 512 -> 128 on 28x28, chunked on a 1 MiB L2,
 // unchunked. Zen 4's defaults for the same convs keep their chunks.
 TEST(ConvLoweringTest, PointwiseDefaultsOnATwoMiBL2) {
@@ -1358,7 +1360,8 @@ TEST(ConvLoweringTest, PointwiseDefaultsOnATwoMiBL2) {
   auto twenty = ConvGraph({1, 728, 20, 20}, 728, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
   const ScheduleConfig d = DefaultSchedule(*twenty, *spr);
   EXPECT_EQ(d.Get("pw", 0), 1) << d.ToString();
-  EXPECT_EQ(d.Get("rows", 1), 1) << d.ToString();
+  EXPECT_EQ(d.Get("rows", 1), 3) << d.ToString();
+  EXPECT_EQ(d.Get("kb", 1) * d.Get("ur", 1), 24) << d.ToString();
   EXPECT_EQ(d.Get("kc", 0), 0) << d.ToString();
   CheckConv(*twenty, {d});
 
