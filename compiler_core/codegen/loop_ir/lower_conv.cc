@@ -338,9 +338,10 @@ int64_t PointwiseStreamRows(const ConvForm& f, int64_t vw, int64_t ur, const Cpu
 // vectors, where 11 loads feed 24 multiply-adds instead of 10 feeding 16:
 // over 128 input channels or more whose input stays in half of the L2
 // (read again by every channel block), or in all of it where the weights
-// pass from L3 (past L2WeightFloats: Xception's 728 -> 728 on 20x20, 3.07 ms
-// in tasks of 5 blocks of 2 vectors, 2.75 of 3 blocks of 3), unless blocks of 3 vectors leave
-// more than a sixteenth of the map past them beyond what blocks of 2 do.
+// pass from L3 (past L2WeightFloats: Xception's 728 -> 728 on 20x20, 3.07
+// ms in tasks of 5 blocks of 2 vectors, 2.75 of 3 blocks of 3), unless
+// blocks of 3 vectors leave more than a sixteenth of the map past them
+// beyond what blocks of 2 do.
 // Sapphire Rapids, 1 thread, chains of six 512 -> 512 convs: 7x7 1.20 ->
 // 1.01 ms, 10x10 2.26 -> 2.06, 14x14 4.25 -> 3.81, 16x16 5.14 -> 4.77 (ORT
 // 1.05, 2.04, 3.55, 4.65). Not past half the L2 (Inception's 288 -> 64 on
