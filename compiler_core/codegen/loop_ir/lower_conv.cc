@@ -311,19 +311,22 @@ int64_t L2WeightFloats(const CpuTarget& target) {
 // ms in 3 blocks, its input no longer packed; DenseNet's 224 -> 128 and
 // ResNeSt's 256 -> 128 on 56x56 7-15%).
 // And on a 2 MiB L2, input and output within twice the L2 but weights past
-// three quarters of it (L2WeightFloats) over 8 blocks or more: as many
-// blocks as fill a quarter of the L2 with their input, so that fewer tasks
-// stream the weights from L3 again (where the input stays in a quarter of
-// the L2, that is every block: PointwiseAllPixels). Sapphire Rapids, 1
-// thread, in the model: keras Xception's 728 -> 728 on 20x20 (25 vectors of
-// pixels; 2.1 MiB of weights) 3.43 ms in tasks of one block of 2 vectors,
-// 3.03 of 5; 2.66-3.00 in tasks of 2 to 4 blocks of 3 vectors. On 14x14
-// (4 blocks) 1024 -> 512 measured level (DenseNet 1.02x, ResNeSt 0.96x).
+// three quarters of it (L2WeightFloats): as many blocks as fill a quarter
+// of the L2 with their input, so that fewer tasks stream the weights from
+// L3 again, where that saves 4 passes over them or more (where the input
+// stays in a quarter of the L2, tasks take every block: PointwiseAllPixels).
+// Sapphire Rapids, 1 thread, in the models: keras Xception's 728 -> 728 on
+// 20x20 (25 vectors of pixels; 2.1 MiB of weights) 3.43 ms in tasks of one
+// block of 2 vectors, 3.03 of 5; 2.66-3.00 in tasks of 2 to 4 blocks of 3
+// vectors; timm Xception-41's 27 on 19x19 (7 blocks) 82.4 -> 78.6 ms in
+// tasks of 3. On 14x14 1024 -> 512 in tasks of 2 of its 4 blocks (2 passes
+// saved) measured level (DenseNet 1.02x, ResNeSt 0.96x).
 int64_t PointwiseStreamRows(const ConvForm& f, int64_t vw, int64_t ur, const CpuTarget& target) {
   const int64_t bw = vw * ur, blocks = f.geo.n * f.group * (Pixels(f) / bw);
   if (f.geo.n * f.group * (f.cg + f.kg) * Pixels(f) * 4 <= 2 * target.L2Bytes()) {
-    if (!PointwiseBlocksFromL2(target) || f.kg * f.cg <= L2WeightFloats(target) || blocks < 8) return 1;
-    return std::max<int64_t>(1, std::min(L2Floats(target) / 4 / (f.cg * bw), blocks));
+    if (!PointwiseBlocksFromL2(target) || f.kg * f.cg <= L2WeightFloats(target)) return 1;
+    const int64_t rows = std::clamp<int64_t>(L2Floats(target) / 4 / (f.cg * bw), 1, std::max<int64_t>(blocks, 1));
+    return blocks - CeilDiv(blocks, rows) >= 4 ? rows : 1;
   }
   if (PointwiseBlocksFromL2(target) && Pixels(f) % vw != 0) {
     const int64_t packed = kMaxPackFloats / 2 / (f.cg * bw);

@@ -1364,6 +1364,12 @@ TEST(ConvLoweringTest, PointwiseDefaultsOnATwoMiBL2) {
   EXPECT_EQ(d.Get("kb", 1) * d.Get("ur", 1), 24) << d.ToString();
   EXPECT_EQ(d.Get("kc", 0), 0) << d.ToString();
   CheckConv(*twenty, {d});
+  // On 19x19 (timm's Xception-41), 7 blocks: tasks of 3 save 4 passes over
+  // the weights. 1024 -> 512 on 14x14, 4 blocks: tasks of 2 would save 2.
+  auto nineteen = ConvGraph({1, 728, 19, 19}, 728, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  EXPECT_EQ(DefaultSchedule(*nineteen, *spr).Get("rows", 1), 3) << DefaultSchedule(*nineteen, *spr).ToString();
+  auto fourteen = ConvGraph({1, 1024, 14, 14}, 512, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  EXPECT_EQ(DefaultSchedule(*fourteen, *spr).Get("rows", 1), 1) << DefaultSchedule(*fourteen, *spr).ToString();
 
   auto ten = ConvGraph({1, 728, 10, 10}, 728, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
   const ScheduleConfig e = DefaultSchedule(*ten, *spr);
