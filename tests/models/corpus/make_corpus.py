@@ -401,6 +401,12 @@ def _():
     return timm_create("mobileone_s0")
 
 
+@model("timm_xception41_op17", "timm:xception41", "classification", "torchscript", 17, image([1, 3, 299, 299]),
+       notes="728 -> 728 1x1 convs on 19x19")
+def _():
+    return timm_create("xception41")
+
+
 @model("inception_v3_op18", "torchvision.models.inception_v3", "classification", "dynamo", 18,
        image([1, 3, 299, 299]), notes="aux_logits=False")
 def _():
