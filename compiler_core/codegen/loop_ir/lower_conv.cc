@@ -288,6 +288,12 @@ int64_t L2WeightFloats(const CpuTarget& target) {
   return L2Floats(target) * 3 / 4;
 }
 
+// Whether a pointwise conv's weights (one group's) are past that: its tasks
+// stream them from L3.
+bool PointwiseWeightsFromL3(const ConvForm& f, const CpuTarget& target) {
+  return f.kg * f.cg > L2WeightFloats(target);
+}
+
 // Pointwise variant, input and output past twice the L2: the register
 // blocks of pixels per task at which a task's input (cg channels of
 // rows * vw * ur pixels) fills kL1InputFloats, as long as 16 tasks remain;
@@ -324,8 +330,8 @@ int64_t L2WeightFloats(const CpuTarget& target) {
 int64_t PointwiseStreamRows(const ConvForm& f, int64_t vw, int64_t ur, const CpuTarget& target) {
   const int64_t bw = vw * ur, blocks = f.geo.n * f.group * (Pixels(f) / bw);
   if (f.geo.n * f.group * (f.cg + f.kg) * Pixels(f) * 4 <= 2 * target.L2Bytes()) {
-    if (!PointwiseBlocksFromL2(target) || f.kg * f.cg <= L2WeightFloats(target)) return 1;
-    const int64_t rows = std::clamp<int64_t>(L2Floats(target) / 4 / (f.cg * bw), 1, std::max<int64_t>(blocks, 1));
+    if (!PointwiseBlocksFromL2(target) || !PointwiseWeightsFromL3(f, target)) return 1;
+    const int64_t rows = std::max<int64_t>(1, std::min(L2Floats(target) / 4 / (f.cg * bw), blocks));
     return blocks - CeilDiv(blocks, rows) >= 4 ? rows : 1;
   }
   if (PointwiseBlocksFromL2(target) && Pixels(f) % vw != 0) {
@@ -354,7 +360,7 @@ int64_t PointwiseStreamRows(const ConvForm& f, int64_t vw, int64_t ur, const Cpu
 int64_t PointwiseAccumulators(const ConvForm& f, const CpuTarget& target) {
   const int64_t np = Pixels(f), lanes = target.FloatLanes();
   if (!PointwiseBlocksFromL2(target) || f.cg < 128) return 16;
-  const bool weights_from_l3 = f.kg * f.cg > L2WeightFloats(target) && f.cg * np <= L2Floats(target);
+  const bool weights_from_l3 = PointwiseWeightsFromL3(f, target) && f.cg * np <= L2Floats(target);
   if (f.cg * np > L2Floats(target) / 2 && !weights_from_l3) return 16;
   const int64_t extra = np % (3 * lanes) - np % (2 * lanes);
   return extra * 16 <= np ? 24 : 16;
@@ -805,10 +811,10 @@ bool ReadsResidual(const Graph& g, const ConvForm& f) {
 // RegNet projections 5-10%).
 bool PointwiseAllPixels(const Graph& g, const ConvForm& f, const CpuTarget& target) {
   const int64_t l2 = L2WeightFloats(target);
-  if (!PointwiseBlocksFromL2(target)) return f.kg * f.cg > l2 && f.cg * Pixels(f) <= l2;
+  if (!PointwiseBlocksFromL2(target)) return PointwiseWeightsFromL3(f, target) && f.cg * Pixels(f) <= l2;
   const int64_t l2_floats = L2Floats(target);
   const int64_t weights = f.kg * f.cg, input = f.cg * Pixels(f), out = f.geo.n * f.k * Pixels(f);
-  if (weights > l2 && input <= l2_floats / 4) return true;
+  if (PointwiseWeightsFromL3(f, target) && input <= l2_floats / 4) return true;
   return ReadsResidual(g, f) && (weights >= l2_floats / 4 || out >= l2_floats) && input <= l2_floats / 2;
 }
 
