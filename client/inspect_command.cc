@@ -161,6 +161,12 @@ std::string Json(const PreparedModel& in, const Target& target) {
                     ", \"default_schedule\": ",
                     JsonString(DefaultSchedule(*in.workloads[gi].graph, target).ToString()), "}");
   }
+  s += "\n  ],\n  \"views\": [";
+  for (size_t i = 0; i < in.partition.views.size(); ++i) {
+    const ValueView& v = in.partition.views[i];
+    absl::StrAppend(&s, i ? "," : "", "\n    {\"value\": ", JsonString(v.value->name()), ", \"into\": ",
+                    JsonString(v.into->name()), ", \"offset\": ", v.offset, "}");
+  }
   s += "\n  ]\n}\n";
   return s;
 }
@@ -186,6 +192,12 @@ std::string Text(const PreparedModel& in, const Target& target) {
     const Graph& wg = *in.workloads[gi].graph;
     absl::StrAppend(&s, "    schedules: ", EnumerateSchedules(wg, target).size(), ", default ",
                     DefaultSchedule(wg, target).ToString(), "\n");
+  }
+  if (!in.partition.views.empty()) {
+    s += "\nwritten in place (Concats that need no kernel):\n";
+    for (const ValueView& v : in.partition.views) {
+      absl::StrAppend(&s, "  ", v.value->name(), " in ", v.into->name(), " at byte ", v.offset, "\n");
+    }
   }
   double saved = in.partition.bytes_unfused > 0 ? 100.0 * (1.0 - in.partition.bytes_fused / in.partition.bytes_unfused) : 0;
   s += "\nsummary:\n";

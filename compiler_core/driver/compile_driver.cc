@@ -16,6 +16,7 @@
 #include "compiler_core/frontend/graph_proto.h"
 #include "compiler_core/frontend/onnx_importer.h"
 #include "compiler_core/passes/optimize.h"
+#include "kiln/v1/package_layout.h"
 
 namespace kiln {
 
@@ -40,6 +41,9 @@ absl::StatusOr<PreparedModel> PrepareModel(std::unique_ptr<Graph> graph, const P
   FusionOptions fusion;
   fusion.cost = options.fusion_cost;
   fusion.classify = LoweringKind;
+  // Concats written in place by their inputs' kernels, on CPUs: the memory
+  // plan keeps every buffer package::kAlignment aligned.
+  fusion.view_alignment = options.gpu ? 0 : package::kAlignment;
   if (options.gpu) {
     const GpuTarget gpu = *options.gpu;
     fusion.cost.min_conv_pair_bytes = std::numeric_limits<double>::infinity();

@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler_core/fusion/concat_in_place.h"
 #include "compiler_core/fusion/workload.h"
 
 namespace kiln {
@@ -454,7 +455,9 @@ class Partitioner {
 }  // namespace
 
 absl::StatusOr<Partition> PartitionGraph(const Graph& graph, const FusionOptions& options) {
-  return Partitioner(graph, options).Run();
+  Partition p = Partitioner(graph, options).Run();
+  if (options.view_alignment > 0) PlaceConcatsInPlace(graph, options.view_alignment, &p);
+  return p;
 }
 
 std::string Partition::ToText() const {
@@ -466,6 +469,9 @@ std::string Partition::ToText() const {
     for (Value* v : g.outputs) outs.push_back(absl::StrCat("%", v->name()));
     absl::StrAppend(&s, "group ", g.index, " ", g.kind, " [", absl::StrJoin(nodes, ", "), "] (",
                     absl::StrJoin(ins, ", "), ") -> (", absl::StrJoin(outs, ", "), ")\n");
+  }
+  for (const ValueView& v : views) {
+    absl::StrAppend(&s, "view %", v.value->name(), " in %", v.into->name(), " at byte ", v.offset, "\n");
   }
   return s;
 }

@@ -41,12 +41,24 @@ struct FusionGroup {
   double bytes_unfused = 0;
 };
 
+// A value stored inside another value's buffer from byte `offset` on
+// (concat_in_place.h): the group computing `value` writes it there, and
+// `into` needs no kernel of its own.
+struct ValueView {
+  const Value* value = nullptr;
+  const Value* into = nullptr;
+  int64_t offset = 0;
+};
+
 struct Partition {
   std::vector<FusionGroup> groups;  // in execution (topological) order
+  // Values written in place into others' buffers, outermost first.
+  std::vector<ValueView> views;
   // Traffic of the whole graph: sum over groups, and every node as a kernel.
   double bytes_fused = 0;
   double bytes_unfused = 0;
-  // One line per group: "group 0 matmul [mm0:MatMul] (%x, %w) -> (%t)".
+  // One line per group: "group 0 matmul [mm0:MatMul] (%x, %w) -> (%t)",
+  // then one per view: "view %a in %c at byte 0".
   std::string ToText() const;
 };
 
@@ -61,6 +73,9 @@ struct FusionOptions {
   // Every group's kind is its verdict. nullptr: no restriction, no kinds.
   std::function<std::optional<std::string>(const Graph& workload)> classify;
   FusionCostOptions cost;
+  // Over 0: Concats are placed in place (PlaceConcatsInPlace) with slices
+  // this many bytes apart, the memory plan's alignment.
+  int64_t view_alignment = 0;
 };
 
 // Partitions `graph` under `options`. Never fails for a verified graph with

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -249,6 +250,45 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
   for (size_t gi = 0; gi < partition.groups.size(); ++gi) {
     for (const Value* v : partition.groups[gi].inputs) last_use[v] = gi;
   }
+  // Views (Partition::views): a value stored in place inside another's
+  // buffer. Each tree of views has one arena block, its root's, taken when a
+  // group first writes or reads a value of the tree and given back after
+  // the last group that does.
+  if (gpu && !partition.views.empty()) {
+    return absl::InternalError("package writer: a CUDA package plans no views of one value in another");
+  }
+  std::unordered_map<const Value*, const ValueView*> view_of;
+  for (const ValueView& v : partition.views) view_of[v.value] = &v;
+  auto root_of = [&](const Value* v, int64_t* offset) {
+    *offset = 0;
+    for (auto it = view_of.find(v); it != view_of.end(); it = view_of.find(v)) {
+      *offset += it->second->offset;
+      v = it->second->into;
+    }
+    return v;
+  };
+  std::unordered_set<const Value*> in_tree;
+  for (const ValueView& v : partition.views) in_tree.insert({v.value, v.into});
+  std::unordered_map<const Value*, size_t> root_last_use;
+  std::unordered_map<const Value*, int64_t> root_block;
+  for (size_t gi = 0; gi < partition.groups.size(); ++gi) {
+    for (const std::vector<Value*>* vs : {&partition.groups[gi].inputs, &partition.groups[gi].outputs}) {
+      for (const Value* v : *vs) {
+        int64_t offset = 0;
+        if (in_tree.count(v)) root_last_use[root_of(v, &offset)] = gi;
+      }
+    }
+  }
+  // The buffer of a value of a tree of views, at its place in the root's block.
+  auto add_view_buffer = [&](const Value* v) {
+    int64_t offset = 0;
+    const Value* root = root_of(v, &offset);
+    auto block = root_block.find(root);
+    if (block == root_block.end()) block = root_block.emplace(root, arena.Allocate(ValueBytes(root))).first;
+    const int b = add_buffer(v, PackageBuffer::SCRATCH);
+    m.mutable_buffers(b)->set_offset(block->second + offset);
+    return b;
+  };
 
   std::vector<KernelRequest> requests;
   for (size_t gi = 0; gi < partition.groups.size(); ++gi) {
@@ -257,27 +297,36 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
     step->set_symbol(absl::StrCat("kiln_group_", gi));
     step->set_group(static_cast<int>(gi));
     for (const Value* v : g.inputs) {
-      if (!buffer_of.count(v)) {
+      if (!buffer_of.count(v) && !in_tree.count(v)) {
         if (!v->is_constant()) {
           return absl::InternalError(absl::StrCat("value '", v->name(), "' is read before it is written"));
         }
         add_constant(v);
       }
+      if (!buffer_of.count(v)) add_view_buffer(v);
       step->add_args(buffer_of[v]);
     }
     for (const Value* v : g.outputs) {
       if (!buffer_of.count(v)) {
-        int b = add_buffer(v, PackageBuffer::SCRATCH);
-        if (!gpu) m.mutable_buffers(b)->set_offset(arena.Allocate(ValueBytes(v)));
+        if (in_tree.count(v)) {
+          add_view_buffer(v);
+        } else {
+          int b = add_buffer(v, PackageBuffer::SCRATCH);
+          if (!gpu) m.mutable_buffers(b)->set_offset(arena.Allocate(ValueBytes(v)));
+        }
       }
       step->add_args(buffer_of[v]);
     }
     for (const Value* v : g.inputs) {
       auto it = last_use.find(v);
       const PackageBuffer& b = m.buffers(buffer_of[v]);
-      if (it != last_use.end() && it->second == gi && b.kind() == PackageBuffer::SCRATCH) {
+      if (it != last_use.end() && it->second == gi && b.kind() == PackageBuffer::SCRATCH &&
+          !in_tree.count(v)) {
         arena.Free(b.offset());
       }
+    }
+    for (const auto& [root, last] : root_last_use) {
+      if (last == gi) arena.Free(root_block.at(root));
     }
     kiln::v1::PackageGroup* pg = m.add_groups();
     pg->set_workload_key(workloads[gi].key);
