@@ -133,7 +133,10 @@ namespace kiln {
 // 2042: those tasks wherever they save 4 passes over the weights or more
 // (timm Xception-41's 728 -> 728 on 19x19, 7 blocks), not only over 8
 // blocks: untuned packages built before are other kernels.
-inline constexpr int kScheduleSpaceVersion = 2042;
+// 2043: direct convs whose output channels 4 does not divide take blocks of
+// their divisors from 3 to 8 (OutputChannelBlocks), as pointwise ones do:
+// new points, and such convs' defaults change.
+inline constexpr int kScheduleSpaceVersion = 2043;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

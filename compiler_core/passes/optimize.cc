@@ -54,7 +54,7 @@ PassPipeline DefaultOptimizationPipeline() {
 PassPipeline AlgorithmSelectionPipeline(AlgorithmChoice choice, int64_t matmul_panel) {
   PassPipeline p("algorithm_selection");
   p.Add(std::make_unique<LiveTapRegions>())
-      .Add(std::make_unique<WinogradConvolution>())
+      .Add(std::make_unique<WinogradConvolution>(matmul_panel))
       .Add(std::make_unique<PointwiseConvAsMatMul>())
       .Add(std::make_unique<BlockedConvWeights>(choice == AlgorithmChoice::kCpuBlockedPointwise));
   if (matmul_panel > 0) p.Add(std::make_unique<PackedMatMulWeights>(matmul_panel));

@@ -18,15 +18,24 @@ bool AllOnes(const std::vector<int64_t>& v) {
   return true;
 }
 
-// The tile size that pays for `n` images of an oh x ow output, or 0.
-int64_t ChooseTile(int64_t n, int64_t oh, int64_t ow) {
+// The tile size that pays for `n` images of an oh x ow output whose kernel
+// has `kg` output channels per group and `weights` floats (K x C per group,
+// 3x3 taps apart), or 0; `lanes`: the target's f32 lanes, 0 for none known
+// (winograd_convolution.h).
+int64_t ChooseTile(int64_t n, int64_t oh, int64_t ow, int64_t kg, int64_t weights, int64_t lanes) {
   for (int64_t m : {4, 2}) {
-    if (n * ((oh + m - 1) / m) * ((ow + m - 1) / m) >= kMinWinogradTiles) return m;
+    const int64_t tiles = n * ((oh + m - 1) / m) * ((ow + m - 1) / m);
+    if (tiles < kMinWinogradTiles) continue;
+    if (lanes == 0 || kg % kDirectChannelBlock != 0) return m;
+    const bool one_vector = tiles <= lanes;
+    const bool large = (m + 2) * (m + 2) * weights * static_cast<int64_t>(sizeof(float)) > kMaxWinogradWeightBytes;
+    if (m == 4) return one_vector && large ? 0 : m;
+    return one_vector || large ? 0 : m;
   }
   return 0;
 }
 
-absl::StatusOr<bool> Rewrite(Graph& graph, Node* n) {
+absl::StatusOr<bool> Rewrite(Graph& graph, Node* n, int64_t lanes) {
   const std::optional<ConstantWeightConv> ops = MatchConstantWeightConv(*n);
   const int64_t groups = n->GetInt("group", 1);
   if (!ops || ops->x->type().rank() != 4 || groups < 1) return false;
@@ -42,7 +51,7 @@ absl::StatusOr<bool> Rewrite(Graph& graph, Node* n) {
   if (c < kMinWinogradChannels || kg < kMinWinogradChannels) return false;
   if (win->pad_begin[0] < 0 || win->pad_begin[1] < 0 || win->pad_end[0] < 0 || win->pad_end[1] < 0) return false;
   const int64_t oh = win->out[0], ow = win->out[1];
-  const int64_t m = ChooseTile(xd[0], oh, ow);
+  const int64_t m = ChooseTile(xd[0], oh, ow, kg, k * c, lanes);
   if (m == 0) return false;
   const int64_t covered = ((oh + m - 1) / m * m) * ((ow + m - 1) / m * m);
   if (kg <= kFewWinogradOutputChannels && covered * 4 >= oh * ow * 5) return false;
@@ -85,7 +94,7 @@ absl::StatusOr<bool> Rewrite(Graph& graph, Node* n) {
 
 absl::StatusOr<bool> WinogradConvolution::Run(Graph& graph) {
   auto is_conv = [](const Node& n) { return IsOp(&n, "Conv"); };
-  return RewriteSelectedNodes(graph, is_conv, Rewrite);
+  return RewriteSelectedNodes(graph, is_conv, [this](Graph& g, Node* n) { return Rewrite(g, n, lanes_); });
 }
 
 }  // namespace kiln

@@ -26,10 +26,10 @@ std::unique_ptr<Graph> Build(const Case& c) {
                              .relu = c.relu, .constant_weights = c.constant_weights});
 }
 
-// The tile the pass chose, or 0 when the Conv stayed.
-int64_t Rewrite(Graph& g) {
+// The tile the pass chose, or 0 when the Conv stayed; `lanes` as the pass takes it.
+int64_t Rewrite(Graph& g, int64_t lanes = 0) {
   PassPipeline p("winograd");
-  p.Add(std::make_unique<WinogradConvolution>());
+  p.Add(std::make_unique<WinogradConvolution>(lanes));
   if (!testing::RunPasses(g, p)) return 0;
   for (const auto& n : g.nodes()) {
     EXPECT_NE(n->op_type(), "Conv") << g.ToText();
@@ -110,6 +110,31 @@ TEST(WinogradConvolutionTest, LeavesWhatDoesNotPay) {
   for (const Case& c : stay) {
     auto g = Build(c);
     EXPECT_EQ(Rewrite(*g), 0) << g->ToText();
+  }
+}
+
+// With the target's 16 lanes known: tiles that fill one vector keep F(2x2)
+// out and F(4x4) where U is over 12 MiB, and F(2x2) stays out where U is;
+// output channels the direct conv's blocks of 8 do not divide keep Winograd.
+TEST(WinogradConvolutionTest, OneVectorOfTilesOrLargeWeightsStayDirectOnWideVectors) {
+  struct Want {
+    Case c;
+    int64_t tile;
+  };
+  const std::vector<Want> wants = {
+      {{.c = 32, .k = 48, .h = 7, .w = 7}, 0},     // F(2x2): 16 tiles, one vector
+      {{.c = 32, .k = 48, .h = 12, .w = 12}, 2},   // F(2x2): 36 tiles
+      {{.c = 64, .k = 64, .h = 14, .w = 14}, 4},   // F(4x4): 16 tiles, U 0.6 MB
+      {{.c = 344, .k = 344, .h = 14, .w = 14}, 0}, // F(4x4): 16 tiles, U 17 MB
+      {{.c = 344, .k = 344, .h = 20, .w = 20}, 4}, // F(4x4): 25 tiles
+      {{.c = 512, .k = 512, .h = 12, .w = 12}, 0}, // F(2x2): 36 tiles, U 16.8 MB
+      {{.c = 32, .k = 36, .h = 7, .w = 7}, 2},     // 36 output channels: blocks of 8 do not divide them
+  };
+  for (const Want& w : wants) {
+    auto g = Build(w.c);
+    EXPECT_EQ(Rewrite(*g, 16), w.tile) << w.c.c << " -> " << w.c.k << " on " << w.c.h << "x" << w.c.w;
+    auto unknown = Build(w.c);
+    EXPECT_NE(Rewrite(*unknown, 0), 0) << "no lanes: the vector rules stay out";
   }
 }
 

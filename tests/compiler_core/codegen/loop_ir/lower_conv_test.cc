@@ -667,6 +667,23 @@ TEST(ConvLoweringTest, PointwiseOddChannelBlocks) {
   }
 }
 
+// The direct variant takes the same odd channel blocks: a 3x3 conv onto 21
+// or 91 channels (RetinaNet's 819 class logits are 91 x 9) shares each input
+// load among 7 of them by default, not 1.
+TEST(ConvLoweringTest, DirectOddChannelBlocks) {
+  CpuTarget target = CpuTarget::Host();
+  for (const auto& [cin, k, hw] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{16, 21, 9}, {24, 91, 4}}) {
+    auto g = ConvGraph({1, cin, hw, hw}, k, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+    std::vector<ScheduleConfig> odd;
+    for (const ScheduleConfig& c : EnumerateSchedules(*g, target)) {
+      if (c.Get("pw", 0) == 0 && c.Get("kv", 0) == 0 && c.Get("kb", 1) == 7) odd.push_back(c);
+    }
+    ASSERT_FALSE(odd.empty()) << k;
+    CheckConv(*g, odd);
+    EXPECT_EQ(DefaultSchedule(*g, target).Get("kb", 1), 7) << DefaultSchedule(*g, target).ToString();
+  }
+}
+
 // The pixels whole vector blocks leave: full vectors, then the last few in
 // the last block or the narrowest vector that holds them, ending at the last
 // pixel and storing only the pixels it adds. No multiply-add is lane-masked (that would keep
