@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -91,6 +92,23 @@ std::string Dot(const PreparedModel& in) {
                     "];\n");
     writer[v] = id;
   }
+  // A Concat placed in place has no node: its readers' edges come from the
+  // writers of the values stored in it (Partition::views).
+  std::map<const Value*, std::vector<const Value*>> parts;
+  for (const ValueView& v : in.partition.views) parts[v.into].push_back(v.value);
+  std::function<void(const Value*, const std::string&, std::string*)> edges_from_parts =
+      [&](const Value* v, const std::string& to, std::string* out) {
+        auto it = parts.find(v);
+        if (it == parts.end()) return;
+        for (const Value* part : it->second) {
+          auto wt = writer.find(part);
+          if (wt != writer.end()) {
+            absl::StrAppend(out, "  ", wt->second, " -> ", to, ";\n");
+          } else {
+            edges_from_parts(part, to, out);
+          }
+        }
+      };
   std::string edges;
   for (size_t gi = 0; gi < in.partition.groups.size(); ++gi) {
     const FusionGroup& g = in.partition.groups[gi];
@@ -111,7 +129,11 @@ std::string Dot(const PreparedModel& in) {
           auto wt = writer.find(v);
           if (wt != writer.end()) from = &wt->second;
         }
-        if (from) absl::StrAppend(&edges, "  ", *from, " -> ", id, ";\n");
+        if (from) {
+          absl::StrAppend(&edges, "  ", *from, " -> ", id, ";\n");
+        } else if (parts.count(v)) {
+          edges_from_parts(v, id, &edges);
+        }
       }
       for (const Value* v : n->outputs()) local[v] = id;
     }
