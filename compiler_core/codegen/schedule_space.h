@@ -136,7 +136,9 @@ namespace kiln {
 // 2043: direct convs whose output channels 4 does not divide take blocks of
 // their divisors from 3 to 8 (OutputChannelBlocks), as pointwise ones do:
 // new points, and such convs' defaults change.
-inline constexpr int kScheduleSpaceVersion = 2043;
+// 2044: pointwise tasks run channel split by channel split over the pixel
+// chunks, not chunk by chunk: the same schedules are other kernels.
+inline constexpr int kScheduleSpaceVersion = 2044;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -1384,7 +1384,17 @@ TEST(ConvLoweringTest, PointwiseDefaultsOnATwoMiBL2) {
   // On 19x19 (timm's Xception-41), 7 blocks: tasks of 3 save 4 passes over
   // the weights. 1024 -> 512 on 14x14, 4 blocks: tasks of 2 would save 2.
   auto nineteen = ConvGraph({1, 728, 19, 19}, 728, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
-  EXPECT_EQ(DefaultSchedule(*nineteen, *spr).Get("rows", 1), 3) << DefaultSchedule(*nineteen, *spr).ToString();
+  const ScheduleConfig n = DefaultSchedule(*nineteen, *spr);
+  EXPECT_EQ(n.Get("rows", 1), 3) << n.ToString();
+  // Its 3 chunks (3, 3 and 1 blocks) by 2 channel splits run split by split,
+  // so that each of 2 threads' halves of the tasks is one whole split.
+  ASSERT_EQ(n.Get("ks", 1), 2) << n.ToString();
+  auto lowered = LowerWorkload(*nineteen, n, *spr);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  const std::string text = loop_ir::Print(*lowered);
+  EXPECT_NE(text.find("let pc_ = (t_ % 3)"), std::string::npos) << text;
+  EXPECT_NE(text.find("let kp_ = (t_ / 3)"), std::string::npos) << text;
+  CheckConv(*nineteen, {n});
   auto fourteen = ConvGraph({1, 1024, 14, 14}, 512, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
   EXPECT_EQ(DefaultSchedule(*fourteen, *spr).Get("rows", 1), 1) << DefaultSchedule(*fourteen, *spr).ToString();
 
