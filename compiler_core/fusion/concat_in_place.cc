@@ -10,7 +10,6 @@ namespace {
 
 int64_t StaticBytes(const Value* v) { return NumElements(v->type().StaticDims()) * DTypeSize(v->type().dtype); }
 
-
 // A view resolved down to the buffer that holds no view itself.
 struct Placement {
   const Value* root = nullptr;
