@@ -1,7 +1,6 @@
 // Concatenation in place (see concat_in_place.h).
 #include "compiler_core/fusion/concat_in_place.h"
 
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -9,12 +8,6 @@ namespace kiln {
 namespace {
 
 int64_t StaticBytes(const Value* v) { return NumElements(v->type().StaticDims()) * DTypeSize(v->type().dtype); }
-
-// A view resolved down to the buffer that holds no view itself.
-struct Placement {
-  const Value* root = nullptr;
-  int64_t offset = 0;
-};
 
 class ConcatPlacer {
  public:
@@ -83,11 +76,11 @@ class ConcatPlacer {
       if (n->op_type() != "Concat") return false;
       inner_.insert(n->output(0));
     }
-    const std::unordered_map<const Value*, ValueView> before = view_of_;
+    const std::unordered_set<const Value*> before = viewed_;
     const size_t placed = partition_.views.size();
     for (size_t k = g.nodes.size(); k-- > 0;) {
       if (!Place(*g.nodes[k])) {
-        view_of_ = before;
+        viewed_ = before;
         partition_.views.resize(placed);
         return false;
       }
@@ -95,17 +88,8 @@ class ConcatPlacer {
     return true;
   }
 
-  Placement Resolve(const Value* v) const {
-    Placement p{v, 0};
-    for (auto it = view_of_.find(p.root); it != view_of_.end(); it = view_of_.find(p.root)) {
-      p.offset += it->second.offset;
-      p.root = it->second.into;
-    }
-    return p;
-  }
-
   void AddView(const Value* value, const Value* into, int64_t offset) {
-    view_of_[value] = ValueView{value, into, offset};
+    viewed_.insert(value);
     partition_.views.push_back(ValueView{value, into, offset});
   }
 
@@ -119,7 +103,7 @@ class ConcatPlacer {
     int viewed = 0;
     for (size_t i = 0; i < ins.size(); ++i) {
       if (!Viewable(ins[i]) || !seen.insert(ins[i]).second) return false;
-      viewed += view_of_.count(ins[i]) != 0 ? 1 : 0;
+      viewed += viewed_.count(ins[i]) != 0 ? 1 : 0;
     }
     if (viewed == 0) {
       for (int64_t offset : offsets) {
@@ -129,15 +113,16 @@ class ConcatPlacer {
       return true;
     }
     // All already views, back to back in one buffer: the output is that run.
-    if (viewed != static_cast<int>(ins.size()) || view_of_.count(out) != 0 || !Viewable(out)) return false;
-    const Placement first = Resolve(ins[0]);
+    if (viewed != static_cast<int>(ins.size()) || viewed_.count(out) != 0 || !Viewable(out)) return false;
+    int64_t first = 0;
+    const Value* root = partition_.ViewRoot(ins[0], &first);
     for (size_t i = 1; i < ins.size(); ++i) {
-      const Placement p = Resolve(ins[i]);
-      if (p.root != first.root || p.offset != first.offset + offsets[i]) return false;
+      int64_t at = 0;
+      if (partition_.ViewRoot(ins[i], &at) != root || at != first + offsets[i]) return false;
     }
     // The output's own readers must not see it as a view of itself.
-    if (first.root == out) return false;
-    AddView(out, first.root, first.offset);
+    if (root == out) return false;
+    AddView(out, root, first);
     return true;
   }
 
@@ -146,7 +131,7 @@ class ConcatPlacer {
   std::unordered_set<const Value*> graph_outputs_;
   std::unordered_set<const Value*> written_;
   std::unordered_set<const Value*> inner_;  // outputs of the group being placed
-  std::unordered_map<const Value*, ValueView> view_of_;
+  std::unordered_set<const Value*> viewed_;  // the values partition_.views places
 };
 
 }  // namespace

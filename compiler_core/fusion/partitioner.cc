@@ -460,6 +460,21 @@ absl::StatusOr<Partition> PartitionGraph(const Graph& graph, const FusionOptions
   return p;
 }
 
+const Value* Partition::ViewRoot(const Value* v, int64_t* offset) const {
+  *offset = 0;
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const ValueView& view : views) {
+      if (view.value != v) continue;
+      *offset += view.offset;
+      v = view.into;
+      moved = true;
+      break;
+    }
+  }
+  return v;
+}
+
 std::string Partition::ToText() const {
   std::string s;
   for (const FusionGroup& g : groups) {

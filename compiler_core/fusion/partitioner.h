@@ -57,6 +57,9 @@ struct Partition {
   // Traffic of the whole graph: sum over groups, and every node as a kernel.
   double bytes_fused = 0;
   double bytes_unfused = 0;
+  // The value whose buffer holds `v` (following views down to one that is
+  // no view; `v` itself if it is none) and `v`'s byte offset in it.
+  const Value* ViewRoot(const Value* v, int64_t* offset) const;
   // One line per group: "group 0 matmul [mm0:MatMul] (%x, %w) -> (%t)",
   // then one per view: "view %a in %c at byte 0".
   std::string ToText() const;

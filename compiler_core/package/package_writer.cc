@@ -257,16 +257,6 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
   if (gpu && !partition.views.empty()) {
     return absl::InternalError("package writer: a CUDA package plans no views of one value in another");
   }
-  std::unordered_map<const Value*, const ValueView*> view_of;
-  for (const ValueView& v : partition.views) view_of[v.value] = &v;
-  auto root_of = [&](const Value* v, int64_t* offset) {
-    *offset = 0;
-    for (auto it = view_of.find(v); it != view_of.end(); it = view_of.find(v)) {
-      *offset += it->second->offset;
-      v = it->second->into;
-    }
-    return v;
-  };
   std::unordered_set<const Value*> in_tree;
   for (const ValueView& v : partition.views) in_tree.insert({v.value, v.into});
   std::unordered_map<const Value*, size_t> root_last_use;
@@ -275,14 +265,14 @@ absl::StatusOr<PackageBytes> WritePackage(const Graph& graph, const Partition& p
     for (const std::vector<Value*>* vs : {&partition.groups[gi].inputs, &partition.groups[gi].outputs}) {
       for (const Value* v : *vs) {
         int64_t offset = 0;
-        if (in_tree.count(v)) root_last_use[root_of(v, &offset)] = gi;
+        if (in_tree.count(v)) root_last_use[partition.ViewRoot(v, &offset)] = gi;
       }
     }
   }
   // The buffer of a value of a tree of views, at its place in the root's block.
   auto add_view_buffer = [&](const Value* v) {
     int64_t offset = 0;
-    const Value* root = root_of(v, &offset);
+    const Value* root = partition.ViewRoot(v, &offset);
     auto block = root_block.find(root);
     if (block == root_block.end()) block = root_block.emplace(root, arena.Allocate(ValueBytes(root))).first;
     const int b = add_buffer(v, PackageBuffer::SCRATCH);

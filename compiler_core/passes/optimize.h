@@ -25,8 +25,8 @@ enum class AlgorithmChoice { kCpu, kCpuBlockedPointwise, kNone };
 // algorithm for the CPU code generator (live_tap_regions,
 // winograd_convolution, pointwise_conv_as_matmul, blocked_conv_weights, and
 // packed_matmul_weights where `matmul_panel` (the target's f32 lanes) is
-// set, which winograd_convolution's vector rules read too), then dce. A GPU compile runs none: its convs are implicit GEMMs,
-// whatever their shape.
+// set, which winograd_convolution's vector rules read too), then dce. A GPU
+// compile runs none: its convs are implicit GEMMs, whatever their shape.
 PassPipeline AlgorithmSelectionPipeline(AlgorithmChoice choice = AlgorithmChoice::kCpu, int64_t matmul_panel = 0);
 
 // Most rounds OptimizeGraph runs the pipeline.
