@@ -138,7 +138,11 @@ namespace kiln {
 // new points, and such convs' defaults change.
 // 2044: pointwise tasks run channel split by channel split over the pixel
 // chunks, not chunk by chunk: the same schedules are other kernels.
-inline constexpr int kScheduleSpaceVersion = 2044;
+// 2045: pointwise tasks pack their input where a block's input column starts
+// off the cache lines and outgrows L1 (PointwiseColumnOffLines), and such
+// convs whose weights pass from L3 take no more blocks per task than the
+// pack holds: the same schedules are other kernels, and defaults change.
+inline constexpr int kScheduleSpaceVersion = 2045;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -294,6 +294,25 @@ bool PointwiseWeightsFromL3(const ConvForm& f, const CpuTarget& target) {
   return f.kg * f.cg > L2WeightFloats(target);
 }
 
+// Pointwise variant, on a 2 MiB L2 (PointwiseBlocksFromL2, where reduction
+// chunks do not pay): whether a register block's input column (cg channels
+// of bw pixels) starts off a cache line in most channel planes (the planes
+// are not whole 64-byte lines) and outgrows L1, so that each channel block
+// of a task reads it again from L2, most of its vectors straddling two
+// lines. A task then packs its input (PointwisePacksInput): aligned and
+// contiguous, the column streams from L2 a line per vector. Sapphire Rapids,
+// 1 thread, six 728 -> 728 convs on 19x19 (2.1 MiB of weights each, blocks
+// of 8 channels by 3 vectors, the column 140 KiB): 16.2 ms in tasks of 3
+// blocks in place, 14.6 in tasks of one packed (ORT 13.3).
+bool PointwiseColumnOffLines(const ConvForm& f, int64_t bw, const CpuTarget& target) {
+  return PointwiseBlocksFromL2(target) && Pixels(f) % 16 != 0 && f.cg * bw > 2 * kL1InputFloats;
+}
+
+// Register blocks of bw pixels per task that the input pack holds (at least 1).
+int64_t PointwisePackRows(const ConvForm& f, int64_t bw) {
+  return std::max<int64_t>(1, kMaxPackFloats / 2 / (f.cg * bw));
+}
+
 // Pointwise variant, input and output past twice the L2: the register
 // blocks of pixels per task at which a task's input (cg channels of
 // rows * vw * ur pixels) fills kL1InputFloats, as long as 16 tasks remain;
@@ -331,7 +350,8 @@ int64_t PointwiseStreamRows(const ConvForm& f, int64_t vw, int64_t ur, const Cpu
   const int64_t bw = vw * ur, blocks = f.geo.n * f.group * (Pixels(f) / bw);
   if (f.geo.n * f.group * (f.cg + f.kg) * Pixels(f) * 4 <= 2 * target.L2Bytes()) {
     if (!PointwiseBlocksFromL2(target) || !PointwiseWeightsFromL3(f, target)) return 1;
-    const int64_t rows = std::max<int64_t>(1, std::min(L2Floats(target) / 4 / (f.cg * bw), blocks));
+    int64_t rows = std::max<int64_t>(1, std::min(L2Floats(target) / 4 / (f.cg * bw), blocks));
+    if (PointwiseColumnOffLines(f, bw, target)) rows = std::min(rows, PointwisePackRows(f, bw));
     return blocks - CeilDiv(blocks, rows) >= 4 ? rows : 1;
   }
   if (PointwiseBlocksFromL2(target) && Pixels(f) % vw != 0) {
@@ -1229,18 +1249,20 @@ ConvBuffers BindConvBuffers(const Graph& g, const ConvForm& f, GraphExpr& ge) {
 // output channels read it: at least 4 channel blocks per task read the
 // pack, it fits the stack pack, and either the input's channel planes are
 // 4 KiB or more (in place, every channel step of a block is a new page and
-// a new cache line) or the task runs reduction chunks (kc): each channel
-// block then reads the chunk's kc rows of vw * ur pixels from L1, and in
-// place those rows start a plane apart, half of their vectors straddling
-// two cache lines. Zen 3, 1 thread, Xception's 728 -> 728 (chunks of 104)
+// a new cache line), or a block's input column starts off the cache lines
+// and outgrows L1 (PointwiseColumnOffLines), or the task runs reduction
+// chunks (kc): each channel block then reads the chunk's kc rows of vw * ur
+// pixels from L1, and in place those rows start a plane apart, half of
+// their vectors straddling two cache lines. Zen 3, 1 thread, Xception's 728 -> 728 (chunks of 104)
 // alternated 6 times: on 10x10 1.78-2.05 ms in place, 1.31-1.57 packed
 // (ORT 1.3-1.6); on 19x19 5.67-5.79 and 4.65-5.55. Without chunks a task's
 // input stays in L1 whole and packing it bought nothing measurable (96 ->
 // 576 on 14x14, 256 -> 256 on 28x28), or lost where few channel blocks
 // share it (144 -> 24 on 28x28: 0.063-0.078 ms, packed 0.077-0.108).
-bool PointwisePacksInput(const ConvForm& f, const Knobs& k) {
+bool PointwisePacksInput(const ConvForm& f, const Knobs& k, const CpuTarget& target) {
   const int64_t per_task = CeilDiv(f.kg / k.kb, k.ks);
-  return (Pixels(f) >= 1024 || k.kc != 0) && per_task >= 4 && f.cg * k.rows * k.vw * k.ur <= kMaxPackFloats / 2;
+  return (Pixels(f) >= 1024 || k.kc != 0 || PointwiseColumnOffLines(f, k.vw * k.ur, target)) && per_task >= 4 &&
+         f.cg * k.rows * k.vw * k.ur <= kMaxPackFloats / 2;
 }
 
 // Pointwise variant: a task is (image, group, `rows` register blocks of
@@ -1259,7 +1281,8 @@ bool PointwisePacksInput(const ConvForm& f, const Knobs& k) {
 // With reduction chunks (kc, PointwiseChunk) the full blocks run chunk by
 // chunk, every channel block of the task per chunk, their running sums kept
 // in `part` between chunks; the tail runs whole, after them.
-absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const Knobs& kn, int registers) {
+absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const Knobs& kn, const CpuTarget& target) {
+  const int registers = target.NumVectorRegisters();
   const WindowGeometry& s = f.geo;
   const int64_t np = Pixels(f);
   const int64_t vw = kn.vw, ur = kn.ur, kb = kn.kb, rows = kn.rows;
@@ -1304,7 +1327,7 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   // The task's full blocks' input, packed once per task where
   // PointwisePacksInput says so: xs[cl * tw + q] = x[n, g*cg + cl, pc*tw + q].
   const int64_t tw = rows * bw;
-  const bool pack_x = nbf > 0 && PointwisePacksInput(f, kn);
+  const bool pack_x = nbf > 0 && PointwisePacksInput(f, kn, target);
   Buffer xs = pack_x ? MakeBuffer("xs", {f.cg * tw}, BufferRole::kTemp) : nullptr;
   // A full block's running sums between reduction chunks:
   // part[((kl * kb + kk) * rows + ob) * bw + u * vw + v], kl the channel
@@ -1863,7 +1886,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   if (kn.kv != 0) return LowerChannelVector(g, f, kn);
   if (kn.dw == 2) return LowerDepthwiseRows(g, f, kn);
   if (kn.dw != 0) return LowerDepthwise(g, f, kn);
-  if (kn.pw != 0) return LowerPointwise(g, f, kn, target.NumVectorRegisters());
+  if (kn.pw != 0) return LowerPointwise(g, f, kn, target);
   const WindowGeometry& s = f.geo;
   int64_t rin, wq, owr;
   PackDims(f, kn, &rin, &wq, &owr);
