@@ -345,7 +345,10 @@ int64_t PointwisePackRows(const ConvForm& f, int64_t bw) {
 // block of 2 vectors, 3.03 of 5; 2.66-3.00 in tasks of 2 to 4 blocks of 3
 // vectors; timm Xception-41's 27 on 19x19 (7 blocks) 82.4 -> 78.6 ms in
 // tasks of 3. On 14x14 1024 -> 512 in tasks of 2 of its 4 blocks (2 passes
-// saved) measured level (DenseNet 1.02x, ResNeSt 0.96x).
+// saved) measured level (DenseNet 1.02x, ResNeSt 0.96x). Where the blocks'
+// input columns start off the cache lines (PointwiseColumnOffLines), no
+// more blocks than the input pack holds: Xception-41's 19x19 convs now run
+// tasks of one packed block, faster than 3 in place.
 int64_t PointwiseStreamRows(const ConvForm& f, int64_t vw, int64_t ur, const CpuTarget& target) {
   const int64_t bw = vw * ur, blocks = f.geo.n * f.group * (Pixels(f) / bw);
   if (f.geo.n * f.group * (f.cg + f.kg) * Pixels(f) * 4 <= 2 * target.L2Bytes()) {
@@ -1589,8 +1592,9 @@ absl::StatusOr<LoopFunc> LowerPointwise(const Graph& g, const ConvForm& f, const
   // Tasks run channel split by channel split, each over every pixel chunk:
   // a thread's contiguous range of tasks then takes whole splits, the same
   // work as the others', where chunk by chunk the last, shorter chunk fell to
-  // one thread (timm Xception-41's 728 -> 728 on 19x19, 3 chunks of 3, 3 and
-  // 1 blocks by 2 splits: 9 blocks' work on one thread, 5 on the other).
+  // one thread (timm Xception-41's 728 -> 728 on 19x19 before its input was
+  // packed, 3 chunks of 3, 3 and 1 blocks by 2 splits: 9 blocks' work on one
+  // thread, 5 on the other).
   const int64_t chunk_tasks = s.n * f.group * chunks;
   if (splits > 1) body = LetStmt("kp_", Div(Var("t_"), I(chunk_tasks)), body);
   if (dots > 0) {
