@@ -246,6 +246,8 @@ int64_t PointwiseMergedChannels(const ConvForm& f, const Knobs& k, int registers
   return 0;
 }
 
+// Floats of a 64-byte cache line.
+constexpr int64_t kLineFloats = 16;
 // Floats of input a reduction chunk keeps in L1 (half of a 32 KiB L1D).
 constexpr int64_t kL1InputFloats = 4 * 1024;
 // Floats of a direct-variant input pack that L1 holds (a 32 KiB L1D).
@@ -305,7 +307,7 @@ bool PointwiseWeightsFromL3(const ConvForm& f, const CpuTarget& target) {
 // of 8 channels by 3 vectors, the column 140 KiB): 16.2 ms in tasks of 3
 // blocks in place, 14.6 in tasks of one packed (ORT 13.3).
 bool PointwiseColumnOffLines(const ConvForm& f, int64_t bw, const CpuTarget& target) {
-  return PointwiseBlocksFromL2(target) && Pixels(f) % 16 != 0 && f.cg * bw > 2 * kL1InputFloats;
+  return PointwiseBlocksFromL2(target) && Pixels(f) % kLineFloats != 0 && f.cg * bw > 2 * kL1InputFloats;
 }
 
 // Register blocks of bw pixels per task that the input pack holds (at least 1).
@@ -358,8 +360,8 @@ int64_t PointwiseStreamRows(const ConvForm& f, int64_t vw, int64_t ur, const Cpu
     return blocks - CeilDiv(blocks, rows) >= 4 ? rows : 1;
   }
   if (PointwiseBlocksFromL2(target) && Pixels(f) % vw != 0) {
-    const int64_t packed = kMaxPackFloats / 2 / (f.cg * bw);
-    return std::max<int64_t>(1, std::min({L2Floats(target) / 4 / ((f.cg + f.kg) * bw), packed, blocks / 8}));
+    return std::max<int64_t>(
+        1, std::min({L2Floats(target) / 4 / ((f.cg + f.kg) * bw), PointwisePackRows(f, bw), blocks / 8}));
   }
   return std::max<int64_t>(1, std::min(kL1InputFloats / (f.cg * bw), blocks / 16));
 }
@@ -1256,9 +1258,10 @@ ConvBuffers BindConvBuffers(const Graph& g, const ConvForm& f, GraphExpr& ge) {
 // and outgrows L1 (PointwiseColumnOffLines), or the task runs reduction
 // chunks (kc): each channel block then reads the chunk's kc rows of vw * ur
 // pixels from L1, and in place those rows start a plane apart, half of
-// their vectors straddling two cache lines. Zen 3, 1 thread, Xception's 728 -> 728 (chunks of 104)
-// alternated 6 times: on 10x10 1.78-2.05 ms in place, 1.31-1.57 packed
-// (ORT 1.3-1.6); on 19x19 5.67-5.79 and 4.65-5.55. Without chunks a task's
+// their vectors straddling two cache lines. Zen 3, 1 thread, Xception's
+// 728 -> 728 (chunks of 104) alternated 6 times: on 10x10 1.78-2.05 ms in
+// place, 1.31-1.57 packed (ORT 1.3-1.6); on 19x19 5.67-5.79 and 4.65-5.55.
+// Without chunks a task's
 // input stays in L1 whole and packing it bought nothing measurable (96 ->
 // 576 on 14x14, 256 -> 256 on 28x28), or lost where few channel blocks
 // share it (144 -> 24 on 28x28: 0.063-0.078 ms, packed 0.077-0.108).
