@@ -449,6 +449,8 @@ int main(int argc, char** argv) {
       {"conv 64x56x56->64 3x3 p1", 1, 64, 56, 56, 64, 3, 3, 1, 1, 1},
       // Inception-v3: a strided 3x3 on 35x35 and the factorised 7x1 on 17x17.
       {"conv 288x35x35->384 3x3 s2", 1, 288, 35, 35, 384, 3, 3, 2, 0, 1},
+      // HRNet's stride-2 3x3 transitions (channels in the vector lanes).
+      {"conv 128x56x56->256 3x3 s2", 1, 128, 56, 56, 256, 3, 3, 2, 1, 1},
       {"conv 160x17x17->192 7x1 p3", 1, 160, 17, 17, 192, 7, 1, 1, 3, 1, 0},
       {"conv 160x17x17->192 1x7 p3", 1, 160, 17, 17, 192, 1, 7, 1, 0, 1, 3},
       // CRNN's last conv: a long reduction (512 channels x 4 taps) on one row.

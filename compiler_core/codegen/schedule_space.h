@@ -142,7 +142,10 @@ namespace kiln {
 // off the cache lines and outgrows L1 (PointwiseColumnOffLines), and such
 // convs whose weights pass from L3 take no more blocks per task than the
 // pack holds: the same schedules are other kernels, and defaults change.
-inline constexpr int kScheduleSpaceVersion = 2045;
+// 2046: channel-vector conv blocks fence their taps, run their tap rows
+// inside the map without a branch and skip the padding's pixels: the same
+// schedules are other kernels (4 x 6 onto 28 columns no longer spills).
+inline constexpr int kScheduleSpaceVersion = 2046;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

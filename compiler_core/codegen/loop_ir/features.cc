@@ -137,6 +137,7 @@ class Walker {
         for (const Stmt& b : s->body) Visit(b, trips, lanes, true, depth);
         return;
       case StmtKind::kWarpReduce:
+      case StmtKind::kFence:
         return;
     }
   }

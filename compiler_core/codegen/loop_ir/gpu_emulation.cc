@@ -57,6 +57,7 @@ class Emulator {
       }
       case StmtKind::kAllocate: return RewriteAllocate(s);
       case StmtKind::kWarpReduce: return RewriteWarpReduce(s);
+      case StmtKind::kFence: return s;
     }
     return absl::InvalidArgumentError("unknown statement");
   }

@@ -146,7 +146,8 @@ class IndexSimplifier {
         return Store(s->buffer, index, value);
       }
       case StmtKind::kAllocate: return Allocate(s->buffer, Run(s->body[0]));
-      case StmtKind::kWarpReduce: return s;
+      case StmtKind::kWarpReduce:
+      case StmtKind::kFence: return s;
       case StmtKind::kBlock: {
         std::vector<Stmt> body;
         for (const Stmt& b : s->body) body.push_back(Run(b));

@@ -26,6 +26,7 @@
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/IntrinsicsNVPTX.h"
 #include "llvm/IR/Metadata.h"
@@ -709,6 +710,15 @@ class Lowerer {
       }
       case StmtKind::kFor: return LowerFor(s);
       case StmtKind::kWarpReduce: return LowerWarpReduce(s);
+      case StmtKind::kFence:
+        // An empty asm statement that may touch memory: no load or store
+        // crosses it, no load after it reuses one before it. GPU kernels
+        // leave their scheduling to ptxas.
+        if (!gpu_) {
+          auto* fty = llvm::FunctionType::get(Type::getVoidTy(ctx_), false);
+          b_.CreateCall(llvm::InlineAsm::get(fty, "", "~{memory}", /*hasSideEffects=*/true));
+        }
+        return absl::OkStatus();
     }
     return absl::InvalidArgumentError("unknown statement");
   }

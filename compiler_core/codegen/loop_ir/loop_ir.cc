@@ -341,6 +341,12 @@ Stmt WarpReduce(Buffer local, const std::string& op, int64_t width) {
   return n;
 }
 
+Stmt Fence() {
+  auto n = std::make_shared<StmtNode>();
+  n->kind = StmtKind::kFence;
+  return n;
+}
+
 bool IsGpuKernel(const LoopFunc& f) {
   return f.body != nullptr && f.body->kind == StmtKind::kFor && f.body->for_kind == ForKind::kGpuBlock;
 }

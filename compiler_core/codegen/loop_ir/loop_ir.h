@@ -174,7 +174,14 @@ const char* ForKindName(ForKind k);
 // (width a power of two, 2 to 32; groups start at multiples of width). Every
 // thread of the block takes part, so the block's threads must be a multiple
 // of 32 and every thread must have written the buffer first.
-enum class StmtKind { kFor, kStore, kLet, kAllocate, kBlock, kIf, kWarpReduce };
+// kFence: a scheduling fence (CPU kernels), no instruction of its own: no
+// load or store moves across it, and no load after it reuses a value loaded
+// before it. A register block whose taps are fenced from each other holds
+// one tap's loads at a time: LLVM would otherwise load the next taps' ahead
+// and keep loads shared between taps live across them (a stride-2 window's
+// third column is the next pixel's first), spilling the accumulators of
+// blocks that fit the registers (channel_vector in lower_conv.cc).
+enum class StmtKind { kFor, kStore, kLet, kAllocate, kBlock, kIf, kWarpReduce, kFence };
 
 struct StmtNode {
   StmtKind kind = StmtKind::kBlock;
@@ -199,6 +206,7 @@ Stmt Allocate(Buffer temp, Stmt body);
 Stmt Block(std::vector<Stmt> stmts);
 Stmt IfThen(Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt WarpReduce(Buffer local, const std::string& op, int64_t width);
+Stmt Fence();
 
 // A kernel: its argument buffers (inputs then outputs, `arg` = position) and
 // body. A parallel loop, if any, is the outermost statement; its iterations are

@@ -113,6 +113,7 @@ std::string Print(const Stmt& s, int indent) {
     case StmtKind::kWarpReduce:
       return absl::StrCat(pad, "warp_reduce ", s->var, "(", s->buffer ? s->buffer->name : "?", ", ", Print(s->extent),
                           ")\n");
+    case StmtKind::kFence: return pad + "fence\n";
     case StmtKind::kBlock: {
       std::string out;
       for (const Stmt& c : s->body) out += Print(c, indent);

@@ -326,6 +326,7 @@ class Verifier {
         warp_reduce_ = true;
         return absl::OkStatus();
       }
+      case StmtKind::kFence: return absl::OkStatus();
     }
     return Error("unknown statement kind");
   }

@@ -1006,6 +1006,10 @@ TEST(ConvLoweringTest, ChannelVectorReadsTheInputInPlace) {
   const std::string text = loop_ir::Print(*f);
   EXPECT_EQ(text.find("allocate xr"), std::string::npos) << text;
   EXPECT_NE(text.find("for (owo_, 0, 2)"), std::string::npos) << text;
+  // Each block's taps end in a fence (ChannelVectorRegisters): three blocks.
+  size_t fences = 0;
+  for (size_t at = text.find(" fence\n"); at != std::string::npos; at = text.find(" fence\n", at + 1)) ++fences;
+  EXPECT_EQ(fences, 3u) << text;
   EXPECT_NE(text.find("allocate acc_l0"), std::string::npos) << text;
   EXPECT_NE(text.find("allocate acc_r3"), std::string::npos) << text;
   std::vector<ScheduleConfig> points;

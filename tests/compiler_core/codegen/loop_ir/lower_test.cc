@@ -16,6 +16,7 @@
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
 #include "compiler_core/codegen/loop_ir/lower.h"
 #include "compiler_core/codegen/loop_ir/printer.h"
+#include "compiler_core/codegen/loop_ir/verifier.h"
 #include "compiler_core/codegen/schedule_space.h"
 #include "compiler_core/frontend/interpreter.h"
 #include "gtest/gtest.h"
@@ -278,6 +279,34 @@ TEST(LoopIrLoweringTest, GuardedReadOfATemporaryIsAPlainLoad) {
   ASSERT_TRUE(ir.ok()) << ir.status();
   EXPECT_EQ(Occurrences(*ir, "call <8 x float> @llvm.masked.load"), 1) << *ir;  // in0 only
   EXPECT_EQ(Occurrences(*ir, "call void @llvm.masked.store"), 1) << *ir;
+}
+
+// A fence prints as `fence`, passes the verifier, and lowers to an empty
+// asm statement that may touch memory, between the two loads of in0[0]
+// (which LLVM's passes then may neither merge nor move across it).
+TEST(LoopIrLoweringTest, AFenceKeepsLoadsOnItsSide) {
+  using namespace loop_ir;  // NOLINT: IR builders
+  Buffer in = MakeBuffer("in0", {4}, BufferRole::kInput, 0);
+  Buffer out = MakeBuffer("out0", {2}, BufferRole::kOutput, 1);
+  auto kernel = [&](bool fenced) {
+    std::vector<Stmt> body = {Store(out, IntImm(0), Add(Load(in, IntImm(0)), FloatImm(1)))};
+    if (fenced) body.push_back(Fence());
+    body.push_back(Store(out, IntImm(1), Add(Load(in, IntImm(0)), FloatImm(2))));
+    return LoopFunc{"k", {in, out}, Block(body)};
+  };
+  const LoopFunc f = kernel(true);
+  EXPECT_NE(Print(f).find("  out0[0] = (in0[0] + 1.0f)\n  fence\n  out0[1]"), std::string::npos) << Print(f);
+  EXPECT_TRUE(Verify(f).ok()) << Verify(f);
+  auto fenced = LowerToLlvmText(f, CpuTarget::Host());
+  auto plain = LowerToLlvmText(kernel(false), CpuTarget::Host());
+  ASSERT_TRUE(fenced.ok() && plain.ok()) << fenced.status() << plain.status();
+  const std::string fence = "call void asm sideeffect \"\", \"~{memory}\"()";
+  EXPECT_EQ(Occurrences(*fenced, fence), 1) << *fenced;
+  EXPECT_EQ(Occurrences(*plain, fence), 0) << *plain;
+  const size_t first = fenced->find("load float"), second = fenced->find("load float", first + 1);
+  ASSERT_NE(second, std::string::npos) << *fenced;
+  EXPECT_LT(first, fenced->find(fence)) << *fenced;
+  EXPECT_GT(second, fenced->find(fence)) << *fenced;
 }
 
 // A load whose lanes are 2, 3 or 4 elements apart reads its span as whole
