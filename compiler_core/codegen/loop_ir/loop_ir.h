@@ -180,7 +180,7 @@ const char* ForKindName(ForKind k);
 // one tap's loads at a time: LLVM would otherwise load the next taps' ahead
 // and keep loads shared between taps live across them (a stride-2 window's
 // third column is the next pixel's first), spilling the accumulators of
-// blocks that fit the registers (channel_vector in lower_conv.cc).
+// blocks that fit the registers (LowerChannelVector in lower_conv.cc).
 enum class StmtKind { kFor, kStore, kLet, kAllocate, kBlock, kIf, kWarpReduce, kFence };
 
 struct StmtNode {
