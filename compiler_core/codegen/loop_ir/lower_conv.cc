@@ -1266,10 +1266,10 @@ ConvBuffers BindConvBuffers(const Graph& g, const ConvForm& f, GraphExpr& ge) {
 // their vectors straddling two cache lines. Zen 3, 1 thread, Xception's
 // 728 -> 728 (chunks of 104) alternated 6 times: on 10x10 1.78-2.05 ms in
 // place, 1.31-1.57 packed (ORT 1.3-1.6); on 19x19 5.67-5.79 and 4.65-5.55.
-// Without chunks a task's
-// input stays in L1 whole and packing it bought nothing measurable (96 ->
-// 576 on 14x14, 256 -> 256 on 28x28), or lost where few channel blocks
-// share it (144 -> 24 on 28x28: 0.063-0.078 ms, packed 0.077-0.108).
+// Without chunks a task's input stays in L1 whole and packing it bought
+// nothing measurable (96 -> 576 on 14x14, 256 -> 256 on 28x28), or lost
+// where few channel blocks share it (144 -> 24 on 28x28: 0.063-0.078 ms,
+// packed 0.077-0.108).
 bool PointwisePacksInput(const ConvForm& f, const Knobs& k, const CpuTarget& target) {
   const int64_t per_task = CeilDiv(f.kg / k.kb, k.ks);
   return (Pixels(f) >= 1024 || k.kc != 0 || PointwiseColumnOffLines(f, k.vw * k.ur, target)) && per_task >= 4 &&
@@ -1852,15 +1852,18 @@ absl::StatusOr<LoopFunc> LowerChannelVector(const Graph& g, const ConvForm& f, c
     // 9 blocks are guarded).
     const bool unroll_taps = s.kw <= 8 || (guard && s.kw <= 32);
     Stmt per_kh = For("kw_", I(s.kw), upd, unroll_taps ? ForKind::kUnrolled : ForKind::kSerial);
+    // A tap row in the padding adds nothing. Undilated, the loop runs over
+    // the tap rows inside the map, kh_lo + khi_, with no branch in it;
+    // dilated, it skips the others.
     Stmt rows_of_taps = For("kh_", I(s.kh), per_kh);
-    if ((s.pad_top > 0 || s.pad_bottom > 0) && s.dh == 1) {
-      // A tap row in the padding adds nothing: the loop runs over the tap
-      // rows inside the map, kh_lo + khi_, with no branch in it.
-      Expr top = Sub(I(s.pad_top), Mul(oh, I(s.sh)));  // the first tap row inside, before clamping at 0
-      Expr lo = Max(top, I(0)), hi = Min(Add(top, I(s.h)), I(s.kh));
-      rows_of_taps = For("khi_", Max(Sub(hi, lo), I(0)), LetStmt("kh_", Add(lo, Var("khi_")), per_kh));
-    } else if (s.pad_top > 0 || s.pad_bottom > 0) {
-      rows_of_taps = For("kh_", I(s.kh), IfThen(And(Ge(ih, I(0)), Lt(ih, I(s.h))), per_kh));
+    if (s.pad_top > 0 || s.pad_bottom > 0) {
+      if (s.dh == 1) {
+        Expr top = Sub(I(s.pad_top), Mul(oh, I(s.sh)));  // the first tap row inside, before clamping at 0
+        Expr lo = Max(top, I(0)), hi = Min(Add(top, I(s.h)), I(s.kh));
+        rows_of_taps = For("khi_", Max(Sub(hi, lo), I(0)), LetStmt("kh_", Add(lo, Var("khi_")), per_kh));
+      } else {
+        rows_of_taps = For("kh_", I(s.kh), IfThen(And(Ge(ih, I(0)), Lt(ih, I(s.h))), per_kh));
+      }
     }
     Stmt mac = For("cl_", I(cc), rows_of_taps);
     std::vector<Expr> out_idx = {n, k, oh, Add(ow0, u)};
