@@ -4,15 +4,18 @@
 // stores pick contiguous (masked) vector accesses for unit strides (a guarded
 // read of a whole vector inside a stack temporary needs no mask), loads a
 // de-interleaved contiguous span for small strides (on the CPU, unguarded,
-// as whole vectors), and gathers/scatters for
-// the rest. On NVPTX the same expression and memory code runs per thread;
+// as whole vectors), store groups that fill small strides' runs as one
+// interleaved contiguous span (LowerInterleavedStores), and gathers/scatters
+// for the rest. On NVPTX the same expression and memory code runs per thread;
 // only the kernel's frame differs (see RunGpu).
 #include "compiler_core/codegen/loop_ir/llvm_lowering.h"
 #include "compiler_core/codegen/loop_ir/printer.h"
 #include "compiler_core/codegen/loop_ir/verifier.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -608,27 +611,14 @@ class Lowerer {
       Value* at = b_.CreateConstInBoundsGEP1_64(et, p, starts.back());
       parts.push_back(b_.CreateAlignedLoad(VecTy(et), at, al));
     }
-    // Concatenate pairwise (a missing partner is poison) to one vector of
-    // chunks * n (rounded up to a power of two) elements.
-    while (parts.size() > 1) {
-      std::vector<Value*> next;
-      for (size_t i = 0; i < parts.size(); i += 2) {
-        Value* a = parts[i];
-        Value* b = i + 1 < parts.size() ? parts[i + 1] : llvm::PoisonValue::get(a->getType());
-        const unsigned w = llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements();
-        std::vector<int> cat(2 * w);
-        for (unsigned j = 0; j < 2 * w; ++j) cat[j] = static_cast<int>(j);
-        next.push_back(b_.CreateShuffleVector(a, b, cat));
-      }
-      parts = std::move(next);
-    }
+    Value* whole = Concatenate(std::move(parts));
     const unsigned stride = (span - 1) / (n - 1);
     std::vector<int> pick(n);
     for (unsigned i = 0; i < n; ++i) {
       const unsigned e = i * stride, k = std::min(e / n, chunks - 1);
       pick[i] = static_cast<int>(k * n + (e - starts[k]));
     }
-    return b_.CreateShuffleVector(parts[0], pick);
+    return b_.CreateShuffleVector(whole, pick);
   }
 
   absl::Status LowerStmt(const Stmt& s) {
@@ -636,7 +626,11 @@ class Lowerer {
     first_memo_.clear();
     switch (s->kind) {
       case StmtKind::kBlock:
-        for (const Stmt& c : s->body) RETURN_IF_ERROR(LowerStmt(c));
+        for (size_t i = 0; i < s->body.size();) {
+          ASSIGN_OR_RETURN(size_t taken, LowerInterleavedStores(s->body, i));
+          if (taken == 0) RETURN_IF_ERROR(LowerStmt(s->body[i]));
+          i += std::max<size_t>(taken, 1);
+        }
         return absl::OkStatus();
       case StmtKind::kLet: {
         ASSIGN_OR_RETURN(Value * v, LowerExpr(s->value));
@@ -832,6 +826,149 @@ class Lowerer {
     ASSIGN_OR_RETURN(Value * hi, LowerExpr(s->extent));
     if (IsVec(hi)) return absl::InvalidArgumentError(absl::StrCat("loop ", s->var, " has a lane-varying extent"));
     return Loop(I64(0), hi, s->var, [&] { return LowerStmt(s->body[0]); });
+  }
+
+  // One store of an interleaved group: `store`, guarded by `cond` (null:
+  // unguarded), writing element `offset` of each lane's run of `stride`.
+  struct GroupStore {
+    Stmt store;
+    Expr cond;
+    int64_t offset = 0;
+  };
+
+  // `e` as a sum of terms: the printed non-constant terms (sorted) and the
+  // constant, for telling whether two indices differ by a constant.
+  static std::pair<std::vector<std::string>, int64_t> AffineTerms(const Expr& e) {
+    std::vector<std::string> terms;
+    int64_t constant = 0;
+    std::function<void(const Expr&, int64_t)> walk = [&](const Expr& x, int64_t sign) {
+      if (x->kind == ExprKind::kIntImm) {
+        constant += sign * x->int_value;
+      } else if (x->kind == ExprKind::kAdd) {
+        walk(x->args[0], sign);
+        walk(x->args[1], sign);
+      } else if (x->kind == ExprKind::kSub && x->args[1]->kind == ExprKind::kIntImm) {
+        walk(x->args[0], sign);
+        constant -= sign * x->args[1]->int_value;
+      } else {
+        terms.push_back(absl::StrCat(sign < 0 ? "-" : "+", Print(x)));
+      }
+    };
+    walk(e, 1);
+    std::sort(terms.begin(), terms.end());
+    return {terms, constant};
+  }
+
+  static bool LoadsFrom(const Expr& e, const BufferNode* b) {
+    if (e == nullptr) return false;
+    if (e->kind == ExprKind::kLoad && e->buffer.get() == b) return true;
+    return std::any_of(e->args.begin(), e->args.end(), [&](const Expr& a) { return LoadsFrom(a, b); });
+  }
+
+  // Statements body[i..] that store one buffer at lane stride s (2..8) and
+  // together fill every element of each lane's run of s, each unguarded or
+  // under an `if` of its own: on the CPU their values are interleaved by
+  // shuffles and written as contiguous (masked) vectors instead of s
+  // scatters (a Winograd output tile row: four stores of lane stride 4).
+  // The values must not read the buffer, so the order of the stores does
+  // not matter. Returns how many statements it lowered (0: none matched).
+  absl::StatusOr<size_t> LowerInterleavedStores(const std::vector<Stmt>& body, size_t i) {
+    if (gpu_ || lanes_ == 1) return size_t{0};
+    auto as_store = [](const Stmt& st) -> std::optional<GroupStore> {
+      if (st->kind == StmtKind::kStore) return GroupStore{st, nullptr, 0};
+      if (st->kind == StmtKind::kIf && st->body.size() == 1 && st->body[0]->kind == StmtKind::kStore) {
+        return GroupStore{st->body[0], st->value, 0};
+      }
+      return std::nullopt;
+    };
+    std::optional<GroupStore> head = as_store(body[i]);
+    if (!head) return size_t{0};
+    std::optional<int64_t> stride = Stride(head->store->index);
+    if (!stride || *stride < 2 || *stride > 8 || i + static_cast<size_t>(*stride) > body.size()) return size_t{0};
+    const size_t n = static_cast<size_t>(*stride);
+    const auto [head_terms, head_const] = AffineTerms(head->store->index);
+    std::vector<GroupStore> group;
+    std::vector<bool> seen(n, false);
+    int64_t lowest = 0;
+    for (size_t k = 0; k < n; ++k) {
+      std::optional<GroupStore> g = as_store(body[i + k]);
+      if (!g || g->store->buffer != head->store->buffer || Stride(g->store->index) != stride) return size_t{0};
+      const auto [terms, constant] = AffineTerms(g->store->index);
+      if (terms != head_terms || std::abs(constant - head_const) >= *stride) return size_t{0};
+      g->offset = constant - head_const;
+      lowest = std::min(lowest, g->offset);
+      group.push_back(*g);
+    }
+    for (GroupStore& g : group) {
+      g.offset -= lowest;
+      if (g.offset >= *stride || seen[static_cast<size_t>(g.offset)]) return size_t{0};
+      seen[static_cast<size_t>(g.offset)] = true;
+      if (LoadsFrom(g.store->value, g.store->buffer.get()) || LoadsFrom(g.cond, g.store->buffer.get())) {
+        return size_t{0};
+      }
+    }
+    const ScalarType dt = head->store->buffer->dtype;
+    Type* et = MemTy(dt);
+    Value* saved = mask_;
+    std::vector<Value*> values(n), masks(n);
+    bool masked = saved != nullptr;
+    for (const GroupStore& g : group) {
+      // Each store's loads are masked by its own lanes: nothing lowered
+      // under another's mask is reused.
+      memo_.clear();
+      first_memo_.clear();
+      mask_ = saved;
+      if (g.cond != nullptr) {
+        ASSIGN_OR_RETURN(Value * c, LowerExpr(g.cond));
+        if (!IsVec(c)) c = b_.CreateVectorSplat(lanes_, c);
+        mask_ = saved ? b_.CreateAnd(saved, c) : c;
+        masked = true;
+      }
+      ASSIGN_OR_RETURN(Value * v, LowerExpr(g.store->value));
+      const size_t at = static_cast<size_t>(g.offset);
+      values[at] = ToMem(Splat(v), dt);
+      masks[at] = Mask();
+    }
+    mask_ = saved;
+    // Lane l's element o goes to l * n + o of the run.
+    auto interleave = [&](std::vector<Value*> parts) {
+      Value* whole = Concatenate(std::move(parts));
+      std::vector<int> pick(n * static_cast<size_t>(lanes_));
+      for (int64_t l = 0; l < lanes_; ++l) {
+        for (size_t o = 0; o < n; ++o) pick[static_cast<size_t>(l) * n + o] = static_cast<int>(o * lanes_ + l);
+      }
+      return b_.CreateShuffleVector(whole, pick);
+    };
+    ASSIGN_OR_RETURN(Value * base, BufferPtr(head->store->buffer));
+    ASSIGN_OR_RETURN(Value * first, FirstLane(head->store->index));
+    first = b_.CreateAdd(first, llvm::ConstantInt::get(i64_, lowest));
+    Value* p = b_.CreateInBoundsGEP(et, base, first);
+    Value* run = interleave(values);
+    if (!masked) {
+      b_.CreateAlignedStore(run, p, AlignOf(dt));
+    } else {
+      b_.CreateMaskedStore(run, p, AlignOf(dt), interleave(masks));
+    }
+    return n;
+  }
+
+  // `parts` (vectors of one type) end to end, concatenated pairwise; a
+  // missing partner is poison, so the result's length is rounded up to a
+  // power of two parts.
+  Value* Concatenate(std::vector<Value*> parts) {
+    while (parts.size() > 1) {
+      std::vector<Value*> next;
+      for (size_t i = 0; i < parts.size(); i += 2) {
+        Value* a = parts[i];
+        Value* b = i + 1 < parts.size() ? parts[i + 1] : llvm::PoisonValue::get(a->getType());
+        const unsigned w = llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements();
+        std::vector<int> cat(2 * w);
+        for (unsigned j = 0; j < 2 * w; ++j) cat[j] = static_cast<int>(j);
+        next.push_back(b_.CreateShuffleVector(a, b, cat));
+      }
+      parts = std::move(next);
+    }
+    return parts[0];
   }
 
   absl::Status LowerStore(const Stmt& s) {

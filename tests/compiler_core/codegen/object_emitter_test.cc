@@ -13,6 +13,7 @@
 #include "compiler_core/codegen/target.h"
 #include "gtest/gtest.h"
 #include "tests/compiler_core/codegen/codegen_testing.h"
+#include "tests/compiler_core/codegen/loop_ir/winograd_cases.h"
 
 namespace kiln {
 namespace {
@@ -226,6 +227,24 @@ TEST(ObjectEmitter, FencedTapsKeepChannelVectorBlocksInRegisters) {
     EXPECT_GE(c.multiply_adds, 6 * kb) << cpu;
     EXPECT_EQ(c.spills + c.reloads, 0) << cpu << ": " << c.spills << " spills, " << c.reloads << " reloads";
   }
+}
+
+// The Winograd output transform writes a tile row's four columns as
+// interleaved contiguous vectors, not as scatters (two per column and 16
+// tiles: 32 in SqueezeNet 1.1's first output transform, 16 x 55 x 55 in
+// 4 x 4 tiles, with a bias, a Relu and a residual).
+TEST(ObjectEmitter, WinogradOutputWritesTileRowsAsContiguousVectors) {
+  using loop_ir_testing::WinogradGeometry;
+  auto output = loop_ir_testing::WinogradOutputGraph(
+      {.geometry = WinogradGeometry{.c = 16, .h = 55, .w = 55, .m = 4}, .bias = true, .epilogue = true});
+  absl::StatusOr<CpuTarget> target = CpuTarget::Named("sapphirerapids");
+  ASSERT_TRUE(target.ok()) << target.status();
+  ScheduleConfig vw16;
+  vw16.Set("vw", 16);
+  auto text = CompileToAssembly({{output.get(), vw16, "k_output"}}, *target);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(text->find("vscatter"), std::string::npos) << *text;
+  EXPECT_NE(text->find("vpermt2ps"), std::string::npos) << *text;  // the interleave
 }
 
 }  // namespace

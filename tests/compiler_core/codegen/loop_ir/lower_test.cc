@@ -349,5 +349,58 @@ TEST(LoopIrLoweringTest, StridedLoadsReadWholeVectorsWithinTheirSpan) {
   }
 }
 
+// Stores that together fill each lane's run of `stride` elements (a
+// Winograd output tile row: lane = tile, four columns each) are written as
+// contiguous vectors after a shuffle, not as one scatter per store: in any
+// order, each under its own guard (a ragged last tile), for runs of 3 and 4.
+// A value that reads the stored buffer keeps the stores apart (and correct).
+TEST(LoopIrLoweringTest, StoresFillingStridedRunsWriteContiguousVectors) {
+  using namespace loop_ir;  // NOLINT: IR builders
+  const CpuTarget host = CpuTarget::Host();
+  const int64_t lanes = 8;
+  struct Case {
+    int64_t stride, limit;  // elements at limit and past it stay untouched
+    bool reads_output;
+  };
+  for (const Case& c : {Case{4, 29, false}, Case{3, 24, false}, Case{4, 32, true}}) {
+    SCOPED_TRACE(absl::StrCat("stride ", c.stride, " limit ", c.limit, c.reads_output ? " reading out0" : ""));
+    const int64_t n = lanes * c.stride;
+    Buffer in = MakeBuffer("in0", {n}, BufferRole::kInput, 0);
+    Buffer out = MakeBuffer("out0", {n}, BufferRole::kOutput, 1);
+    Expr v = Var("v");
+    std::vector<Stmt> stores;
+    for (int64_t k = 0; k < c.stride; ++k) {
+      const int64_t j = (k * (c.stride - 1) + 2) % c.stride;  // 2, 1, 0 or 2, 1, 0, 3: not in order
+      Expr at = Add(Mul(v, IntImm(c.stride)), IntImm(j));
+      Expr value = Add(Load(in, Add(Mul(IntImm(j), IntImm(lanes)), v)), FloatImm(static_cast<double>(j)));
+      if (c.reads_output) value = Add(value, Load(out, Add(Mul(v, IntImm(c.stride)), IntImm((j + 1) % c.stride))));
+      Stmt store = Store(out, at, value);
+      stores.push_back(c.limit < n ? IfThen(Lt(at, IntImm(c.limit)), store) : store);
+    }
+    LoopFunc f{"k", {in, out}, For("v", IntImm(lanes), Block(stores), ForKind::kVectorized)};
+    auto text = LowerToLlvmText(f, host);
+    ASSERT_TRUE(text.ok()) << text.status();
+    EXPECT_EQ(Occurrences(*text, "call void @llvm.masked.scatter"), c.reads_output ? c.stride : 0) << *text;
+    auto kernel = JitCompile(f, host);
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    std::vector<float> x(n), y(n, -1.0f);
+    for (int64_t e = 0; e < n; ++e) x[e] = static_cast<float>(100 + e);
+    std::vector<float> want = y;
+    for (int64_t k = 0; k < c.stride; ++k) {  // the stores in program order
+      const int64_t j = (k * (c.stride - 1) + 2) % c.stride;
+      for (int64_t l = 0; l < lanes; ++l) {
+        const int64_t at = l * c.stride + j;
+        if (at >= c.limit) continue;
+        float value = x[j * lanes + l] + static_cast<float>(j);
+        if (c.reads_output) value += want[l * c.stride + (j + 1) % c.stride];
+        want[at] = value;
+      }
+    }
+    void* args[] = {x.data(), y.data()};
+    (*kernel)->Run(args, 0, (*kernel)->num_tasks());
+    EXPECT_EQ(y, want);
+  }
+}
+
 }  // namespace
 }  // namespace kiln
