@@ -145,7 +145,12 @@ namespace kiln {
 // 2046: channel-vector conv blocks fence their taps, run their tap rows
 // inside the map without a branch and skip the padding's pixels: the same
 // schedules are other kernels (4 x 6 onto 28 columns no longer spills).
-inline constexpr int kScheduleSpaceVersion = 2046;
+// 2047: Winograd output transforms write a tile row's columns interleaved,
+// as contiguous vectors, not scatters: the same schedules are other kernels;
+// pointwise convs that take every pixel block from L2 over weights from L3
+// no longer prefer it to reduction chunks, and some defaults change (8 by 2
+// chunked for 4 by 4 over every block).
+inline constexpr int kScheduleSpaceVersion = 2047;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -1167,7 +1167,14 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
                          : short_reduction && !pw ? rows
                                                  : -rows;
     const bool chunked = pw && f.ok() && PointwiseChunked(*f, c, target);
-    if (pw && all_pixels && !chunked) rows_score = rows >= pixels / (c.Get("vw", 1) * c.Get("ur", 1)) ? 1 : -rows;
+    // Where PointwiseAllPixels holds, an unchunked point takes every pixel
+    // block; it scores as a chunked point at its stream rows does, so that
+    // the channel block decides between them, not the pixel block (which
+    // chunking depends on): Zen 5, 1 thread, PoolFormer's 320 -> 1280 on
+    // 14x14 as 4 channels by 4 vectors over all 3 blocks 0.96-1.00 ms, as 8
+    // by 2 chunked 0.79-0.80 (2 vectors make 6 blocks, enough to chunk);
+    // SqueezeNet's 512 -> 1000 on 13x13 1.03 -> 0.72.
+    if (pw && all_pixels && !chunked) rows_score = rows >= pixels / (c.Get("vw", 1) * c.Get("ur", 1)) ? 0 : -rows;
     // Pointwise, long reductions: reduction chunks where PointwiseChunked says so, none elsewhere.
     const bool chunk_score = chunked == (c.Get("kc", 0) != 0);
     // Direct variant: within the tolerance of the cheapest modelled block,

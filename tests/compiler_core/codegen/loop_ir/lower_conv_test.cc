@@ -647,6 +647,24 @@ TEST(ConvLoweringTest, PointwiseDefaultBlockFollowsTheReduction) {
   CheckConv(*g, {d});
 }
 
+// On a 1 MiB L2 (Zen 5), a pointwise conv whose input stays in L2 and whose
+// weights pass from L3 takes 8 output channels by 2 vectors in reduction
+// chunks, not 4 by 4 over every pixel block (the 4 by 4 block makes too few
+// pixel blocks to chunk, and took the default on that): PoolFormer's 320 ->
+// 1280 on 14x14, SqueezeNet's 512 -> 1000 on 13x13.
+TEST(ConvLoweringTest, PointwiseOverL3WeightsChunksEightChannelsByTwoVectors) {
+  absl::StatusOr<CpuTarget> target = CpuTarget::Named("znver5");
+  ASSERT_TRUE(target.ok()) << target.status();
+  for (const auto& [cin, k, hw] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{320, 1280, 14}, {512, 1000, 13}}) {
+    auto g = ConvGraph({1, cin, hw, hw}, k, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+    const ScheduleConfig d = DefaultSchedule(*g, *target);
+    EXPECT_EQ(d.Get("pw", 0), 1) << d.ToString();
+    EXPECT_EQ(d.Get("kb", 1), 8) << cin << " -> " << k << ": " << d.ToString();
+    EXPECT_EQ(d.Get("ur", 1), 2) << cin << " -> " << k << ": " << d.ToString();
+    EXPECT_NE(d.Get("kc", 0), 0) << cin << " -> " << k << ": " << d.ToString();
+  }
+}
+
 // Output channels that 4 does not divide (detection heads: 91 classes x 6
 // anchors) are blocked by their divisors from 3 to 8: every such point
 // matches the interpreter, and the default takes the one nearest its
