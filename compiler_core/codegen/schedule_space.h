@@ -149,7 +149,8 @@ namespace kiln {
 // as contiguous vectors, not scatters: the same schedules are other kernels;
 // pointwise convs that take every pixel block from L2 over weights from L3
 // no longer prefer it to reduction chunks, and some defaults change (8 by 2
-// chunked for 4 by 4 over every block).
+// chunked for 4 by 4 over every block); a pointwise default block wider
+// than the map gives way to one within it (5x5: 8 by 1 for 8 by 2).
 inline constexpr int kScheduleSpaceVersion = 2047;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",

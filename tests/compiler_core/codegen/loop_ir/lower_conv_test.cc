@@ -665,6 +665,26 @@ TEST(ConvLoweringTest, PointwiseOverL3WeightsChunksEightChannelsByTwoVectors) {
   }
 }
 
+// A pointwise default's register block lies within the map, its leftover
+// one vector at most (which joins it), where any block does: on 5x5 (25
+// pixels) one vector of 16 (its 9 leftover pixels join it as a second), not
+// two, which leave no full block and run the map as passes of one vector
+// each over all the weights; on 7x7 three vectors, one pixel left.
+TEST(ConvLoweringTest, PointwiseDefaultBlockLiesWithinTheMap) {
+  for (const char* cpu : {"znver5", "sapphirerapids"}) {
+    absl::StatusOr<CpuTarget> target = CpuTarget::Named(cpu);
+    ASSERT_TRUE(target.ok()) << target.status();
+    for (const auto& [cin, k, hw] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{720, 240, 5}, {96, 576, 7}}) {
+      auto g = ConvGraph({1, cin, hw, hw}, k, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+      const ScheduleConfig d = DefaultSchedule(*g, *target);
+      EXPECT_EQ(d.Get("pw", 0), 1) << cpu << " " << d.ToString();
+      const int64_t block = d.Get("vw", 1) * d.Get("ur", 1);
+      EXPECT_LE(block, hw * hw) << cpu << " " << cin << " -> " << k << ": " << d.ToString();
+      EXPECT_LE(hw * hw % block, d.Get("vw", 1)) << cpu << " " << cin << " -> " << k << ": " << d.ToString();
+    }
+  }
+}
+
 // Output channels that 4 does not divide (detection heads: 91 classes x 6
 // anchors) are blocked by their divisors from 3 to 8: every such point
 // matches the interpreter, and the default takes the one nearest its
