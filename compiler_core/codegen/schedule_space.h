@@ -151,7 +151,10 @@ namespace kiln {
 // no longer prefer it to reduction chunks, and some defaults change (8 by 2
 // chunked for 4 by 4 over every block); a pointwise default block wider
 // than the map gives way to one within it (5x5: 8 by 1 for 8 by 2).
-inline constexpr int kScheduleSpaceVersion = 2047;
+// 2048: depthwise convs gain the channel-vector variant (dw=3), the default
+// at stride 1 onto small maps on 16-lane targets; store groups at lane
+// strides past 8 are transposes by shuffles (no scatters).
+inline constexpr int kScheduleSpaceVersion = 2048;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -870,6 +870,11 @@ class Lowerer {
   // under an `if` of its own: on the CPU their values are interleaved by
   // shuffles and written as contiguous (masked) vectors instead of s
   // scatters (a Winograd output tile row: four stores of lane stride 4).
+  // Past 8, a group of one store per lane (the lanes a power of two) at
+  // offsets 0..lanes-1 is a transpose: each lane's run of `lanes` elements
+  // becomes one vector, written where the run starts (a stride equal to the
+  // lanes: one span; a wider one: runs apart, as the depthwise
+  // channel-vector variant's stores to NCHW planes).
   // The values must not read the buffer, so the order of the stores does
   // not matter. Returns how many statements it lowered (0: none matched).
   absl::StatusOr<size_t> LowerInterleavedStores(const std::vector<Stmt>& body, size_t i) {
@@ -884,8 +889,13 @@ class Lowerer {
     std::optional<GroupStore> head = as_store(body[i]);
     if (!head) return size_t{0};
     std::optional<int64_t> stride = Stride(head->store->index);
-    if (!stride || *stride < 2 || *stride > 8 || i + static_cast<size_t>(*stride) > body.size()) return size_t{0};
-    const size_t n = static_cast<size_t>(*stride);
+    if (!stride || *stride < 2) return size_t{0};
+    // Lane strides past 8: a group of one store per lane (a power of two),
+    // interleaved by a network of two-vector shuffles (a transpose).
+    const bool network = *stride > 8;
+    if (network && (*stride < lanes_ || (lanes_ & (lanes_ - 1)) != 0)) return size_t{0};
+    const size_t n = static_cast<size_t>(network ? lanes_ : *stride);
+    if (i + n > body.size()) return size_t{0};
     const auto [head_terms, head_const] = AffineTerms(head->store->index);
     std::vector<GroupStore> group;
     std::vector<bool> seen(n, false);
@@ -894,14 +904,14 @@ class Lowerer {
       std::optional<GroupStore> g = as_store(body[i + k]);
       if (!g || g->store->buffer != head->store->buffer || Stride(g->store->index) != stride) return size_t{0};
       const auto [terms, constant] = AffineTerms(g->store->index);
-      if (terms != head_terms || std::abs(constant - head_const) >= *stride) return size_t{0};
+      if (terms != head_terms || std::abs(constant - head_const) >= static_cast<int64_t>(n)) return size_t{0};
       g->offset = constant - head_const;
       lowest = std::min(lowest, g->offset);
       group.push_back(*g);
     }
     for (GroupStore& g : group) {
       g.offset -= lowest;
-      if (g.offset >= *stride || seen[static_cast<size_t>(g.offset)]) return size_t{0};
+      if (g.offset >= static_cast<int64_t>(n) || seen[static_cast<size_t>(g.offset)]) return size_t{0};
       seen[static_cast<size_t>(g.offset)] = true;
       if (LoadsFrom(g.store->value, g.store->buffer.get()) || LoadsFrom(g.cond, g.store->buffer.get())) {
         return size_t{0};
@@ -942,6 +952,22 @@ class Lowerer {
     ASSIGN_OR_RETURN(Value * base, BufferPtr(head->store->buffer));
     ASSIGN_OR_RETURN(Value * first, FirstLane(head->store->index));
     first = b_.CreateAdd(first, llvm::ConstantInt::get(i64_, lowest));
+    if (network) {
+      // Vector k of the interleaved runs: lane k's run where the runs are
+      // apart (a stride past the lanes), else the k-th vector of one span.
+      std::vector<Value*> runs = InterleaveNetwork(values), run_masks;
+      if (masked) run_masks = InterleaveNetwork(masks);
+      const int64_t apart = *stride > lanes_ ? *stride : lanes_;
+      for (size_t k = 0; k < n; ++k) {
+        Value* p = b_.CreateInBoundsGEP(et, base, b_.CreateAdd(first, llvm::ConstantInt::get(i64_, k * apart)));
+        if (!masked) {
+          b_.CreateAlignedStore(runs[k], p, AlignOf(dt));
+        } else {
+          b_.CreateMaskedStore(runs[k], p, AlignOf(dt), run_masks[k]);
+        }
+      }
+      return n;
+    }
     Value* p = b_.CreateInBoundsGEP(et, base, first);
     Value* run = interleave(values);
     if (!masked) {
@@ -950,6 +976,32 @@ class Lowerer {
       b_.CreateMaskedStore(run, p, AlignOf(dt), interleave(masks));
     }
     return n;
+  }
+
+  // The interleaving of n vectors of n lanes (n a power of two: element l
+  // of vector o goes to l * n + o), as n vectors: log2(n) rounds of zipping
+  // vector i with vector i + n/2 into the lower and upper halves' pairs,
+  // n * log2(n) two-vector shuffles (a 16 x 16 transpose in 64; one
+  // shuffle of the concatenation was lowered as a tree per result vector).
+  std::vector<Value*> InterleaveNetwork(std::vector<Value*> v) {
+    const size_t n = v.size();
+    const int w = static_cast<int>(llvm::cast<llvm::FixedVectorType>(v[0]->getType())->getNumElements());
+    std::vector<int> lo(static_cast<size_t>(w)), hi(static_cast<size_t>(w));
+    for (int j = 0; j < w / 2; ++j) {
+      lo[2 * j] = j;
+      lo[2 * j + 1] = w + j;
+      hi[2 * j] = w / 2 + j;
+      hi[2 * j + 1] = w + w / 2 + j;
+    }
+    for (size_t round = 1; round < n; round *= 2) {
+      std::vector<Value*> next(n);
+      for (size_t i = 0; i < n / 2; ++i) {
+        next[2 * i] = b_.CreateShuffleVector(v[i], v[i + n / 2], lo);
+        next[2 * i + 1] = b_.CreateShuffleVector(v[i], v[i + n / 2], hi);
+      }
+      v = std::move(next);
+    }
+    return v;
   }
 
   // `parts` (vectors of one type) end to end, concatenated pairwise; a

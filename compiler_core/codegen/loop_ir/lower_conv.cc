@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "compiler_core/codegen/loop_ir/depthwise_channels.h"
 #include "compiler_core/codegen/loop_ir/depthwise_planes.h"
 #include "compiler_core/codegen/loop_ir/graph_expr.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"
@@ -114,7 +115,7 @@ constexpr int64_t kShortReduction = 32;
 struct Knobs {
   int64_t vw = 1, ur = 1, kb = 1, rows = 1;
   int64_t pw = 0;  // 1: pointwise variant over flattened output pixels
-  int64_t dw = 0;  // 1: depthwise plane variant; 2: depthwise row variant (input read in place)
+  int64_t dw = 0;  // 1: depthwise plane variant; 2: row variant (input read in place); 3: channel vectors
   int64_t ks = 1;  // pointwise variant: tasks split the output-channel blocks this many ways
   int64_t kv = 0;  // 1: channel-vector variant (output channels in the lanes)
   int64_t cs = 1;  // direct variant: tasks split each output row's register blocks this many ways
@@ -523,6 +524,16 @@ absl::Status CheckKnobs(const ConvForm& f, const Knobs& k, const CpuTarget& targ
     return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": weights chunked by ", f.weight_chunk,
                                                    " input channels need kc=0 or kc=", PointwiseLayoutChunk(f)));
   }
+  if (k.dw == 3) {
+    // Channel vectors (depthwise_channels.h): rows = blocks of vw channels a
+    // task, ur pixels of a row a register block.
+    const int64_t blocks = CeilDiv(f.group, k.vw);
+    bool ok = IsDepthwise(f) && k.pw == 0 && k.kb == 1 && k.vw == target.FloatLanes() && k.vw >= 4 && k.ur >= 1 &&
+              k.ur <= std::min<int64_t>(f.geo.ow, 12) && k.ur + 3 <= target.NumVectorRegisters() && k.rows >= 1 &&
+              blocks % k.rows == 0 && DepthwiseChannelFloats(f.geo, k.vw) <= kMaxPackFloats;
+    if (!ok) return absl::InvalidArgumentError(absl::StrCat("conv ", f.conv->name(), ": depthwise knobs out of range"));
+    return absl::OkStatus();
+  }
   if (k.dw != 0) {
     // The row variant reads strides of up to 2 as de-interleaved vectors.
     const bool variant_ok = k.dw == 1 ? PlaneFloats(f.geo, k.vw, k.ur) <= kMaxPackFloats
@@ -699,6 +710,22 @@ std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
       for (int64_t ur : {1, 2, 3, 4, 5, 6, 8}) {
         for (int64_t rows : {1, 2, 4, 8, 16}) {
           Knobs k{vw, ur, 1, rows, 0, 1};
+          if (!CheckKnobs(*f, k, target).ok()) continue;
+          out.push_back(ConfigOf(k));
+        }
+      }
+    }
+    // Channel-vector variant: the target's widest vectors, blocks of up to
+    // 12 pixels of a row (the row, half of it, or 4 or 8), rows = channel
+    // blocks per task.
+    {
+      const int64_t lanes = target.FloatLanes();
+      std::vector<int64_t> urs = {4, 8, std::min<int64_t>(f->geo.ow, 12), std::min<int64_t>(CeilDiv(f->geo.ow, 2), 12)};
+      std::sort(urs.begin(), urs.end());
+      urs.erase(std::unique(urs.begin(), urs.end()), urs.end());
+      for (int64_t ur : urs) {
+        for (int64_t rows : {1, 2, 4}) {
+          Knobs k{lanes, ur, 1, rows, 0, 3};
           if (!CheckKnobs(*f, k, target).ok()) continue;
           out.push_back(ConfigOf(k));
         }
@@ -991,6 +1018,38 @@ bool DepthwiseRowsPay(const Graph& g, const ConvForm& f, const CpuTarget& target
   return !f.geo.three_d && (f.geo.sw == 1 || stride2_pays) && f.geo.ow >= 4 * target.FloatLanes();
 }
 
+// Whether a depthwise conv's default is the channel-vector variant (dw=3,
+// depthwise_channels.h) rather than planes or rows, on 16-lane targets at
+// stride 1: onto maps of 7x7 or less (windows of 2x2 or more), and onto
+// rows of 14 columns or less under 7x7 windows or wider, or under 5x5 over
+// 96 channels or more with a cheap epilogue. There the planes compute a
+// position for every column of the padded row (a 7x7 map's 49 pixels take
+// 80 under 5x5, 64 under 3x3) and nearly every tap's load splits a cache
+// line; the channel vectors pay two transposes per element instead, which
+// the taps of larger maps and of strided convs (four input pixels
+// transposed per output) do not repay, nor, on 14x14 under 5x5, a
+// x * sigmoid(x) epilogue (evaluated for a whole run of pixels before its
+// transpose) or fewer channels (a tail block of masked transposes). Zen 5,
+// 1 thread, planes against channel vectors (bench/binary_ab.py --profile
+// over 25 corpus models' 190 such groups): MNASNet's 5x5 over 576 channels
+// on 7x7 0.025 against 0.015 ms, EfficientNet-B0's 3x3 over 1152 on 7x7
+// under x * sigmoid(x) 0.049 against 0.024, NASNet's 3x3 over 176 on 7x7
+// (no bias) 0.004 against 0.003; on 14x14 5x5 over 240 under a Relu 0.027
+// against 0.019 (MNASNet), ConvNeXt's 7x7 over 160 0.030 against 0.020;
+// and where the planes stay: 5x5 on 14x14 over 480 under x * sigmoid(x)
+// 0.053 against 0.057, over 88 channels 0.008 against 0.009; MNASNet's
+// 3x3 over 240 on 14x14, 2 groups, 0.008 against 0.011, 5x5 over 72 on
+// 28x28, 2 groups, 0.036 against 0.050; stride 2 onto 7x7 and 14x14, 5x5
+// over 144 and 48, 0.020 against 0.022 and 0.023 against 0.029
+// (bench/schedule_ab.py --profile).
+bool DepthwiseChannelsPay(const Graph& g, const ConvForm& f, const CpuTarget& target) {
+  const WindowGeometry& s = f.geo;
+  if (!IsDepthwise(f) || target.FloatLanes() != 16 || s.sh != 1 || s.sw != 1) return false;
+  const int64_t taps = s.kh * s.kw;
+  if (s.oh <= 7 && s.ow <= 7) return taps >= 4;
+  return s.ow <= 14 && (taps >= 49 || (taps >= 25 && f.group >= 96 && CheapEpilogue(g, f)));
+}
+
 // Whether a stride-2 depthwise conv's default is the direct variant (input
 // rows staged per task, each de-interleaved once) rather than planes or
 // rows: onto output rows of 28 columns or more. Zen 3, 1 thread, in the
@@ -1134,11 +1193,18 @@ ScheduleConfig Default(const Graph& g, const CpuTarget& target) {
   // Depthwise: the row variant where DepthwiseRowsPay, at the target's
   // widest vector, DepthwiseAccumulators vectors a block at stride 1 (as
   // many as the row has) and 1 at stride 2; else the plane variant.
-  const int64_t want_dw = f.ok() && IsDepthwise(*f) && DepthwiseRowsPay(g, *f, target) ? 2 : 1;
+  const int64_t want_dw = !f.ok() || !IsDepthwise(*f)           ? 1
+                         : DepthwiseChannelsPay(g, *f, target)    ? 3
+                         : DepthwiseRowsPay(g, *f, target)        ? 2
+                                                                  : 1;
   const int64_t depthwise_ur = f.ok() ? DepthwiseAccumulators(*f, target) : 4;
   auto dw_score = [&](const ScheduleConfig& c) {
     const int64_t dw = c.Get("dw", 0);
     if (dw == 0) return std::make_tuple(int64_t{0}, false, false, int64_t{0}, int64_t{0});
+    if (dw == 3) {  // a block of channels a task (the most tasks), a row's pixels a block, up to 8
+      return std::make_tuple(int64_t{dw == want_dw ? 2 : 0}, true, true, -c.Get("rows", 1),
+                             -std::abs(c.Get("ur", 1) - std::min<int64_t>(f->geo.ow, 8)));
+    }
     if (dw == 2) {
       const int64_t want_ur = f->geo.sw == 1 ? std::min(depthwise_ur, CeilDiv(f->geo.ow, c.Get("vw", 1))) : 1;
       return std::make_tuple(int64_t{dw == want_dw ? 2 : 1}, true, c.Get("vw", 1) == target.FloatLanes(), int64_t{0},
@@ -1681,6 +1747,24 @@ absl::StatusOr<LoopFunc> LowerDepthwise(const Graph& g, const ConvForm& f, const
   return LoopFunc{"conv", args, For("t_", I(tasks), body, ForKind::kParallel)};
 }
 
+// Depthwise channel-vector variant (depthwise_channels.h): a task is
+// (image, `rows` blocks of vw channels).
+absl::StatusOr<LoopFunc> LowerDepthwiseChannelVectors(const Graph& g, const ConvForm& f, const Knobs& kn) {
+  const WindowGeometry& s = f.geo;
+  const int64_t blocks = CeilDiv(f.group, kn.vw), tasks = s.n * (blocks / kn.rows);
+  GraphExpr ge(g);
+  const std::vector<Buffer>& args = ge.args();
+  const ConvBuffers bufs = BindConvBuffers(g, f, ge);
+  Expr c0 = Mul(Add(Mul(Var("bufs"), I(kn.rows)), Var("c_")), I(kn.vw));
+  ASSIGN_OR_RETURN(DepthwiseChannels dc, LowerDepthwiseChannels(g, ge, f.conv->output(0), bufs.outs, s, bufs.x, bufs.w,
+                                                                bufs.bias, Var("n_"), c0, kn.vw, kn.ur));
+  Stmt per_block = dc.tail ? IfThen(Le(Add(c0, I(kn.vw)), I(s.c)), dc.full, dc.tail) : dc.full;
+  Stmt body = Block({dc.zero, For("c_", I(kn.rows), per_block)});
+  body = Allocate(dc.wt, Allocate(dc.xc, Allocate(dc.xt, Allocate(dc.yt, body))));
+  body = LetStmt("n_", Div(Var("t_"), I(blocks / kn.rows)), LetStmt("bufs", Mod(Var("t_"), I(blocks / kn.rows)), body));
+  return LoopFunc{"conv", args, For("t_", I(tasks), body, ForKind::kParallel)};
+}
+
 // Whether output columns [ow0, ow0 + px) read only input columns inside the
 // row: from ow0*sw - pl to (ow0 + px - 1)*sw + (kw - 1)*dw - pl.
 bool ColumnsInside(const WindowGeometry& s, int64_t ow0, int64_t px) {
@@ -1934,6 +2018,7 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   Knobs kn = KnobsOf(config);
   RETURN_IF_ERROR(CheckKnobs(f, kn, target));
   if (kn.kv != 0) return LowerChannelVector(g, f, kn);
+  if (kn.dw == 3) return LowerDepthwiseChannelVectors(g, f, kn);
   if (kn.dw == 2) return LowerDepthwiseRows(g, f, kn);
   if (kn.dw != 0) return LowerDepthwise(g, f, kn);
   if (kn.pw != 0) return LowerPointwise(g, f, kn, target);

@@ -247,5 +247,26 @@ TEST(ObjectEmitter, WinogradOutputWritesTileRowsAsContiguousVectors) {
   EXPECT_NE(text->find("vpermt2ps"), std::string::npos) << *text;  // the interleave
 }
 
+// A depthwise conv onto a 7x7 map defaults, on a 16-lane target, to the
+// channel-vector variant, whose transposes in and out of the NCHW planes are
+// shuffles and contiguous vectors: no scatter (MNASNet's 5x5 over 576
+// channels); only the weights are gathered, once per block.
+TEST(ObjectEmitter, DepthwiseChannelVectorsTransposeByShuffles) {
+  absl::StatusOr<CpuTarget> target = CpuTarget::Named("sapphirerapids");
+  ASSERT_TRUE(target.ok()) << target.status();
+  auto dw = MakeWorkload("Conv", {{1, 64, 7, 7}, {64, 1, 5, 5}, {64}}, {1, 64, 7, 7},
+                         {{"group", int64_t{64}},
+                          {"kernel_shape", std::vector<int64_t>{5, 5}},
+                          {"pads", std::vector<int64_t>{2, 2, 2, 2}}});
+  ScheduleConfig c = DefaultSchedule(*dw, *target);
+  ASSERT_EQ(c.Get("dw", 0), 3) << c.ToString();
+  auto text = CompileToAssembly({{dw.get(), c, "k_dw"}}, *target);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(text->find("vscatter"), std::string::npos) << *text;
+  EXPECT_NE(text->find("vpermt2ps"), std::string::npos) << *text;
+  const InnerLoopCounts counts = CountInnerLoops(*text);
+  EXPECT_GE(counts.multiply_adds, 25) << *text;
+}
+
 }  // namespace
 }  // namespace kiln

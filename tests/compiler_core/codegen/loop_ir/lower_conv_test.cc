@@ -328,7 +328,9 @@ TEST(ConvLoweringTest, DepthwisePlaneVariantEveryPoint) {
     auto g = ConvGraph(c.x, c.x[1], c.kernel, c.strides, c.pads, c.dil, c.x[1]);
     std::vector<ScheduleConfig> dw = PlanePoints(*g, target);
     ASSERT_FALSE(dw.empty()) << g->ToText();
-    EXPECT_EQ(DefaultSchedule(*g, target).Get("dw", 0), 1) << g->ToText();
+    // The 7x7 map takes the channel vectors on 16-lane targets (DepthwiseChannelsPay).
+    const int64_t want = target.FloatLanes() == 16 && c.x[2] == 7 ? 3 : 1;
+    EXPECT_EQ(DefaultSchedule(*g, target).Get("dw", 0), want) << g->ToText();
     CheckConv(*g, dw);
   }
   // Channel multipliers (two outputs per input channel) keep the row variant.
@@ -550,6 +552,59 @@ TEST(ConvLoweringTest, DepthwisePlaneVariantEpilogue) {
   Value* hs = b.Op("HardSwish", {c});
   auto g = b.Finish({clip, hs});
   CheckConv(*g, PlanePoints(*g, target));
+}
+
+// The channel-vector variant (dw=3) at every point of its space: channel
+// counts with and without a tail block (fewer channels than lanes among
+// them), strides (incl. unequal), asymmetric pads, dilation, 5x5 and 3x5
+// windows, two images, maps whose pixels fill no whole vector; epilogues
+// with two outputs and a residual (each pixel's stores stay a transpose
+// group only with one output).
+TEST(ConvLoweringTest, DepthwiseChannelVariantEveryPoint) {
+  CpuTarget target = CpuTarget::Host();
+  auto points = [&](const Graph& g) {
+    std::vector<ScheduleConfig> out;
+    for (const ScheduleConfig& c : EnumerateSchedules(g, target)) {
+      if (c.Get("dw", 0) == 3) out.push_back(c);
+    }
+    return out;
+  };
+  const int64_t lanes = target.FloatLanes();
+  struct Case {
+    Ints x, kernel, strides, pads, dil;
+  };
+  for (const Case& c : std::vector<Case>{{{1, 2 * lanes, 7, 7}, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}},
+                                         {{2, lanes + 3, 9, 10}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+                                         {{1, 5, 6, 6}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+                                         {{1, 3 * lanes, 14, 14}, {3, 3}, {2, 1}, {0, 1, 2, 1}, {1, 1}},
+                                         {{1, lanes, 13, 11}, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}},
+                                         {{1, 2 * lanes - 1, 6, 20}, {3, 5}, {3, 2}, {1, 2, 1, 2}, {1, 1}}}) {
+    auto g = ConvGraph(c.x, c.x[1], c.kernel, c.strides, c.pads, c.dil, c.x[1]);
+    std::vector<ScheduleConfig> dw = points(*g);
+    ASSERT_FALSE(dw.empty()) << g->ToText();
+    CheckConv(*g, dw);
+  }
+  {
+    Builder b;
+    Value* x = b.Input({1, lanes + 2, 9, 9});
+    Value* w = b.Input({lanes + 2, 1, 3, 3});
+    Value* bias = b.Input({lanes + 2});
+    Value* c = b.Op("Conv", {x, w, bias}, ConvAttrs({3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, lanes + 2));
+    Value* clip = b.Op("Clip", {c}, {{"min", 0.0f}, {"max", 0.3f}});
+    Value* hs = b.Op("HardSwish", {c});
+    auto g = b.Finish({clip, hs});
+    CheckConv(*g, points(*g));
+  }
+  {
+    Builder b;
+    Value* x = b.Input({1, 2 * lanes, 7, 7});
+    Value* w = b.Input({2 * lanes, 1, 3, 3});
+    Value* r = b.Input({1, 2 * lanes, 7, 7});
+    Value* c = b.Op("Conv", {x, w}, ConvAttrs({3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2 * lanes));
+    Value* relu = b.Op("Relu", {b.Op("Add", {c, r})});
+    auto g = b.Finish({relu});
+    CheckConv(*g, points(*g));
+  }
 }
 
 TEST(ConvLoweringTest, PointwiseVariantOddSizes) {
@@ -1250,6 +1305,13 @@ TEST(ConvLoweringTest, DepthwiseDefaultComputesFewPositions) {
   if (target.FloatLanes() < 8) GTEST_SKIP() << "host vectors hold fewer than 8 floats";
   auto g = ConvGraph({1, 32, 7, 7}, 32, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 32);
   ScheduleConfig d = DefaultSchedule(*g, target);
+  if (target.FloatLanes() == 16) {
+    // 16-lane targets take the channel vectors there: 7 pixels a block, a
+    // block of channels a task (DepthwiseChannelsPay).
+    EXPECT_EQ(d.ToString(), "dw=3,kb=1,rows=1,ur=7,vw=16");
+    CheckConv(*g, {d});
+    return;  // the plane variant's defaults below are those of 8-lane targets
+  }
   EXPECT_EQ(d.Get("dw", 0), 1) << d.ToString();
   // 80 positions: 8 lanes by 5 twice where 512-bit operations run in
   // halves or vectors hold 8 floats (not 4 lanes by 4 five times: each

@@ -402,5 +402,52 @@ TEST(LoopIrLoweringTest, StoresFillingStridedRunsWriteContiguousVectors) {
   }
 }
 
+// One store per lane at a lane stride past 8 is a transpose: lane l's run of
+// `lanes` elements (store j's lane l at l * stride + j) becomes one vector,
+// by a network of two-vector shuffles. 16 lanes at stride 16 (one span: the
+// depthwise channel-vector variant's input transpose) and 8 lanes at
+// stride 13 (runs apart: its stores to the output planes), stores out of
+// order, the last ones guarded: no scatters, the elements between the runs
+// untouched.
+TEST(LoopIrLoweringTest, StoresOnePerLaneAtWideStridesAreTransposes) {
+  using namespace loop_ir;  // NOLINT: IR builders
+  const CpuTarget host = CpuTarget::Host();
+  struct Case {
+    int64_t lanes, stride, limit;  // stores j >= limit are guarded off in lanes >= 2
+  };
+  for (const Case& c : {Case{16, 16, 16}, Case{8, 13, 6}}) {
+    SCOPED_TRACE(absl::StrCat(c.lanes, " lanes, stride ", c.stride));
+    const int64_t n = c.lanes * c.stride;
+    Buffer in = MakeBuffer("in0", {c.lanes * c.lanes}, BufferRole::kInput, 0);
+    Buffer out = MakeBuffer("out0", {n}, BufferRole::kOutput, 1);
+    Expr v = Var("v");
+    std::vector<Stmt> stores;
+    for (int64_t k = 0; k < c.lanes; ++k) {
+      const int64_t j = (k * 5 + 3) % c.lanes;  // a permutation of 0..lanes-1
+      Stmt store = Store(out, Add(Mul(v, IntImm(c.stride)), IntImm(j)), Load(in, Add(Mul(IntImm(j), IntImm(c.lanes)), v)));
+      stores.push_back(j >= c.limit ? IfThen(Lt(v, IntImm(2)), store) : store);
+    }
+    LoopFunc f{"k", {in, out}, For("v", IntImm(c.lanes), Block(stores), ForKind::kVectorized)};
+    auto text = LowerToLlvmText(f, host);
+    ASSERT_TRUE(text.ok()) << text.status();
+    EXPECT_EQ(Occurrences(*text, "call void @llvm.masked.scatter"), 0) << *text;
+    EXPECT_GE(Occurrences(*text, "shufflevector"), c.lanes) << *text;
+    auto kernel = JitCompile(f, host);
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    std::vector<float> x(c.lanes * c.lanes), y(n, -1.0f);
+    for (size_t e = 0; e < x.size(); ++e) x[e] = static_cast<float>(100 + e);
+    std::vector<float> want = y;
+    for (int64_t j = 0; j < c.lanes; ++j) {
+      for (int64_t l = 0; l < c.lanes; ++l) {
+        if (j >= c.limit && l >= 2) continue;
+        want[l * c.stride + j] = x[j * c.lanes + l];
+      }
+    }
+    void* args[] = {x.data(), y.data()};
+    (*kernel)->Run(args, 0, (*kernel)->num_tasks());
+    EXPECT_EQ(y, want);
+  }
+}
+
 }  // namespace
 }  // namespace kiln
