@@ -1013,10 +1013,12 @@ class Lowerer {
   // channel-vector groups of 25 corpus models 1.04x summed over the zip
   // network (0.95-1.26 a model; bench/binary_ab.py --profile --groups).
   std::vector<Value*> Transpose16(std::vector<Value*> r) {
-    auto mask = [](const std::function<std::vector<int>(int)>& per_lane) {
+    // Element 4k + o of each 128-bit lane k (o from 16 on: of the second
+    // source), and whole 128-bit lanes of the two sources' eight.
+    auto in_lanes = [](std::initializer_list<int> o) {
       std::vector<int> m;
       for (int k = 0; k < 4; ++k) {
-        for (int e : per_lane(k)) m.push_back(e);
+        for (int e : o) m.push_back(4 * k + e);
       }
       return m;
     };
@@ -1027,12 +1029,8 @@ class Lowerer {
       }
       return m;
     };
-    const std::vector<int> unpack_lo = mask([](int k) { return std::vector<int>{4 * k, 16 + 4 * k, 4 * k + 1, 17 + 4 * k}; });
-    const std::vector<int> unpack_hi =
-        mask([](int k) { return std::vector<int>{4 * k + 2, 18 + 4 * k, 4 * k + 3, 19 + 4 * k}; });
-    const std::vector<int> pairs_lo = mask([](int k) { return std::vector<int>{4 * k, 4 * k + 1, 16 + 4 * k, 17 + 4 * k}; });
-    const std::vector<int> pairs_hi =
-        mask([](int k) { return std::vector<int>{4 * k + 2, 4 * k + 3, 18 + 4 * k, 19 + 4 * k}; });
+    const std::vector<int> unpack_lo = in_lanes({0, 16, 1, 17}), unpack_hi = in_lanes({2, 18, 3, 19});
+    const std::vector<int> pairs_lo = in_lanes({0, 1, 16, 17}), pairs_hi = in_lanes({2, 3, 18, 19});
     const std::vector<int> even = blocks({0, 2, 4, 6}), odd = blocks({1, 3, 5, 7});
     auto shuffle = [&](Value* a, Value* b, const std::vector<int>& m) { return b_.CreateShuffleVector(a, b, m); };
     std::vector<Value*> t(16), u(16), w(16), out(16);
