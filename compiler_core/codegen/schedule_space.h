@@ -154,7 +154,10 @@ namespace kiln {
 // 2048: depthwise convs gain the channel-vector variant (dw=3), the default
 // at stride 1 onto small maps on 16-lane targets; store groups at lane
 // strides past 8 are transposes by shuffles (no scatters).
-inline constexpr int kScheduleSpaceVersion = 2048;
+// 2049: the channel-vector variant is also the default onto rows of up to
+// 12 columns under 3x3 windows and of 16 to 24 under 5x5 or wider, unless
+// the epilogue reads a map-sized operand.
+inline constexpr int kScheduleSpaceVersion = 2049;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -993,6 +993,20 @@ bool CheapEpilogue(const Graph& g, const ConvForm& f) {
                      [&](const auto& n) { return n.get() == f.conv || kCheap.count(n->op_type()) != 0; });
 }
 
+// Whether the epilogue reads a tensor of more than one value per output
+// channel (a residual, a map-sized operand): after the channel-vector
+// variant's output transpose, such an operand is read one lane at a time.
+bool EpilogueReadsMaps(const Graph& g, const ConvForm& f) {
+  for (const auto& n : g.nodes()) {
+    if (n.get() == f.conv) continue;
+    for (const Value* v : n->inputs()) {
+      if (v == nullptr || v->producer() != nullptr || !v->type().IsStatic()) continue;
+      if (NumElements(v->type().StaticDims()) > f.k) return true;
+    }
+  }
+  return false;
+}
+
 // Whether a depthwise conv's default is the row variant (dw=2) rather than
 // the plane variant (dw=1): output rows of 4 of the target's vectors or
 // more, at stride 1 or at stride 2 with windows of up to 3 columns. Zen 3,
@@ -1020,9 +1034,12 @@ bool DepthwiseRowsPay(const Graph& g, const ConvForm& f, const CpuTarget& target
 
 // Whether a depthwise conv's default is the channel-vector variant (dw=3,
 // depthwise_channels.h) rather than planes or rows, on 16-lane targets at
-// stride 1: onto maps of 7x7 or less (windows of 2x2 or more), and onto
-// rows of 14 columns or less under 7x7 windows or wider, or under 5x5 over
-// 96 channels or more with a cheap epilogue. There the planes compute a
+// stride 1: onto maps of 7x7 or less (windows of 2x2 or more), onto rows
+// of 12 columns or less under 3x3 windows or wider, onto rows of 16 to 24
+// columns under 5x5 or wider, and onto rows of 14 columns under 7x7 or
+// wider, or under 5x5 over 96 channels or more with a cheap epilogue; the
+// rows of 8 columns or more only where the epilogue reads no map-sized
+// operand (EpilogueReadsMaps). There the planes compute a
 // position for every column of the padded row (a 7x7 map's 49 pixels take
 // 80 under 5x5, 64 under 3x3) and nearly every tap's load splits a cache
 // line; the channel vectors pay two transposes per element instead, which
@@ -1041,12 +1058,33 @@ bool DepthwiseRowsPay(const Graph& g, const ConvForm& f, const CpuTarget& target
 // 3x3 over 240 on 14x14, 2 groups, 0.008 against 0.011, 5x5 over 72 on
 // 28x28, 2 groups, 0.036 against 0.050; stride 2 onto 7x7 and 14x14, 5x5
 // over 144 and 48, 0.020 against 0.022 and 0.023 against 0.029
-// (bench/schedule_ab.py --profile).
+// (bench/schedule_ab.py --profile). Rows of 8 to 12 columns under 3x3:
+// each channel's plane is a few vectors, its copy and padding cost more than
+// its taps (Zen 5, 1 thread, 6 chained convs under a Relu, planes against
+// channel vectors: 256 channels on 8x8 0.040 against 0.018 ms, on 10x10
+// 0.088 against 0.029, on 11x11 0.056 against 0.037, 1024 on 10x10 0.342
+// against 0.122 (ORT 0.141), 576 on 12x12 0.240 against 0.093; 240 on 10x10
+// under x * sigmoid(x) 0.247 against 0.046; on 13x13 0.053 against 0.051, on
+// 14x14 to 16x16 and 20x20 and 24x24 the planes win by 10-20%). Under 5x5:
+// 256 on 16x16 0.168 against 0.145, 20x20 0.284 against 0.236, 24x24 0.421
+// against 0.371, 28x28 0.403 against 0.523; 672 on 20x20 under x *
+// sigmoid(x) 1.000 against 0.793; 7x7 over 128 on 20x20 0.293 against
+// 0.214. In the corpus (bench/binary_ab.py --changed, 10 models, 58
+// groups): Xception-41's 3x3 on 10x10 over 1024 and 1536 channels 0.260
+// against 0.123 ms, keras Xception's 26 over 728 on 10x10 0.674 against
+// 0.571, keras MobileNetV2's 6 over 288 and 432 on 10x10 0.104 against
+// 0.053, MobileNetV3-Large's 5x5 over 672 and 960 on 16x16 (DeepLabV3,
+// LR-ASPP) 0.386 against 0.334, FastViT's 7x7 over 192 on 16x16 0.050
+// against 0.035;
+// but FastViT's 3x3 over 384 on 8x8, whose epilogue subtracts a map and
+// adds the conv's input, 0.012 against 0.018.
 bool DepthwiseChannelsPay(const Graph& g, const ConvForm& f, const CpuTarget& target) {
   const WindowGeometry& s = f.geo;
   if (!IsDepthwise(f) || target.FloatLanes() != 16 || s.sh != 1 || s.sw != 1) return false;
   const int64_t taps = s.kh * s.kw;
   if (s.oh <= 7 && s.ow <= 7) return taps >= 4;
+  if (s.ow <= 12) return taps >= 9 && !EpilogueReadsMaps(g, f);
+  if (s.ow >= 16 && s.ow <= 24) return taps >= 25 && !EpilogueReadsMaps(g, f);
   return s.ow <= 14 && (taps >= 49 || (taps >= 25 && f.group >= 96 && CheapEpilogue(g, f)));
 }
 

@@ -1328,6 +1328,37 @@ TEST(ConvLoweringTest, DepthwiseDefaultComputesFewPositions) {
   EXPECT_EQ(DefaultSchedule(*wide, target).Get("vw", 1), target.FloatLanes());
 }
 
+// On 16-lane targets the depthwise default takes the channel vectors (dw=3)
+// onto rows of up to 12 columns under 3x3, and of 16 to 24 under 5x5 or
+// wider; not onto 14 columns under 3x3, nor under an epilogue that reads a
+// map-sized operand (a residual, read one lane at a time after the output
+// transpose). Every default matches the interpreter.
+TEST(ConvLoweringTest, DepthwiseChannelVectorsTakeSmallRowsAndWideWindows) {
+  for (const char* cpu : {"znver5", "sapphirerapids"}) {
+    absl::StatusOr<CpuTarget> target = CpuTarget::Named(cpu);
+    ASSERT_TRUE(target.ok()) << target.status();
+    auto dw_of = [&](const Graph& g) { return DefaultSchedule(g, *target).Get("dw", 0); };
+    for (const auto& [c, hw, kernel, want] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>{
+             {32, 8, 3, 3}, {48, 10, 3, 3}, {16, 12, 3, 3}, {32, 14, 3, 1}, {32, 20, 5, 3}, {16, 24, 7, 3}}) {
+      auto g = ConvGraph({1, c, hw, hw}, c, {kernel, kernel}, {1, 1}, {kernel / 2, kernel / 2, kernel / 2, kernel / 2},
+                         {1, 1}, c);
+      EXPECT_EQ(dw_of(*g) == 3, want == 3) << cpu << " " << kernel << "x" << kernel << " over " << c << " on " << hw
+                                           << ": " << DefaultSchedule(*g, *target).ToString();
+    }
+    Builder b;
+    Value* x = b.Input({1, 32, 10, 10});
+    Value* w = b.Input({32, 1, 3, 3});
+    Value* y = b.Op("Conv", {x, w}, ConvAttrs({3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 32));
+    auto residual = b.Finish({b.Op("Add", {y, x})});
+    EXPECT_NE(dw_of(*residual), 3) << cpu;
+  }
+  CpuTarget host = CpuTarget::Host();
+  auto g = ConvGraph({1, 40, 10, 10}, 40, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 40);
+  CheckConv(*g, {DefaultSchedule(*g, host)});
+  auto wide = ConvGraph({1, 24, 18, 18}, 24, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 24);
+  CheckConv(*wide, {DefaultSchedule(*wide, host)});
+}
+
 // A small map has fewer pixel blocks than tasks wanted: the space splits the
 // output-channel blocks (ks), uneven splits included, and the default takes
 // the fewest splits that make 4 tasks.
