@@ -156,7 +156,8 @@ namespace kiln {
 // strides past 8 are transposes by shuffles (no scatters).
 // 2049: the channel-vector variant is also the default onto rows of up to
 // 12 columns under 3x3 windows and of 16 to 24 under 5x5 or wider, unless
-// the epilogue reads a map-sized operand.
+// the epilogue reads a map-sized operand; at stride 2 the row variant (dw=2)
+// is the default onto rows of 32 columns or more on every target.
 inline constexpr int kScheduleSpaceVersion = 2049;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",

@@ -1009,7 +1009,8 @@ bool EpilogueReadsMaps(const Graph& g, const ConvForm& f) {
 
 // Whether a depthwise conv's default is the row variant (dw=2) rather than
 // the plane variant (dw=1): output rows of 4 of the target's vectors or
-// more, at stride 1 or at stride 2 with windows of up to 3 columns. Zen 3,
+// more at stride 1, of 32 columns or more at stride 2 with windows of up to
+// 3 columns. Zen 3,
 // 1 thread, in place against planes: 3x3 over 16 and 32 channels on
 // 112x112 0.072 against 0.127 ms and 0.144 against 0.246, over 96 on 56x56
 // 0.094 against 0.175; 7x7 over 40 on 56x56 (ConvNeXt) 0.264 against 0.488;
@@ -1026,10 +1027,16 @@ bool EpilogueReadsMaps(const Graph& g, const ConvForm& f) {
 // EfficientNet-B0's: 0.50 ms in rows, 0.39 in planes; under Clip,
 // MobileNetV2's: 0.27 against 0.38; at stride 1 under x * sigmoid(x) the
 // two are within 15%, rows ahead). On AVX2 the direct variant takes such
-// stride-2 convs first (DepthwiseDirectPays).
+// stride-2 convs first (DepthwiseDirectPays). At stride 2 the rows need
+// 32 output columns, not 4 vectors, where vectors hold 16 floats (Zen 5, 1
+// thread, bench/binary_ab.py --changed, planes against rows: Xception-41's
+// 3x3 over 256 onto 38x38 0.193 against 0.149 ms, GhostNet's 2 groups 0.114
+// against 0.069, MobileNetV3-Small's onto 56x56 0.025 against 0.016; onto
+// 28x28 the two are even, 0.115 against 0.114 for four 3x3 over 96).
 bool DepthwiseRowsPay(const Graph& g, const ConvForm& f, const CpuTarget& target) {
-  const bool stride2_pays = f.geo.sw == 2 && f.geo.kw <= 3 && CheapEpilogue(g, f);
-  return !f.geo.three_d && (f.geo.sw == 1 || stride2_pays) && f.geo.ow >= 4 * target.FloatLanes();
+  if (f.geo.three_d) return false;
+  if (f.geo.sw == 2) return f.geo.kw <= 3 && CheapEpilogue(g, f) && f.geo.ow >= 32;
+  return f.geo.sw == 1 && f.geo.ow >= 4 * target.FloatLanes();
 }
 
 // Whether a depthwise conv's default is the channel-vector variant (dw=3,

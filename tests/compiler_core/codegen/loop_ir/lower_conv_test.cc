@@ -406,6 +406,14 @@ TEST(ConvLoweringTest, DepthwiseRowVariantReadsTheInputInPlace) {
   ScheduleConfig d2 = DefaultSchedule(*wide2, *zen4);
   EXPECT_EQ(d2.Get("dw", 0), 2) << d2.ToString();
   EXPECT_EQ(d2.Get("ur", 0), 1) << d2.ToString();
+  // Rows of 32 columns or more at stride 2, however wide the vectors (2.3
+  // vectors of 16: Xception's onto 38), planes below.
+  absl::StatusOr<CpuTarget> zen5 = CpuTarget::Named("znver5");
+  ASSERT_TRUE(zen5.ok());
+  auto onto37 = ConvGraph({1, 16, 12, 74}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Relu");
+  EXPECT_EQ(DefaultSchedule(*onto37, *zen5).Get("dw", 0), 2) << DefaultSchedule(*onto37, *zen5).ToString();
+  auto onto28 = ConvGraph({1, 16, 12, 56}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Relu");
+  EXPECT_EQ(DefaultSchedule(*onto28, *zen5).Get("dw", 0), 1) << DefaultSchedule(*onto28, *zen5).ToString();
   auto relu2 = ConvGraph({1, 16, 12, 128}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Relu");
   EXPECT_EQ(DefaultSchedule(*relu2, *zen4).Get("dw", 0), 2);
   auto sigmoid2 = ConvGraph({1, 16, 12, 128}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Sigmoid");
