@@ -157,7 +157,8 @@ namespace kiln {
 // 2049: the channel-vector variant is also the default onto rows of up to
 // 12 columns under 3x3 windows and of 16 to 24 under 5x5 or wider, unless
 // the epilogue reads a map-sized operand; at stride 2 the row variant (dw=2)
-// is the default onto rows of 32 columns or more on every target.
+// is the default onto rows of 32 columns or more on every target, at stride
+// 1 under 3x3 onto rows of 48 or more.
 inline constexpr int kScheduleSpaceVersion = 2049;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",

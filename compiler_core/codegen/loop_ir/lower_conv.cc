@@ -1009,8 +1009,8 @@ bool EpilogueReadsMaps(const Graph& g, const ConvForm& f) {
 
 // Whether a depthwise conv's default is the row variant (dw=2) rather than
 // the plane variant (dw=1): output rows of 4 of the target's vectors or
-// more at stride 1, of 32 columns or more at stride 2 with windows of up to
-// 3 columns. Zen 3,
+// more at stride 1 (or of 48 columns under windows of up to 3 columns), of
+// 32 columns or more at stride 2 with windows of up to 3 columns. Zen 3,
 // 1 thread, in place against planes: 3x3 over 16 and 32 channels on
 // 112x112 0.072 against 0.127 ms and 0.144 against 0.246, over 96 on 56x56
 // 0.094 against 0.175; 7x7 over 40 on 56x56 (ConvNeXt) 0.264 against 0.488;
@@ -1032,11 +1032,17 @@ bool EpilogueReadsMaps(const Graph& g, const ConvForm& f) {
 // thread, bench/binary_ab.py --changed, planes against rows: Xception-41's
 // 3x3 over 256 onto 38x38 0.193 against 0.149 ms, GhostNet's 2 groups 0.114
 // against 0.069, MobileNetV3-Small's onto 56x56 0.025 against 0.016; onto
-// 28x28 the two are even, 0.115 against 0.114 for four 3x3 over 96).
+// 28x28 the two are even, 0.115 against 0.114 for four 3x3 over 96). At
+// stride 1 under 3x3, rows of 48 columns or more (three vectors of 16; six
+// chained convs, planes against rows: 64 channels on 48x48 0.171 against
+// 0.145 ms, 48 on 56x56 0.197 against 0.171, 72 on 56x56 0.295 against
+// 0.231, ORT 0.164, 0.157, 0.278; on 40x40 0.296 against 0.276, on 38x38
+// 0.470 against 0.530, on 28x28 0.119 against 0.145); under 5x5 on 56x56
+// the planes stay ahead (32 channels, 0.266 against 0.319).
 bool DepthwiseRowsPay(const Graph& g, const ConvForm& f, const CpuTarget& target) {
   if (f.geo.three_d) return false;
   if (f.geo.sw == 2) return f.geo.kw <= 3 && CheapEpilogue(g, f) && f.geo.ow >= 32;
-  return f.geo.sw == 1 && f.geo.ow >= 4 * target.FloatLanes();
+  return f.geo.sw == 1 && (f.geo.ow >= 4 * target.FloatLanes() || (f.geo.kw <= 3 && f.geo.ow >= 48));
 }
 
 // Whether a depthwise conv's default is the channel-vector variant (dw=3,

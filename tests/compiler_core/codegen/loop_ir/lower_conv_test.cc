@@ -414,6 +414,14 @@ TEST(ConvLoweringTest, DepthwiseRowVariantReadsTheInputInPlace) {
   EXPECT_EQ(DefaultSchedule(*onto37, *zen5).Get("dw", 0), 2) << DefaultSchedule(*onto37, *zen5).ToString();
   auto onto28 = ConvGraph({1, 16, 12, 56}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Relu");
   EXPECT_EQ(DefaultSchedule(*onto28, *zen5).Get("dw", 0), 1) << DefaultSchedule(*onto28, *zen5).ToString();
+  // At stride 1 under 3x3, rows of 48 columns or more on 16 lanes (three
+  // vectors), planes below; under 5x5 the 4 vectors still.
+  auto s1onto56 = ConvGraph({1, 16, 12, 56}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16, true, "Relu");
+  EXPECT_EQ(DefaultSchedule(*s1onto56, *zen5).Get("dw", 0), 2) << DefaultSchedule(*s1onto56, *zen5).ToString();
+  auto s1onto40 = ConvGraph({1, 16, 12, 40}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16, true, "Relu");
+  EXPECT_EQ(DefaultSchedule(*s1onto40, *zen5).Get("dw", 0), 1) << DefaultSchedule(*s1onto40, *zen5).ToString();
+  auto s1five = ConvGraph({1, 16, 12, 56}, 16, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 16, true, "Relu");
+  EXPECT_EQ(DefaultSchedule(*s1five, *zen5).Get("dw", 0), 1) << DefaultSchedule(*s1five, *zen5).ToString();
   auto relu2 = ConvGraph({1, 16, 12, 128}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Relu");
   EXPECT_EQ(DefaultSchedule(*relu2, *zen4).Get("dw", 0), 2);
   auto sigmoid2 = ConvGraph({1, 16, 12, 128}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Sigmoid");
