@@ -1050,8 +1050,8 @@ bool DepthwiseRowsPay(const Graph& g, const ConvForm& f, const CpuTarget& target
 // stride 1: onto maps of 7x7 or less (windows of 2x2 or more), onto rows
 // of 12 columns or less under 3x3 windows or wider, onto rows of 16 to 24
 // columns under 5x5 or wider, and onto rows of 14 columns under 7x7 or
-// wider, or under 5x5 over 96 channels or more with a cheap epilogue; the
-// rows of 8 columns or more only where the epilogue reads no map-sized
+// wider, or under 5x5 over 96 channels or more with a cheap epilogue; past
+// maps of 7x7, the first two only where the epilogue reads no map-sized
 // operand (EpilogueReadsMaps). There the planes compute a
 // position for every column of the padded row (a 7x7 map's 49 pixels take
 // 80 under 5x5, 64 under 3x3) and nearly every tap's load splits a cache
@@ -1088,9 +1088,8 @@ bool DepthwiseRowsPay(const Graph& g, const ConvForm& f, const CpuTarget& target
 // 0.571, keras MobileNetV2's 6 over 288 and 432 on 10x10 0.104 against
 // 0.053, MobileNetV3-Large's 5x5 over 672 and 960 on 16x16 (DeepLabV3,
 // LR-ASPP) 0.386 against 0.334, FastViT's 7x7 over 192 on 16x16 0.050
-// against 0.035;
-// but FastViT's 3x3 over 384 on 8x8, whose epilogue subtracts a map and
-// adds the conv's input, 0.012 against 0.018.
+// against 0.035; but FastViT's 3x3 over 384 on 8x8, whose epilogue
+// subtracts a map and adds the conv's input, 0.012 against 0.018.
 bool DepthwiseChannelsPay(const Graph& g, const ConvForm& f, const CpuTarget& target) {
   const WindowGeometry& s = f.geo;
   if (!IsDepthwise(f) || target.FloatLanes() != 16 || s.sh != 1 || s.sw != 1) return false;
