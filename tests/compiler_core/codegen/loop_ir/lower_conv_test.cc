@@ -406,22 +406,20 @@ TEST(ConvLoweringTest, DepthwiseRowVariantReadsTheInputInPlace) {
   ScheduleConfig d2 = DefaultSchedule(*wide2, *zen4);
   EXPECT_EQ(d2.Get("dw", 0), 2) << d2.ToString();
   EXPECT_EQ(d2.Get("ur", 0), 1) << d2.ToString();
-  // Rows of 32 columns or more at stride 2, however wide the vectors (2.3
-  // vectors of 16: Xception's onto 38), planes below.
+  // On 16 lanes: rows of 32 columns or more at stride 2 (2.3 vectors:
+  // Xception's onto 38), of 48 or more at stride 1 under 3x3 (three
+  // vectors), of 4 vectors under 5x5; planes below.
   absl::StatusOr<CpuTarget> zen5 = CpuTarget::Named("znver5");
   ASSERT_TRUE(zen5.ok());
-  auto onto37 = ConvGraph({1, 16, 12, 74}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Relu");
-  EXPECT_EQ(DefaultSchedule(*onto37, *zen5).Get("dw", 0), 2) << DefaultSchedule(*onto37, *zen5).ToString();
-  auto onto28 = ConvGraph({1, 16, 12, 56}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Relu");
-  EXPECT_EQ(DefaultSchedule(*onto28, *zen5).Get("dw", 0), 1) << DefaultSchedule(*onto28, *zen5).ToString();
-  // At stride 1 under 3x3, rows of 48 columns or more on 16 lanes (three
-  // vectors), planes below; under 5x5 the 4 vectors still.
-  auto s1onto56 = ConvGraph({1, 16, 12, 56}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16, true, "Relu");
-  EXPECT_EQ(DefaultSchedule(*s1onto56, *zen5).Get("dw", 0), 2) << DefaultSchedule(*s1onto56, *zen5).ToString();
-  auto s1onto40 = ConvGraph({1, 16, 12, 40}, 16, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16, true, "Relu");
-  EXPECT_EQ(DefaultSchedule(*s1onto40, *zen5).Get("dw", 0), 1) << DefaultSchedule(*s1onto40, *zen5).ToString();
-  auto s1five = ConvGraph({1, 16, 12, 56}, 16, {5, 5}, {1, 1}, {2, 2, 2, 2}, {1, 1}, 16, true, "Relu");
-  EXPECT_EQ(DefaultSchedule(*s1five, *zen5).Get("dw", 0), 1) << DefaultSchedule(*s1five, *zen5).ToString();
+  for (const auto& [width, kernel, stride, want] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>{
+           {74, 3, 2, 2}, {56, 3, 2, 1}, {56, 3, 1, 2}, {40, 3, 1, 1}, {56, 5, 1, 1}}) {
+    const int64_t p = kernel / 2;
+    auto g = ConvGraph({1, 16, 12, width}, 16, {kernel, kernel}, {stride, stride}, {p, p, p, p}, {1, 1}, 16, true,
+                       "Relu");
+    const ScheduleConfig d = DefaultSchedule(*g, *zen5);
+    EXPECT_EQ(d.Get("dw", 0), want) << kernel << "x" << kernel << " stride " << stride << " over " << width
+                                    << " columns: " << d.ToString();
+  }
   auto relu2 = ConvGraph({1, 16, 12, 128}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Relu");
   EXPECT_EQ(DefaultSchedule(*relu2, *zen4).Get("dw", 0), 2);
   auto sigmoid2 = ConvGraph({1, 16, 12, 128}, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true, "Sigmoid");
