@@ -159,7 +159,10 @@ namespace kiln {
 // the epilogue reads a map-sized operand; at stride 2 the row variant (dw=2)
 // is the default onto rows of 32 columns or more on every target, at stride
 // 1 under 3x3 onto rows of 48 or more.
-inline constexpr int kScheduleSpaceVersion = 2049;
+// 2050: a matmul of more than 64 rows whose register block cuts no row
+// tasks that two threads share evenly defaults to a taller block whose tasks
+// do (65 rows: 12-row tasks of 12 x 2, not 32-row tasks of 8 x 2).
+inline constexpr int kScheduleSpaceVersion = 2050;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

@@ -365,8 +365,8 @@ TEST(MatMulBlocking, EvenShareOfTasks) {
 // Defaults split their tasks so that two threads share them evenly: ViT's
 // 197 rows in 8-row tasks (32-row tasks are 7, 4 against 3), a packed
 // GRU projection's 1536 columns in 8 blocks rather than 7, a classifier
-// head's 256 columns in two halves. The row tasks' kernel (a 5-row last
-// task) matches the reference.
+// head's 256 columns in two halves, ViT's 65 rows in 12-row blocks. The row
+// tasks' kernels (a 5-row last task) match the reference.
 TEST(MatMulBlocking, DefaultTasksShareEvenlyBetweenThreads) {
   absl::StatusOr<CpuTarget> avx512 = CpuTarget::Named("znver5");
   ASSERT_TRUE(avx512.ok());
@@ -387,7 +387,19 @@ TEST(MatMulBlocking, DefaultTasksShareEvenlyBetweenThreads) {
   d = DefaultSchedule(*head, *avx512);
   EXPECT_EQ(d.ToString(), "gv=2,ku=8,mr=1,nc=128,nr=1");
   EXPECT_EQ(tasks_of(*head, d), 2);
-  for (const Graph* g : {vit.get(), gru.get(), head.get()}) {
+  // ViT's 65 rows: no task size of 8-row blocks shares evenly (1-row tail);
+  // 12-row blocks do (36 rows against 29), as many accumulators or more.
+  auto vit65 = MakeWorkload("MatMul", {{65, 128}, {128, 256}}, {65, 256});
+  d = DefaultSchedule(*vit65, *avx512);
+  EXPECT_EQ(d.ToString(), "ku=1,mc=12,mr=12,nr=2");
+  EXPECT_EQ(tasks_of(*vit65, d), 6);
+  // No taller block fits 3 vectors of columns: 100 rows keep 8 x 3 (a
+  // shorter block would cost each thread more than the even share saves).
+  auto gru100 = MakeWorkload("MatMul", {{100, 256}, {256, 1536}}, {100, 1536});
+  d = DefaultSchedule(*gru100, *avx512);
+  EXPECT_EQ(d.Get("mr", 0), 8) << d.ToString();
+  EXPECT_EQ(d.Get("nr", 0), 3) << d.ToString();
+  for (const Graph* g : {vit.get(), gru.get(), head.get(), vit65.get(), gru100.get()}) {
     std::vector<ScheduleConfig> space = EnumerateSchedules(*g, *avx512);
     ScheduleConfig dflt = DefaultSchedule(*g, *avx512);
     EXPECT_NE(std::find(space.begin(), space.end(), dflt), space.end()) << dflt.ToString();
@@ -396,7 +408,7 @@ TEST(MatMulBlocking, DefaultTasksShareEvenlyBetweenThreads) {
   std::vector<std::vector<float>> in = {RandomData(m * k, 41), RandomData(k * n, 42)};
   auto g = MakeWorkload("MatMul", {{m, k}, {k, n}}, {m, n});
   Check(*g, in, Reference(in[0], in[1], nullptr, 1, m, n, k, false, false), k,
-        {"ku=1,mc=8,mr=8,nr=3", "ku=1,mc=16,mr=8,nr=2", "ku=4,mc=6,mr=6,nr=2"});
+        {"ku=1,mc=8,mr=8,nr=3", "ku=1,mc=16,mr=8,nr=2", "ku=4,mc=6,mr=6,nr=2", "ku=1,mc=12,mr=12,nr=2"});
 }
 
 TEST(MatMulBlocking, PackedKernelObjectIsSelfContained) {
