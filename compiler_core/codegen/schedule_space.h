@@ -162,7 +162,10 @@ namespace kiln {
 // 2050: a matmul of more than 64 rows whose register block cuts no row
 // tasks that two threads share evenly defaults to a taller block whose tasks
 // do (65 rows: 12-row tasks of 12 x 2, not 32-row tasks of 8 x 2).
-inline constexpr int kScheduleSpaceVersion = 2050;
+// 2051: multi-stage reductions whose rows are not their leading axis (a
+// batch of one) or pass through data movement run row blocks in parallel:
+// new points (tasks=16) and defaults for such workloads.
+inline constexpr int kScheduleSpaceVersion = 2051;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

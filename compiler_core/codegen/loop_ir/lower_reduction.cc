@@ -15,6 +15,7 @@
 #include "compiler_core/codegen/loop_ir/lower.h"
 #include "compiler_core/codegen/loop_ir/lower_common.h"
 #include "compiler_core/codegen/loop_ir/schedule.h"
+#include "compiler_core/frontend/op_registry.h"
 #include "compiler_core/frontend/ops/op_helpers.h"
 
 namespace kiln::loop_ir {
@@ -487,13 +488,109 @@ bool SingleStage(const Graph& g) {
   return count == 1 && g.outputs().size() == 1 && LastReduction(g)->output(0) == g.outputs()[0];
 }
 
-// Rows of a multi-stage workload whose stages can run fused per block of
-// rows, in parallel: the leading extent when it is row-local along axis 0
-// (RowLocalAxes) and at least 2, else 0.
+// The first axis of more than one element (-1 when there is none).
+int FirstWideAxis(const std::vector<int64_t>& d) {
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (d[i] > 1) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// A value's extent on its first wide axis: its rows, each a contiguous slice.
+int64_t RowExtent(const Value* v) {
+  std::vector<int64_t> d = DimsOf(v);
+  const int a = FirstWideAxis(d);
+  return a < 0 ? 1 : d[a];
+}
+
+// Whether node `n`, reading `u` (a value of `rows` rows computed from a
+// stage's result), reads for row r of its output `v` only row r of `u`.
+bool KeepsRows(const Node& n, const Value* u, const Value* v, int64_t rows) {
+  const std::vector<int64_t> du = DimsOf(u), dv = DimsOf(v);
+  const int au = FirstWideAxis(du), av = FirstWideAxis(dv);
+  if (au < 0 || av < 0 || du[au] != rows || dv[av] != rows) return false;
+  const std::string& op = n.op_type();
+  // Row-major: the r-th slice of rows of the input is the r-th of the output.
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity") return true;
+  if (op == "Transpose") {
+    std::vector<int64_t> perm = n.GetInts("perm", {});
+    if (perm.empty()) {
+      for (size_t i = du.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+    }
+    return perm.size() == dv.size() && perm[av] == au;
+  }
+  // Concatenated along another axis than the rows (which have the same
+  // extent in and out).
+  if (op == "Concat") return du.size() == dv.size() && au == av;
+  const OpDef* def = FindOpDef(n.domain(), op);
+  if (def != nullptr && def->traits.op_class == OpClass::kElementwise) {
+    // Broadcast aligns trailing axes.
+    return static_cast<int64_t>(au) + static_cast<int64_t>(dv.size()) - static_cast<int64_t>(du.size()) == av;
+  }
+  return false;
+}
+
+// Rows of a multi-stage workload whose stages can run fused row by row, in
+// parallel: the extent of the first stage result's first wide axis when
+// every stage result and output has that many rows (row r of each is its
+// r-th contiguous slice), no stage reduces over them, and every value
+// computed from a stage's result reads at row r only that result's row r
+// (KeepsRows); else 0. The leading axes of a batch of one are no rows, and
+// data movement keeps them where it neither moves nor cuts them: a
+// squeeze-excite's channels under Concat -> BatchNormalization -> x *
+// sigmoid(x) -> ReduceMean -> Reshape, a classifier's GlobalAveragePool ->
+// Flatten.
 int64_t RowParallelRows(const Graph& g) {
-  if (RowLocalAxes(g) < 1) return 0;
-  const int64_t rows = DimsOf(g.nodes().front()->output(0))[0];
-  return rows >= 2 ? rows : 0;
+  const Node* first = nullptr;
+  for (const auto& n : g.nodes()) {
+    if (IsReductionOp(n->op_type())) {
+      first = n.get();
+      break;
+    }
+  }
+  if (first == nullptr) return 0;
+  const int64_t rows = RowExtent(first->output(0));
+  if (rows < 2) return 0;
+  std::set<const Value*> inputs(g.inputs().begin(), g.inputs().end());
+  for (const Value* v : g.outputs()) {
+    if (inputs.count(v) > 0 || RowExtent(v) != rows) return 0;
+  }
+  std::set<const Value*> computed;  // stage results and values computed from them
+  for (const auto& n : g.nodes()) {
+    if (IsReductionOp(n->op_type())) {
+      // A stage reads a computed input's row r for its own row r: that
+      // input's rows are not reduced. An input computed from the workload's
+      // inputs alone it may read anywhere, but a row-wise stage (Softmax, the
+      // norms) writes its result in the input's shape: its loop runs over
+      // the rows only where it does not reduce them.
+      if (computed.count(n->input(0)) > 0 || IsRowWiseOp(n->op_type())) {
+        const std::vector<int64_t> dx = DimsOf(n->input(0));
+        const int ax = FirstWideAxis(dx);
+        absl::StatusOr<std::vector<bool>> mask = ReductionMask(*n);
+        if (ax < 0 || dx[ax] != rows || !mask.ok() || static_cast<size_t>(ax) >= mask->size() || (*mask)[ax]) {
+          return 0;
+        }
+      }
+      for (int i = 1; i < n->num_inputs(); ++i) {
+        if (computed.count(n->input(i)) > 0) return 0;
+      }
+      for (int i = 0; i < n->num_outputs(); ++i) {
+        if (n->output(i) == nullptr) continue;
+        if (RowExtent(n->output(i)) != rows) return 0;
+        computed.insert(n->output(i));
+      }
+      continue;
+    }
+    bool reads = false;
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      const Value* u = n->input(i);
+      if (u == nullptr || computed.count(u) == 0) continue;
+      if (n->num_outputs() != 1 || !KeepsRows(*n, u, n->output(0), rows)) return 0;
+      reads = true;
+    }
+    if (reads) computed.insert(n->output(0));
+  }
+  return rows;
 }
 
 std::vector<ScheduleConfig> Enumerate(const Graph& g, const CpuTarget& target) {
@@ -528,7 +625,6 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
   int64_t rows = single ? 0 : RowParallelRows(g);
   int64_t tasks = single || rows > 0 ? config.Get("tasks", 1) : 1;
   std::vector<Stmt> stages;
-  std::vector<std::string> row_vars;  // each stage's outermost (row) loop variable
   std::vector<Buffer> temps;
   int stage = 0;
   std::set<const Value*> written;
@@ -560,7 +656,6 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     for (int i = 1; i < 3 && i < static_cast<int>(bufs.size()); ++i) stats[i - 1] = bufs[i];
     ASSIGN_OR_RETURN(Stmt s, LowerStage(*n, ge, bufs[0], stats, vw, single ? tasks : 1, stage));
     stages.push_back(s);
-    row_vars.push_back(absl::StrCat("s", stage, "_k0"));
     for (int i = 0; i < n->num_outputs(); ++i) {
       if (n->output(i) == nullptr) continue;
       ge.Bind(n->output(i), bufs[i]);
@@ -591,9 +686,11 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
       return Store(ge.output_buffer(static_cast<int>(j)), idx, *e);
     });
     RETURN_IF_ERROR(err);
-    ASSIGN_OR_RETURN(nest, ScheduleNest(nest, dims, prefix, vw, 1));
+    // An output of one element per row keeps its loop over the rows whole
+    // (not vectorized) where the rows run in parallel.
+    const bool per_row = rows > 0 && tasks > 1 && NumElements(dims) == rows;
+    ASSIGN_OR_RETURN(nest, ScheduleNest(nest, dims, prefix, per_row ? 1 : vw, 1));
     stages.push_back(nest);
-    row_vars.push_back(prefix + "0");
   }
   if (rows > 0 && tasks > 1) {
     // Fuse the stages per row: for (task) parallel { temps; for (row in block) { stage bodies } }.
@@ -604,11 +701,13 @@ absl::StatusOr<LoopFunc> Lower(const Graph& g, const ScheduleConfig& config, con
     for (size_t i = 0; i < stages.size(); ++i) {
       const Stmt& s = stages[i];
       int64_t ext = 0;
-      if (s->kind != StmtKind::kFor || s->var != row_vars[i] || !AsConst(s->extent, &ext) || ext != rows) {
+      // Each stage's outermost loop runs over its first wide axis: the rows.
+      if (s->kind != StmtKind::kFor || s->for_kind != ForKind::kSerial || !AsConst(s->extent, &ext) ||
+          ext != rows) {
         bodies.clear();
         break;
       }
-      bodies.push_back(Substitute(s->body[0], row_vars[i], row));
+      bodies.push_back(Substitute(s->body[0], s->var, row));
     }
     if (!bodies.empty()) {
       Stmt inner = Block(bodies);

@@ -8,8 +8,10 @@
 // the horizontal combine. Softmax writes exp(x - max) in its sum pass and
 // only scales it after; per-row factors (1/sum, 1/stddev) are bound once.
 // Knobs: vw, tasks (parallel split of the outermost kept loop of a
-// single-stage kernel; for a row-local multi-stage kernel, all stages fused
-// per block of rows, one block per task).
+// single-stage kernel; for a multi-stage kernel whose stages and outputs
+// keep rows (the first axis of more than one element, data movement
+// included where it neither moves nor cuts them), all stages fused per
+// block of rows, one block per task).
 #pragma once
 
 #include <string>

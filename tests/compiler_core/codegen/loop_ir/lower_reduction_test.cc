@@ -1,6 +1,6 @@
 // Reduction lowering: multi-stage row-wise workloads (softmax, layer norm,
-// decomposed softmax, consumers after the reduction) fused per block of rows
-// and run in parallel, and softmax's exp written once; LayerNormalization's
+// decomposed softmax, consumers after the reduction, a batch of one through
+// data movement) fused per block of rows and run in parallel, and softmax's exp written once; LayerNormalization's
 // Mean/InvStdDev outputs and InstanceNormalization at odd sizes; softmax on
 // -inf, large negative and NaN inputs, and its exp's accuracy. Checked
 // against the reference interpreter (or double precision) at every schedule
@@ -90,6 +90,53 @@ TEST(ReductionLoweringTest, CrossRowConsumerStaysSerial) {
   Value* y = b.Op("Sub", {x, m}, {64, 100});
   b.g->AddOutput(y);
   EXPECT_EQ(CheckAllPoints(*b.g), 1);
+}
+
+// A batch of one: the rows are the first axis of more than one element.
+// MixNet's squeeze-excite (Concat -> x * sigmoid(x) -> ReduceMean over the
+// map -> Reshape, both results outputs) runs its channels in parallel; a
+// transpose that moves them keeps them rows.
+TEST(ReductionLoweringTest, BatchOfOneRunsChannelsInParallelThroughDataMovement) {
+  Builder b;
+  Value* x0 = b.In({1, 12, 15, 16});
+  Value* x1 = b.In({1, 20, 15, 16});
+  Value* c = b.Op("Concat", {x0, x1}, {1, 32, 15, 16}, {{"axis", int64_t{1}}});
+  Value* sg = b.Op("Sigmoid", {c}, {1, 32, 15, 16});
+  Value* sw = b.Op("Mul", {c, sg}, {1, 32, 15, 16});
+  Value* m = b.Op("ReduceMean", {sw}, {1, 32, 1, 1},
+                  {{"axes", std::vector<int64_t>{2, 3}}, {"keepdims", int64_t{1}}});
+  Value* shape = *b.g->AddConstant("shape", Tensor::FromVector(DType::kInt64, {2}, std::vector<int64_t>{1, 32}));
+  Value* r = b.Op("Reshape", {m, shape}, {1, 32});
+  b.g->AddOutput(sw);
+  b.g->AddOutput(r);
+  EXPECT_GT(CheckAllPoints(*b.g), 1);
+
+  Builder t;
+  Value* x = t.In({1, 96, 50});
+  Value* mx = t.Op("ReduceMax", {x}, {1, 96, 1}, {{"axes", std::vector<int64_t>{2}}, {"keepdims", int64_t{1}}});
+  Value* tr = t.Op("Transpose", {mx}, {1, 1, 96}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
+  t.g->AddOutput(t.Op("Exp", {tr}, {1, 1, 96}));
+  EXPECT_GT(CheckAllPoints(*t.g), 1);
+}
+
+// Where a value computed from a stage is read across rows, one task: the row
+// maxima transposed and broadcast back over the rows, and a softmax over the
+// first wide axis (its rows) of a batch of one.
+TEST(ReductionLoweringTest, BatchOfOneCrossRowReadsStaySerial) {
+  Builder b;
+  Value* x = b.In({1, 64, 64});
+  Value* mx = b.Op("ReduceMax", {x}, {1, 64, 1}, {{"axes", std::vector<int64_t>{2}}, {"keepdims", int64_t{1}}});
+  Value* tr = b.Op("Transpose", {mx}, {1, 1, 64}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
+  b.g->AddOutput(b.Op("Sub", {x, tr}, {1, 64, 64}));
+  EXPECT_EQ(CheckAllPoints(*b.g), 1);
+
+  Builder s;
+  Value* y = s.In({1, 64, 96});
+  Value* sm = s.Op("Softmax", {y}, {1, 64, 96}, {{"axis", int64_t{1}}});
+  Value* sum = s.Op("ReduceSum", {sm}, {1, 1, 96}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{1}}});
+  s.g->AddOutput(sm);
+  s.g->AddOutput(sum);
+  EXPECT_EQ(CheckAllPoints(*s.g), 1);
 }
 
 // LayerNormalization with its Mean and InvStdDev outputs, for every axis form
