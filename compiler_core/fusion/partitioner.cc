@@ -5,7 +5,8 @@
 //      limits and the code generator (options.classify) allow;
 //   B. cheap producer groups (elementwise / data movement) are fused into all
 //      their consumer groups (prologues, index arithmetic, recompute on
-//      fan-out) when the cost model says it moves fewer bytes.
+//      fan-out) when the cost model says it moves fewer bytes; a view of a
+//      group's input that other groups read is computed in those too.
 #include "compiler_core/fusion/partitioner.h"
 
 #include <algorithm>
@@ -41,6 +42,7 @@ class Partitioner {
     for (int i = 0; i < static_cast<int>(nodes_.size()); ++i) PlaceNode(i);
     if (options_.fuse) {
       for (int g = static_cast<int>(groups_.size()) - 1; g >= 0; --g) TryFuseIntoConsumers(g);
+      ShareViewsOfInputs();
     }
     return Assemble();
   }
@@ -367,6 +369,52 @@ class Partitioner {
     }
     for (int m : p.nodes) groups_of_[m].assign(consumers.begin(), consumers.end());
     p.alive = false;
+  }
+
+  // A view (Reshape, Flatten, Squeeze, Unsqueeze) of a value its group reads
+  // moves no bytes where it is computed: each other group that reads the view
+  // computes it too, as index arithmetic, instead of the view's group writing
+  // a copy of its input for them. ResNeSt's radix split (a conv's 3.2 MB
+  // output reshaped into two halves, read by the radix sum and, later, by the
+  // attention's product) was the sum's group's second output, a copy that
+  // also kept the sum from running in parallel.
+  void ShareViewsOfInputs() {
+    for (int gi = 0; gi < static_cast<int>(groups_.size()); ++gi) {
+      if (!groups_[gi].alive || groups_[gi].nodes.size() < 2) continue;
+      const std::vector<int> members = groups_[gi].nodes;
+      const std::unordered_set<int> in_group(members.begin(), members.end());
+      for (int m : members) {
+        const Node& n = *nodes_[m];
+        if (!IsLayoutFree(n) || n.num_outputs() != 1 || n.num_inputs() < 1) continue;
+        const int producer = ProducerOf(n.input(0));
+        if (producer >= 0 && in_group.count(producer) > 0) continue;  // a view of a computed value
+        const Value* v = n.output(0);
+        if (v == nullptr || graph_outputs_.count(v) > 0) continue;
+        std::set<int> readers;
+        for (const Node* u : v->users()) {
+          const int ui = index_.at(u);
+          if (in_group.count(ui) > 0) continue;
+          for (int h : groups_of_[ui]) {
+            if (!InGroup(h, m)) readers.insert(h);
+          }
+        }
+        if (readers.empty()) continue;
+        std::map<int, std::vector<int>> grown;
+        for (int h : readers) {
+          if (groups_[h].sealed || !groups_[h].alive) break;
+          std::vector<int> nodes = groups_[h].nodes;
+          nodes.push_back(m);
+          std::sort(nodes.begin(), nodes.end());
+          if (!Acceptable(nodes)) break;
+          grown[h] = std::move(nodes);
+        }
+        if (grown.size() != readers.size()) continue;
+        for (auto& [h, nodes] : grown) {
+          groups_[h].nodes = std::move(nodes);
+          groups_of_[m].push_back(h);
+        }
+      }
+    }
   }
 
   // The code generator's kind for a final group (see FusionGroup::kind).

@@ -1,6 +1,6 @@
 // The fusion rules on small graphs: loop fusion with fan-in and fan-out,
 // reduction fusion, anchor epilogues, data movement as index arithmetic,
-// recompute on fan-out, splitting by the code generator's verdict, shared
+// recompute on fan-out, views of group inputs computed by every reader, splitting by the code generator's verdict, shared
 // workload keys. Every
 // partition is also evaluated group by group against the whole graph.
 #include <gtest/gtest.h>
@@ -239,6 +239,31 @@ TEST(FusionRulesTest, TransposeIsIndexArithmeticOfItsMatMulAndRecomputedOnFanOut
   // the Transpose is a group of its own, written once.
   p = PartitionAndCheck(*g);
   EXPECT_EQ(Kinds(p), (std::vector<std::string>{"data_movement", "matmul", "matmul"})) << p.ToText();
+}
+
+// ResNeSt's radix split: a conv's output reshaped into two halves, summed
+// over them, and the halves read again by a later product. The sum's group
+// reads the reshape of its input; the product's group computes the reshape
+// too instead of reading a copy the sum's group wrote.
+TEST(FusionRulesTest, AViewOfAGroupInputIsComputedByEveryGroupReadingIt) {
+  Builder b;
+  Value* x = b.Input("x", {1, 8, 6, 6});
+  Value* w = b.Const("w", {16, 8, 1, 1});
+  Value* c = b.Op("Conv", "conv", {x, w});  // [1, 16, 6, 6]
+  Value* r = b.Op("Relu", "relu", {c});
+  Value* halves = b.Op("Reshape", "view", {r, b.Ints("shape", {1, 2, 8, 6, 6})});
+  Value* sum = b.Op("ReduceSum", "sum", {halves, b.Ints("axes", {1})}, {{"keepdims", int64_t{0}}});
+  Value* att = b.Op("Sigmoid", "att", {b.Op("ReduceMean", "gap", {sum, b.Ints("hw", {2, 3})})});  // [1, 8, 1, 1]
+  Value* prod = b.Op("Mul", "prod", {halves, att});
+  Value* y = b.Op("ReduceSum", "sum2", {prod, b.Ints("axes2", {1})}, {{"keepdims", int64_t{0}}});
+  auto g = b.Finish({y});
+  Partition p = PartitionAndCheck(*g);
+  int computing_view = 0;
+  for (const FusionGroup& grp : p.groups) {
+    for (const Value* v : grp.outputs) EXPECT_NE(v->name(), "view") << p.ToText();
+    for (const Node* n : grp.nodes) computing_view += n->name() == "view" ? 1 : 0;
+  }
+  EXPECT_EQ(computing_view, 2) << p.ToText();
 }
 
 TEST(FusionRulesTest, CodegenVerdictSplitsGroupsDownToSingleNodes) {
