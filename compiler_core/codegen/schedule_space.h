@@ -165,7 +165,10 @@ namespace kiln {
 // 2051: multi-stage reductions whose rows are not their leading axis (a
 // batch of one) or pass through data movement run row blocks in parallel:
 // new points (tasks=16) and defaults for such workloads.
-inline constexpr int kScheduleSpaceVersion = 2051;
+// 2052: matmuls of 65 to 128 rows also take all rows in one row block with
+// the columns in halves or quarters (new points), the default where no
+// row tasks of a block that fits share evenly (65 rows in 8 x 3 blocks).
+inline constexpr int kScheduleSpaceVersion = 2052;
 
 // The kind of the lowering that takes the workload ("matmul", "elementwise",
 // "data_movement", "reduction", "conv", "conv_transpose", "pool", "resize",

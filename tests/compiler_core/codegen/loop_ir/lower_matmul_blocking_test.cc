@@ -365,8 +365,9 @@ TEST(MatMulBlocking, EvenShareOfTasks) {
 // Defaults split their tasks so that two threads share them evenly: ViT's
 // 197 rows in 8-row tasks (32-row tasks are 7, 4 against 3), a packed
 // GRU projection's 1536 columns in 8 blocks rather than 7, a classifier
-// head's 256 columns in two halves, ViT's 65 rows in 12-row blocks. The row
-// tasks' kernels (a 5-row last task) match the reference.
+// head's 256 columns in two halves, ViT's 65 rows in 12-row blocks, ViT-S's
+// 65 rows by 1536 columns in one row block and two column halves. The
+// tasks' kernels (a 5-row last task, column halves) match the reference.
 TEST(MatMulBlocking, DefaultTasksShareEvenlyBetweenThreads) {
   absl::StatusOr<CpuTarget> avx512 = CpuTarget::Named("znver5");
   ASSERT_TRUE(avx512.ok());
@@ -399,7 +400,13 @@ TEST(MatMulBlocking, DefaultTasksShareEvenlyBetweenThreads) {
   d = DefaultSchedule(*gru100, *avx512);
   EXPECT_EQ(d.Get("mr", 0), 8) << d.ToString();
   EXPECT_EQ(d.Get("nr", 0), 3) << d.ToString();
-  for (const Graph* g : {vit.get(), gru.get(), head.get(), vit65.get(), gru100.get()}) {
+  // ViT-S's 65 rows by 1536 columns in 8 x 3 blocks (no taller block fits
+  // three vectors): all rows in one row block, the columns in two halves.
+  auto vits = MakeWorkload("MatMul", {{65, 384}, {384, 1536}}, {65, 1536});
+  d = DefaultSchedule(*vits, *avx512);
+  EXPECT_EQ(d.ToString(), "ku=1,mc=72,mr=8,nc=768,nr=3");
+  EXPECT_EQ(tasks_of(*vits, d), 2);
+  for (const Graph* g : {vit.get(), gru.get(), head.get(), vit65.get(), gru100.get(), vits.get()}) {
     std::vector<ScheduleConfig> space = EnumerateSchedules(*g, *avx512);
     ScheduleConfig dflt = DefaultSchedule(*g, *avx512);
     EXPECT_NE(std::find(space.begin(), space.end(), dflt), space.end()) << dflt.ToString();
@@ -408,7 +415,8 @@ TEST(MatMulBlocking, DefaultTasksShareEvenlyBetweenThreads) {
   std::vector<std::vector<float>> in = {RandomData(m * k, 41), RandomData(k * n, 42)};
   auto g = MakeWorkload("MatMul", {{m, k}, {k, n}}, {m, n});
   Check(*g, in, Reference(in[0], in[1], nullptr, 1, m, n, k, false, false), k,
-        {"ku=1,mc=8,mr=8,nr=3", "ku=1,mc=16,mr=8,nr=2", "ku=4,mc=6,mr=6,nr=2", "ku=1,mc=12,mr=12,nr=2"});
+        {"ku=1,mc=8,mr=8,nr=3", "ku=1,mc=16,mr=8,nr=2", "ku=4,mc=6,mr=6,nr=2", "ku=1,mc=12,mr=12,nr=2",
+         "ku=1,mc=200,mr=8,nc=48,nr=3"});
 }
 
 TEST(MatMulBlocking, PackedKernelObjectIsSelfContained) {
