@@ -91,8 +91,10 @@ TEST(ScheduleSpace, KindsAndEnumeration) {
   if (lanes == 16) {
     // mr 6 x nr 4 x ku 2, less (8,4,*) and (12,3..4,*): 42 register blocks;
     // those of 4 rows or more again with row tasks of one and two blocks
-    // (mr 12: one; two is its default of 24 rows): 48.
-    EXPECT_EQ(mm_space.size(), 90u);
+    // (mr 12: one; two is its default of 24 rows): 48; and those 26 blocks
+    // with all 128 rows in one row block, the columns in halves and in
+    // quarters: 52.
+    EXPECT_EQ(mm_space.size(), 142u);
     ScheduleConfig d = DefaultSchedule(*mm, t);
     // 8 rows by 2 vectors: 512 columns are 16 whole 2-vector panels, where
     // 3-vector panels would leave 32 to a tail tile (DefaultMatMul).
