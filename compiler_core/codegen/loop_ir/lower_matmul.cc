@@ -346,14 +346,19 @@ std::vector<int64_t> Useful(const std::vector<int64_t>& candidates, int64_t unit
 }
 
 
+// Whether an mr x nr register block fits the register file: accumulators,
+// B vectors and one broadcast A.
+bool BlockFitsRegisters(int64_t mr, int64_t nr, const CpuTarget& target) {
+  return mr * nr + nr + 1 <= target.NumVectorRegisters();
+}
+
 // The register-block grid (mr x nr x ku), without blocking knobs.
 std::vector<ScheduleConfig> MatMulRegisterBlocks(const MatMulSpec& s, const CpuTarget& target) {
   int64_t lanes = target.FloatLanes();
   std::vector<ScheduleConfig> out;
   for (int64_t mr : Useful({1, 2, 4, 6, 8, 12}, 1, s.m)) {
     for (int64_t nr : Useful({1, 2, 3, 4}, lanes, s.n)) {
-      // Accumulators + B vectors + one broadcast A must fit the register file.
-      if (mr * nr + nr + 1 > target.NumVectorRegisters()) continue;
+      if (!BlockFitsRegisters(mr, nr, target)) continue;
       for (int64_t ku : Useful({1, 4}, 1, s.k)) {
         ScheduleConfig c;
         c.Set("mr", mr);
@@ -726,7 +731,7 @@ ScheduleConfig DefaultMatMul(const MatMulSpec& s, const CpuTarget& target) {
       const int64_t nr = reg.Get("nr", 2);
       options = {blocked};
       for (int64_t taller : {8, 12}) {
-        if (taller <= mr || taller > s.m || taller * nr + nr + 1 > target.NumVectorRegisters()) continue;
+        if (taller <= mr || taller > s.m || !BlockFitsRegisters(taller, nr, target)) continue;
         ScheduleConfig alt = reg;
         alt.Set("mr", taller);
         row_tasks(alt, options);
